@@ -1,0 +1,390 @@
+// The self-test (spec: probe_with, probe, with_device_ops). No FFI: it drives an Ops record.
+import { Bench } from 'tinybench';
+import { type Device, staticVerdict } from './device.js';
+import { errorText, isFatal } from './fatal.js';
+import { type Host, type Ops, type RegistrationTable, hostSlice, registrations, trackedOps } from './ops.js';
+import {
+  Inconclusive,
+  Refused,
+  Still_registered,
+  Too_slow,
+  Usable,
+  type Verdict,
+  Wrong_bytes,
+  verdictToString,
+} from './verdict.js';
+
+/** The largest page size in use: windows are multiples of it, so they never share a page. */
+export const UNIT = 64 * 1024;
+/** The page boundary the map must start on (checked at 4 KiB only). */
+export const PAGE_CHECK = 4096;
+export const DEFAULT_MIN_RELATIVE_SPEED = 0.8;
+/** Best of 7 against best of 7. */
+export const DEFAULT_RUNS = 7;
+/**
+ * Tries of a window's unregister. How we read the spec's "two, or three when the probe got as far as the
+ * checked release": when the self-test ran to its end (whatever verdict it reached), its checked release makes
+ * one try per window and the clean-up that follows makes two more for a window still held: three in all. When
+ * it stopped early (an operation raised), only the clean-up runs: two tries.
+ */
+export const CHECKED_RELEASE_TRIES = 3;
+export const CLEANUP_RELEASE_TRIES = 2;
+/** Tries of freeHost for each page-locked buffer the probe allocated. */
+export const FREE_TRIES = 2;
+
+export interface ProbeOptions {
+  log?: (message: string) => void;
+  /** Fraction of the staged copy's speed the registered copy must reach (default 0.8). A margin for noise. */
+  minRelativeSpeed?: number;
+  /** Timed runs of each copy; the best of each is compared (default 7). */
+  runs?: number;
+  /** The clock, in milliseconds (default performance.now). */
+  now?: () => number;
+  /** Where registrations are recorded (default: the process table). */
+  table?: RegistrationTable;
+}
+
+export type ReleaseOutcome = 'first' | 'retry' | 'never';
+
+export interface WindowReport {
+  /** Offset of the window in the map, and its length. */
+  readonly offset: number;
+  readonly length: number;
+  /** Round trip compared with the reference: true equal, false differed, null not compared. */
+  equal: boolean | null;
+  /** First differing offset within the window when `equal` is false. */
+  firstDifference: number | null;
+  /** null when the window was never registered. */
+  release: ReleaseOutcome | null;
+  releaseTries: number;
+}
+
+export interface TimingReport {
+  readonly bytes: number;
+  readonly runs: number;
+  readonly registeredMs: number;
+  readonly stagedMs: number;
+  readonly registeredMedianMs: number;
+  readonly stagedMedianMs: number;
+  readonly registeredGBps: number;
+  readonly stagedGBps: number;
+  /** registered speed / staged speed (best against best). */
+  readonly ratio: number;
+  readonly minRelativeSpeed: number;
+}
+
+export interface ProbeReport {
+  verdict: Verdict;
+  /** Bytes in each window (0 when the inputs were refused). */
+  windowBytes: number;
+  windows: WindowReport[];
+  timing: TimingReport | null;
+  /** Every line passed to `log`. */
+  log: string[];
+}
+
+/** Each window: half the length rounded down to a multiple of 64 KiB. */
+export function windowSize(length: number): number {
+  return Math.floor(length / 2 / UNIT) * UNIT;
+}
+
+/** First offset at which a and b differ, or -1 when they are equal (a length mismatch differs at the end). */
+export function firstDifference(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  if (Buffer.compare(a.subarray(0, n), b.subarray(0, n)) !== 0) {
+    for (let off = 0; off < n; off += UNIT) {
+      const end = Math.min(n, off + UNIT);
+      if (Buffer.compare(a.subarray(off, end), b.subarray(off, end)) !== 0) {
+        for (let i = off; i < end; i++) if (a[i] !== b[i]) return i;
+      }
+    }
+  }
+  return a.length === b.length ? -1 : n;
+}
+
+/** Why map and reference cannot be probed, or undefined when they can. Reads no bytes. */
+export function checkInputs(map: Host, reference: Uint8Array): string | undefined {
+  const length = map.bytes.length;
+  if (reference.length !== length) return `map (${length} bytes) and reference (${reference.length} bytes) differ in length`;
+  if (length < 2 * UNIT) return `the region is too small: ${length} bytes, at least two units of 64 KiB (${2 * UNIT} bytes) are needed`;
+  if (map.address % BigInt(PAGE_CHECK) !== 0n) return `map does not start on a 4 KiB page boundary (address 0x${map.address.toString(16)})`;
+  return undefined;
+}
+
+function report(verdict: Verdict, log: string[], windowBytes = 0): ProbeReport {
+  return { verdict, windowBytes, windows: [], timing: null, log };
+}
+
+interface Timed {
+  best: number;
+  median: number;
+}
+
+function timeBoth(registered: () => void, staged: () => void, runs: number, now: (() => number) | undefined): [Timed, Timed] {
+  const bench = new Bench({ iterations: runs, time: 0, warmup: false, ...(now ? { now } : {}) });
+  bench.add('registered', registered, { async: false });
+  bench.add('staged', staged, { async: false });
+  bench.runSync();
+  return bench.tasks.map((task): Timed => {
+    const r = task.result;
+    if (r.state === 'errored') throw r.error;
+    if (r.state !== 'completed') throw new Error(`timing of the ${task.name} copy ended ${r.state}`);
+    return { best: r.latency.min, median: r.latency.p50 };
+  }) as [Timed, Timed];
+}
+
+const validDuration = (ms: number): boolean => Number.isFinite(ms) && ms > 0;
+const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
+
+/**
+ * The self-test without the static check, with everything it saw. `map` is registered in two disjoint windows,
+ * copied to the device and back, compared with `reference` (the same file region read independently), timed
+ * against a staged copy, and released.
+ */
+export function probeWithReport(ops: Ops, map: Host, reference: Uint8Array, options: ProbeOptions = {}): ProbeReport {
+  const lines: string[] = [];
+  const log = (message: string): void => {
+    lines.push(message);
+    options.log?.(message);
+  };
+  const minRelativeSpeed = options.minRelativeSpeed ?? DEFAULT_MIN_RELATIVE_SPEED;
+  const runs = options.runs ?? DEFAULT_RUNS;
+  if (!(Number.isFinite(minRelativeSpeed) && minRelativeSpeed > 0)) throw new RangeError(`minRelativeSpeed must be a positive number, not ${minRelativeSpeed}`);
+  if (!(Number.isInteger(runs) && runs >= 1)) throw new RangeError(`runs must be a positive integer, not ${runs}`);
+  const table = options.table ?? registrations;
+
+  const invalid = checkInputs(map, reference);
+  if (invalid !== undefined) return report(Inconclusive(invalid), lines);
+  const w = windowSize(map.bytes.length);
+  const windows = [hostSlice(map, 0, w), hostSlice(map, w, w)] as const;
+  const refs = [reference.subarray(0, w), reference.subarray(w, 2 * w)] as const;
+
+  // The reference is checked against the map before anything is registered: a reference that differs is the
+  // caller's fault, and nothing is registered or allocated.
+  for (const i of [0, 1] as const) {
+    const d = firstDifference(windows[i].bytes, refs[i]);
+    if (d >= 0) return report(Inconclusive(`the reference differs from the map at offset ${i * w + d}: nothing was registered`), lines, w);
+  }
+  if (firstDifference(refs[0], refs[1]) < 0) {
+    return report(Inconclusive('the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region'), lines, w);
+  }
+  const live = table.overlapping(map.address, map.bytes.length);
+  if (live.length > 0) {
+    return report(Inconclusive(`the map overlaps ${live.length} range(s) registered in this process (the driver cannot tell): nothing was registered`), lines, w);
+  }
+
+  const result: ProbeReport = {
+    verdict: Usable,
+    windowBytes: w,
+    windows: windows.map((_, i) => ({ offset: i * w, length: w, equal: null, firstDifference: null, release: null, releaseTries: 0 })),
+    timing: null,
+    log: lines,
+  };
+  const t = trackedOps(ops, table);
+  const buffers: Host[] = [];
+  const registered: number[] = [];
+  let reachedCheckedRelease = false;
+  let fatal: unknown;
+  let verdict: Verdict;
+  try {
+    const into = t.allocHost(w);
+    buffers.push(into);
+    const staging = t.allocHost(w);
+    buffers.push(staging);
+    for (const i of [0, 1] as const) {
+      t.register(windows[i]);
+      registered.push(i);
+    }
+    verdict = selfTest(t, windows, refs, into, staging, result, { runs, minRelativeSpeed, now: options.now, log });
+    reachedCheckedRelease = true;
+  } catch (e) {
+    if (isFatal(e)) fatal = e;
+    verdict = Inconclusive(`an operation raised: ${errorText(e)}`);
+    log(`probe stopped early: ${errorText(e)}`);
+  }
+
+  // Release whatever happened: windows in reverse order of registration, then the buffers.
+  const tries = reachedCheckedRelease ? CHECKED_RELEASE_TRIES : CLEANUP_RELEASE_TRIES;
+  const notReleased: string[] = [];
+  const retried: string[] = [];
+  for (const i of [...registered].reverse()) {
+    const win = result.windows[i]!;
+    const what = `window ${i + 1} (offset ${win.offset}, ${win.length} bytes)`;
+    let last: unknown;
+    for (let k = 1; k <= tries; k++) {
+      win.releaseTries = k;
+      try {
+        t.unregister(windows[i]!);
+        win.release = k === 1 ? 'first' : 'retry';
+        break;
+      } catch (e) {
+        if (isFatal(e)) fatal ??= e;
+        last = e;
+        log(`unregister of ${what} failed (try ${k} of ${tries}): ${errorText(e)}`);
+      }
+    }
+    if (win.release === null) {
+      win.release = 'never';
+      notReleased.push(`${what} after ${tries} tries (${errorText(last)})`);
+    } else if (win.release === 'retry') {
+      retried.push(what);
+    }
+  }
+  const unfreed: string[] = [];
+  for (const buffer of buffers.reverse()) {
+    for (let k = 1; k <= FREE_TRIES; k++) {
+      try {
+        t.freeHost(buffer);
+        if (k > 1) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes was freed only on try ${k}`);
+        break;
+      } catch (e) {
+        if (isFatal(e)) fatal ??= e;
+        log(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
+        if (k === FREE_TRIES) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes could not be freed (${errorText(e)})`);
+      }
+    }
+  }
+  if (fatal !== undefined) throw fatal;
+
+  if (notReleased.length > 0) {
+    result.verdict = Still_registered(
+      `could not release ${notReleased.join('; ')}; the range stays registered: never unmap, register again or probe again the map in this process`,
+    );
+  } else {
+    const troubles = [
+      ...retried.map((what) => `the release of ${what} failed and succeeded on a retry`),
+      ...unfreed,
+    ];
+    if (troubles.length > 0) {
+      const before = verdict.kind === 'Inconclusive' ? `${verdict.reason}; ` : verdict.kind === 'Usable' ? '' : `${verdictToString(verdict)} before: `;
+      result.verdict = Inconclusive(before + troubles.join('; '));
+    } else {
+      result.verdict = verdict;
+    }
+  }
+  log(`verdict: ${verdictToString(result.verdict)}`);
+  return result;
+}
+
+interface SelfTestOptions {
+  runs: number;
+  minRelativeSpeed: number;
+  now: (() => number) | undefined;
+  log: (message: string) => void;
+}
+
+function selfTest(
+  t: Ops,
+  windows: readonly [Host, Host],
+  refs: readonly [Uint8Array, Uint8Array],
+  into: Host,
+  staging: Host,
+  result: ProbeReport,
+  o: SelfTestOptions,
+): Verdict {
+  // Round trip each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
+  // nothing, or serves the previous window again, leaves bytes that differ from the reference.
+  for (const i of [0, 1] as const) {
+    into.bytes.set(refs[1 - i]!);
+    t.roundTrip(windows[i], into);
+    const d = firstDifference(into.bytes, refs[i]);
+    result.windows[i]!.equal = d < 0;
+    result.windows[i]!.firstDifference = d < 0 ? null : d;
+    o.log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
+  }
+  if (result.windows.some((w) => w.equal === false)) {
+    for (const i of [0, 1] as const) {
+      const d = firstDifference(windows[i].bytes, refs[i]);
+      if (d >= 0) return Inconclusive(`the map changed during the probe (window ${i + 1} differs from the reference at offset ${d})`);
+    }
+    return Refused(Wrong_bytes);
+  }
+
+  const bytes = windows[0].bytes.length;
+  const [reg, staged] = timeBoth(
+    () => t.upload(windows[0]),
+    () => {
+      staging.bytes.set(windows[0].bytes);
+      t.upload(staging);
+    },
+    o.runs,
+    o.now,
+  );
+  if (!validDuration(reg.best) || !validDuration(staged.best)) {
+    return Inconclusive(`the clock gave no valid duration (registered ${reg.best} ms, staged ${staged.best} ms)`);
+  }
+  const registeredGBps = gbps(bytes, reg.best);
+  const stagedGBps = gbps(bytes, staged.best);
+  const ratio = registeredGBps / stagedGBps;
+  result.timing = {
+    bytes,
+    runs: o.runs,
+    registeredMs: reg.best,
+    stagedMs: staged.best,
+    registeredMedianMs: reg.median,
+    stagedMedianMs: staged.median,
+    registeredGBps,
+    stagedGBps,
+    ratio,
+    minRelativeSpeed: o.minRelativeSpeed,
+  };
+  o.log(`registered ${registeredGBps.toFixed(2)} GB/s, staged ${stagedGBps.toFixed(2)} GB/s (best of ${o.runs}), ratio ${ratio.toFixed(3)}`);
+  if (ratio >= o.minRelativeSpeed) return Usable;
+  return Too_slow(
+    `registered ${registeredGBps.toFixed(2)} GB/s is ${ratio.toFixed(3)} of staged ${stagedGBps.toFixed(2)} GB/s, below the margin ${o.minRelativeSpeed}`,
+  );
+}
+
+/** The self-test's verdict (spec: probe_with). */
+export function probeWith(ops: Ops, map: Host, reference: Uint8Array, options: ProbeOptions = {}): Verdict {
+  return probeWithReport(ops, map, reference, options).verdict;
+}
+
+/** Thrown by withDeviceOps for a device whose static verdict is Refused: registration is unreachable. */
+export class RegistrationUnreachable extends Error {
+  constructor(
+    readonly device: Device,
+    readonly verdict: Verdict,
+  ) {
+    super(`${device.id}: registration is unreachable on a device whose static verdict is ${verdictToString(verdict)}`);
+    this.name = 'RegistrationUnreachable';
+  }
+}
+
+function openOps<T>(device: Device, bytes: number, table: RegistrationTable, f: (ops: Ops) => T): T {
+  if (!device.withOps) throw new Error(`${device.id}: the ${device.framework} backend has no registration ops`);
+  return device.withOps(bytes, (ops) => f(trackedOps(ops, table)));
+}
+
+/**
+ * Runs f on the device's registration ops (recorded in `table`), with a device buffer of `bytes` bytes that is
+ * released when f returns or throws. Throws RegistrationUnreachable, before any op exists, for a device whose
+ * static verdict is Refused.
+ */
+export function withDeviceOps<T>(device: Device, bytes: number, f: (ops: Ops) => T, table: RegistrationTable = registrations): T {
+  const s = staticVerdict(device);
+  if (s.kind === 'Decided' && s.verdict.kind === 'Refused') throw new RegistrationUnreachable(device, s.verdict);
+  return openOps(device, bytes, table, f);
+}
+
+/**
+ * The capability with everything the self-test saw: the static verdict, then, if it asks for it, the self-test
+ * on the device. A device decided statically is answered without reading map or reference and without any op.
+ */
+export function probeReport(device: Device, map: Host, reference: Uint8Array, options: ProbeOptions = {}): ProbeReport {
+  const s = staticVerdict(device);
+  if (s.kind === 'Decided') return report(s.verdict, []);
+  const invalid = checkInputs(map, reference);
+  if (invalid !== undefined) return report(Inconclusive(invalid), []);
+  try {
+    return openOps(device, windowSize(map.bytes.length), options.table ?? registrations, (ops) => probeWithReport(ops, map, reference, options));
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    return report(Inconclusive(`the device's ops could not be opened or closed: ${errorText(e)}`), []);
+  }
+}
+
+/** The capability (spec: probe). */
+export function probe(device: Device, map: Host, reference: Uint8Array, options: ProbeOptions = {}): Verdict {
+  return probeReport(device, map, reference, options).verdict;
+}

@@ -1,0 +1,428 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CHECKED_RELEASE_TRIES,
+  CLEANUP_RELEASE_TRIES,
+  DEFAULT_RUNS,
+  Interrupted,
+  OutOfMemory,
+  RegistrationTable,
+  UNIT,
+  cacheable,
+  firstDifference,
+  probeWith,
+  probeWithReport,
+  windowSize,
+  type Host,
+  type ProbeOptions,
+} from '../src/index.js';
+import { type Faults, MemoryOps, memHost, randomBytes } from './support/memory-ops.js';
+
+/** A map of `length` random bytes at a fresh aligned address, its reference (an independent copy), and ops. */
+function setup(length = 4 * UNIT, faults: Faults = {}, offsetFromAlignment = 0) {
+  const map = memHost(randomBytes(length), offsetFromAlignment);
+  const reference = map.bytes.slice();
+  const ops = new MemoryOps(windowSize(length), faults);
+  const table = new RegistrationTable();
+  const options: ProbeOptions = { now: ops.now, table };
+  return { map, reference, ops, table, options };
+}
+
+const totalCalls = (ops: MemoryOps): number => Object.values(ops.calls).reduce((a, b) => a + b, 0);
+
+function expectAllReleased(ops: MemoryOps, table: RegistrationTable): void {
+  expect(ops.live).toHaveLength(0);
+  expect(ops.allocated.size).toBe(0);
+  expect(table.size).toBe(0);
+}
+
+describe('probeWith: the happy path', () => {
+  it('registers both windows, finds the bytes equal, times, releases at the first try: Usable', () => {
+    const { map, reference, ops, table, options } = setup();
+    const r = probeWithReport(ops, map, reference, options);
+    expect(r.verdict).toEqual({ kind: 'Usable' });
+    expect(cacheable(r.verdict)).toBe(true);
+    expect(r.windows.map((w) => [w.equal, w.release, w.releaseTries])).toEqual([
+      [true, 'first', 1],
+      [true, 'first', 1],
+    ]);
+    expect(r.timing).toMatchObject({ registeredMs: 2, stagedMs: 10, ratio: 5, runs: 7 });
+    expect(r.timing!.registeredGBps).toBeCloseTo((2 * UNIT) / 0.002 / 1e9, 9);
+    expectAllReleased(ops, table);
+  });
+
+  it('each window is half the length rounded down to 64 KiB; bytes beyond the two windows are never touched', () => {
+    const length = 3 * UNIT + 12345;
+    expect(windowSize(length)).toBe(UNIT);
+    const { map, reference, ops, options } = setup(length);
+    const r = probeWithReport(ops, map, reference, options);
+    expect(r.verdict.kind).toBe('Usable');
+    expect(r.windowBytes).toBe(UNIT);
+    const registered = ops.trace.filter((t) => t.op === 'register');
+    expect(registered).toEqual([
+      { op: 'register', address: map.address, length: UNIT },
+      { op: 'register', address: map.address + BigInt(UNIT), length: UNIT },
+    ]);
+    const end = map.address + BigInt(2 * UNIT);
+    for (const t of ops.trace.filter((t) => t.op === 'roundTrip' || t.op === 'upload' || t.op === 'register')) {
+      if (t.address! >= map.address && t.address! < map.address + BigInt(length)) expect(t.address! + BigInt(t.length!)).toBeLessThanOrEqual(end);
+    }
+  });
+
+  it('a region of exactly two units is enough', () => {
+    const { map, reference, ops, options } = setup(2 * UNIT);
+    expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
+  });
+
+  it('times best of 7 against best of 7: exactly 7 registered and 7 staged uploads, the best of each compared', () => {
+    expect(DEFAULT_RUNS).toBe(7);
+    // Only the 7th registered run is fast: best of 7 gives 5 ms (ratio 2), best of 6 or the mean would give 20+.
+    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: [20, 20, 20, 20, 20, 20, 5], stagedUploadMs: 10 });
+    const r = probeWithReport(ops, map, reference, options);
+    expect(ops.uploads).toEqual({ registered: 7, staged: 7 });
+    expect(r.timing).toMatchObject({ registeredMs: 5, stagedMs: 10, runs: 7 });
+    expect(r.verdict.kind).toBe('Usable');
+  });
+
+  it('the staged copy is a memcpy into page-locked memory from allocHost, then the same upload', () => {
+    const { map, reference, ops, options } = setup();
+    probeWith(ops, map, reference, options);
+    const staged = ops.trace.filter((t) => t.op === 'upload' && !(t.address! >= map.address && t.address! < map.address + BigInt(map.bytes.length)));
+    expect(staged).toHaveLength(7);
+    // the staged buffer is one of the two allocHost buffers, and holds window 1's bytes after the copies
+    const stagingAddress = staged[0]!.address!;
+    expect(staged.every((t) => t.address === stagingAddress && t.length === 2 * UNIT)).toBe(true);
+  });
+
+  it('passes every step to log', () => {
+    const { map, reference, ops, options } = setup();
+    const lines: string[] = [];
+    probeWith(ops, map, reference, { ...options, log: (m) => lines.push(m) });
+    expect(lines.join('\n')).toMatch(/window 1: bytes equal[\s\S]*window 2: bytes equal[\s\S]*verdict: Usable/);
+  });
+});
+
+describe('probeWith: the inputs', () => {
+  const cases: [string, (s: ReturnType<typeof setup>) => [Host, Uint8Array], RegExp][] = [
+    ['map and reference of different lengths', (s) => [s.map, s.reference.subarray(1)], /differ in length/],
+    ['a region smaller than two 64 KiB units', () => {
+      const m = memHost(randomBytes(2 * UNIT - 1));
+      return [m, m.bytes.slice()];
+    }, /too small/],
+    ['a map that does not start on a 4 KiB boundary', () => {
+      const m = memHost(randomBytes(4 * UNIT), 2048);
+      return [m, m.bytes.slice()];
+    }, /4 KiB/],
+  ];
+  for (const [what, make, reason] of cases) {
+    it(`${what}: Inconclusive, and no op is called`, () => {
+      const s = setup();
+      const [map, reference] = make(s);
+      const v = probeWith(s.ops, map, reference, s.options);
+      expect(v.kind).toBe('Inconclusive');
+      expect(v.kind === 'Inconclusive' && v.reason).toMatch(reason);
+      expect(totalCalls(s.ops)).toBe(0);
+    });
+  }
+
+  it('a map on a 4 KiB boundary that is not 64 KiB aligned is accepted', () => {
+    const { map, reference, ops, options } = setup(4 * UNIT, {}, 4096);
+    expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
+  });
+
+  it('the reference is checked against the map BEFORE anything is registered: Inconclusive, no op at all', () => {
+    // The ops would lie (a register that does nothing): had the probe registered first, it would see wrong bytes.
+    const { map, reference, ops, table, options } = setup(4 * UNIT, { registerLies: true });
+    reference[3 * UNIT + 7] ^= 1;
+    const v = probeWith(ops, map, reference, options);
+    expect(v.kind).toBe('Inconclusive');
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/reference differs from the map at offset 196615/);
+    expect(totalCalls(ops)).toBe(0);
+    expect(table.size).toBe(0);
+  });
+
+  it('a difference beyond the two windows is not compared', () => {
+    const { map, reference, ops, options } = setup(3 * UNIT + 100);
+    reference[3 * UNIT + 50] ^= 1;
+    expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
+  });
+
+  it('two windows with the same bytes: Inconclusive, no op', () => {
+    const half = randomBytes(UNIT);
+    const bytes = new Uint8Array(2 * UNIT);
+    bytes.set(half, 0);
+    bytes.set(half, UNIT);
+    const map = memHost(bytes);
+    const ops = new MemoryOps(UNIT);
+    const v = probeWith(ops, map, bytes.slice(), { now: ops.now, table: new RegistrationTable() });
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/same bytes/);
+    expect(totalCalls(ops)).toBe(0);
+  });
+
+  it('a map overlapping a range still registered in the process: Inconclusive, nothing registered', () => {
+    const { map, reference, ops, table, options } = setup();
+    table.add({ address: map.address + 8192n, bytes: new Uint8Array(4096) });
+    const v = probeWith(ops, map, reference, options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/overlaps 1 range/);
+    expect(totalCalls(ops)).toBe(0);
+  });
+
+  it('rejects a margin or a run count that is not a positive number', () => {
+    const { map, reference, ops, options } = setup();
+    expect(() => probeWith(ops, map, reference, { ...options, minRelativeSpeed: 0 })).toThrow(RangeError);
+    expect(() => probeWith(ops, map, reference, { ...options, minRelativeSpeed: Number.NaN })).toThrow(RangeError);
+    expect(() => probeWith(ops, map, reference, { ...options, runs: 0 })).toThrow(RangeError);
+    expect(totalCalls(ops)).toBe(0);
+  });
+});
+
+describe('probeWith: wrong bytes', () => {
+  it('wrong bytes in one window only: Refused Wrong_bytes, with the first differing offset, and released', () => {
+    const s = setup(4 * UNIT);
+    s.ops.faults.corruptWindows = [s.map.address + BigInt(2 * UNIT)];
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+    expect(cacheable(r.verdict)).toBe(true);
+    expect(r.windows[0]).toMatchObject({ equal: true, firstDifference: null });
+    expect(r.windows[1]).toMatchObject({ equal: false, firstDifference: UNIT });
+    expect(r.timing).toBeNull();
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a register that lies (the device never reads the range) is caught: Wrong_bytes', () => {
+    const { map, reference, ops, options } = setup(4 * UNIT, { registerLies: true });
+    expect(probeWith(ops, map, reference, options)).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+  });
+
+  it('a device that serves the previous window again is caught: Wrong_bytes', () => {
+    const { map, reference, ops, options } = setup(4 * UNIT, { stale: true });
+    const r = probeWithReport(ops, map, reference, options);
+    expect(r.verdict.kind).toBe('Refused');
+    expect(r.windows.map((w) => w.equal)).toEqual([true, false]);
+  });
+
+  it('a mismatch while the map itself changed is not blamed on the device: Inconclusive', () => {
+    const s = setup(4 * UNIT);
+    s.ops.faults.mutateMapOnRoundTrip = { map: s.map, onCall: 1 };
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/map changed during the probe/);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('firstDifference finds the first differing byte, and a length mismatch at the shorter end', () => {
+    const a = randomBytes(3 * UNIT + 5);
+    const b = a.slice();
+    expect(firstDifference(a, b)).toBe(-1);
+    b[2 * UNIT + 3] ^= 0x10;
+    b[2 * UNIT + 9] ^= 0x10;
+    expect(firstDifference(a, b)).toBe(2 * UNIT + 3);
+    expect(firstDifference(a, a.subarray(0, 10))).toBe(10);
+  });
+});
+
+describe('probeWith: the margin and the clock', () => {
+  const ratioCase = (registeredUploadMs: number, stagedUploadMs: number, minRelativeSpeed?: number) => {
+    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs, stagedUploadMs });
+    return probeWithReport(ops, map, reference, { ...options, ...(minRelativeSpeed === undefined ? {} : { minRelativeSpeed }) });
+  };
+
+  it('registered at exactly 0.8 of the staged speed is Usable (default margin 0.8)', () => {
+    const r = ratioCase(10, 8);
+    expect(r.timing!.ratio).toBeCloseTo(0.8, 12);
+    expect(r.verdict.kind).toBe('Usable');
+  });
+
+  it('registered at 0.85 of the staged speed is Usable', () => {
+    expect(ratioCase(20, 17).verdict.kind).toBe('Usable');
+  });
+
+  it('registered at 0.75 of the staged speed is Too_slow, and not cacheable', () => {
+    const r = ratioCase(20, 15);
+    expect(r.verdict.kind).toBe('Too_slow');
+    expect(r.verdict.kind === 'Too_slow' && r.verdict.reason).toMatch(/0\.750 of staged.*below the margin 0\.8/);
+    expect(cacheable(r.verdict)).toBe(false);
+  });
+
+  it('minRelativeSpeed moves the margin', () => {
+    expect(ratioCase(20, 15, 0.7).verdict.kind).toBe('Usable');
+    expect(ratioCase(20, 17, 0.9).verdict.kind).toBe('Too_slow');
+  });
+
+  it('a slow registered upload (5x slower than staged) is Too_slow and everything is released', () => {
+    const s = setup(4 * UNIT, { registeredUploadMs: 50, stagedUploadMs: 10 });
+    expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Too_slow');
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a clock that returns NaN gives no valid duration: Inconclusive', () => {
+    const s = setup(4 * UNIT, { clockValue: Number.NaN });
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/clock gave no valid duration/);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a clock that never moves gives no valid duration: Inconclusive', () => {
+    const s = setup(4 * UNIT, { registeredUploadMs: 0, stagedUploadMs: 0 });
+    expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Inconclusive');
+  });
+
+  it('times with the real clock when none is given', () => {
+    const s = setup(4 * UNIT);
+    const r = probeWithReport(s.ops, s.map, s.reference, { table: s.table, runs: 3 });
+    expect(r.timing?.runs).toBe(3);
+    expect(r.timing!.registeredMs).toBeGreaterThanOrEqual(0);
+    expect(['Usable', 'Too_slow', 'Inconclusive']).toContain(r.verdict.kind);
+  });
+});
+
+describe('probeWith: releases', () => {
+  it(`at the checked release an unregister is tried ${CHECKED_RELEASE_TRIES} times: failing twice, released on the third try: Inconclusive`, () => {
+    expect(CHECKED_RELEASE_TRIES).toBe(3);
+    const s = setup(4 * UNIT, { unregisterFails: 2 });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['retry', 3],
+      ['retry', 3],
+    ]);
+    expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/failed and succeeded on a retry/);
+    expect(cacheable(r.verdict)).toBe(false);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a release that failed once and then succeeded: Inconclusive', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 1 });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Inconclusive');
+    expect(r.windows.map((w) => w.releaseTries)).toEqual([2, 2]);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('an unregister failing three times at the checked release: Still_registered, both windows stay in the table', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 3 });
+    const lines: string[] = [];
+    const r = probeWithReport(s.ops, s.map, s.reference, { ...s.options, log: (m) => lines.push(m) });
+    expect(r.verdict.kind).toBe('Still_registered');
+    expect(r.verdict.kind === 'Still_registered' && r.verdict.reason).toMatch(/never unmap/);
+    expect(cacheable(r.verdict)).toBe(false);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['never', 3],
+      ['never', 3],
+    ]);
+    expect(s.ops.calls.unregister).toBe(6);
+    expect(s.table.held().map((e) => [e.address, e.length, e.releaseFailures])).toEqual([
+      [s.map.address, 2 * UNIT, 3],
+      [s.map.address + BigInt(2 * UNIT), 2 * UNIT, 3],
+    ]);
+    expect(s.table.isPinned(s.map)).toBe(true);
+    expect(s.ops.allocated.size).toBe(0); // buffers are freed all the same
+    expect(lines.filter((l) => l.startsWith('unregister of'))).toHaveLength(6);
+    // and the same map cannot be probed again in this process
+    const again = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(again.kind === 'Inconclusive' && again.reason).toMatch(/overlaps 2 range/);
+  });
+
+  it(`when an operation raised, the clean-up tries ${CLEANUP_RELEASE_TRIES} times: failing once, released on the retry`, () => {
+    expect(CLEANUP_RELEASE_TRIES).toBe(2);
+    const s = setup(4 * UNIT, { unregisterFails: 1, throwIn: { op: 'upload', error: new Error('copy failed') } });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/copy failed.*succeeded on a retry/);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['retry', 2],
+      ['retry', 2],
+    ]);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('when an operation raised, an unregister failing twice is never retried a third time: Still_registered', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 2, throwIn: { op: 'roundTrip', error: new Error('copy failed') } });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Still_registered');
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['never', 2],
+      ['never', 2],
+    ]);
+    expect(s.table.held()).toHaveLength(2);
+  });
+
+  it('Still_registered outranks Wrong_bytes', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 5, registerLies: true });
+    expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Still_registered');
+  });
+
+  it('a release retry after Too_slow reports both', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 1, registeredUploadMs: 50 });
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/^Too_slow .* before: the release/);
+  });
+
+  it('a buffer that could not be freed: Inconclusive', () => {
+    const s = setup(4 * UNIT, { freeFails: 5 });
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/could not be freed/);
+    expect(s.ops.calls.freeHost).toBe(4); // two buffers, two tries each
+    expect(s.ops.live).toHaveLength(0);
+  });
+
+  it('a buffer freed only on the retry: Inconclusive', () => {
+    const s = setup(4 * UNIT, { freeFails: 1 });
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/freed only on try 2/);
+    expectAllReleased(s.ops, s.table);
+  });
+});
+
+describe('probeWith: exceptions', () => {
+  for (const op of ['allocHost', 'register', 'roundTrip', 'upload'] as const) {
+    it(`${op} raising an ordinary error: Inconclusive, and everything registered or allocated released`, () => {
+      const s = setup(4 * UNIT, { throwIn: { op, error: new Error(`${op} broke`) } });
+      const v = probeWith(s.ops, s.map, s.reference, s.options);
+      expect(v.kind === 'Inconclusive' && v.reason).toMatch(new RegExp(`${op} broke`));
+      expectAllReleased(s.ops, s.table);
+    });
+  }
+
+  it('the second register raising: the first window is released, the second was never registered', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'register', error: new Error('refused'), onCall: 2 } });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Inconclusive');
+    expect(r.windows.map((w) => w.release)).toEqual(['first', null]);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a thrown value that is not an Error is Inconclusive too', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: 'a string' } });
+    const v = probeWith(s.ops, s.map, s.reference, s.options);
+    expect(v.kind === 'Inconclusive' && v.reason).toMatch(/a string/);
+  });
+
+  const fatal: [string, unknown][] = [
+    ['a stack overflow', new RangeError('Maximum call stack size exceeded')],
+    ['out of memory', new OutOfMemory()],
+    ['a failed host allocation', new RangeError('Array buffer allocation failed')],
+    ['an interrupt', new Interrupted()],
+  ];
+  for (const [what, error] of fatal) {
+    it(`${what} is rethrown, after everything was released`, () => {
+      const s = setup(4 * UNIT, { throwIn: { op: 'upload', error } });
+      expect(() => probeWith(s.ops, s.map, s.reference, s.options)).toThrow(error as Error);
+      expectAllReleased(s.ops, s.table);
+    });
+  }
+
+  it('a fatal error raised by a release is rethrown once the rest is released', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'unregister', error: new Interrupted() } });
+    expect(() => probeWith(s.ops, s.map, s.reference, s.options)).toThrow(Interrupted);
+    expect(s.ops.live).toHaveLength(0); // the first window's second try and the other window went through
+    expect(s.ops.allocated.size).toBe(0);
+  });
+
+  it('a fatal error raised by freeHost is rethrown once the rest is released', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'freeHost', error: new OutOfMemory() } });
+    expect(() => probeWith(s.ops, s.map, s.reference, s.options)).toThrow(OutOfMemory);
+    expect(s.ops.live).toHaveLength(0);
+  });
+
+  it('a non-RangeError mentioning the stack is not fatal', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: new Error('Maximum call stack size exceeded') } });
+    expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Inconclusive');
+  });
+});
