@@ -1,0 +1,296 @@
+// The few libc calls the suite needs (files, mappings, file systems), through koffi. Linux only, 64-bit
+// (x64 and arm64 share the constants and the struct statfs layout used here). All calls are synchronous;
+// a failing call throws a LibcError carrying errno.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { constants as bufferConstants } from 'node:buffer';
+import koffi from 'koffi';
+import type { Host } from '../src/ops.js';
+
+export const PROT_NONE = 0x0;
+export const PROT_READ = 0x1;
+export const PROT_WRITE = 0x2;
+
+export const MAP_SHARED = 0x01;
+export const MAP_PRIVATE = 0x02;
+export const MAP_ANONYMOUS = 0x20;
+/** Fault every page in at mmap time (read-ahead for file mappings). */
+export const MAP_POPULATE = 0x8000;
+
+export const O_RDONLY = 0o0;
+export const O_WRONLY = 0o1;
+export const O_RDWR = 0o2;
+export const O_CREAT = 0o100;
+export const O_EXCL = 0o200;
+export const O_TRUNC = 0o1000;
+export const O_CLOEXEC = 0o2000000;
+
+export const MFD_CLOEXEC = 0x1;
+
+const SC_PAGESIZE = 30;
+const ST_RDONLY = 1;
+const MAP_FAILED = 0xffffffffffffffffn;
+
+/** A libc call failed; errno says why. */
+export class LibcError extends Error {
+  readonly call: string;
+  readonly errno: number;
+  /** Symbolic name such as 'EINVAL', when koffi knows the number. */
+  readonly code?: string;
+
+  constructor(call: string, errno: number, detail?: string) {
+    const code = errnoName(errno);
+    const text = libc().strerror(errno);
+    super(`${call}: ${text} (${code ?? `errno ${errno}`})${detail === undefined ? '' : `: ${detail}`}`);
+    this.name = 'LibcError';
+    this.call = call;
+    this.errno = errno;
+    if (code !== undefined) this.code = code;
+  }
+}
+
+// ---- the library, loaded on first use ----
+
+/** Fields of struct statfs we read; koffi fills the object (64-bit integers come back as number or bigint). */
+interface StatfsRaw {
+  f_type: number | bigint;
+  f_bsize: number | bigint;
+  f_bavail: number | bigint;
+  f_flags: number | bigint;
+}
+
+/** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
+interface Libc {
+  /** Variadic: the mode goes as the pair ('uint32_t', mode). */
+  open(path: string, flags: number, modeType: 'uint32_t', mode: number): number;
+  close(fd: number): number;
+  pread(fd: number, buf: Uint8Array, count: number, offset: number): number;
+  pwrite(fd: number, buf: Uint8Array, count: number, offset: number): number;
+  ftruncate(fd: number, length: number): number;
+  memfd_create(name: string, flags: number): number;
+  mmap(addr: null, length: number, prot: number, flags: number, fd: number, offset: number): bigint;
+  munmap(addr: bigint, length: number): number;
+  mprotect(addr: bigint, length: number, prot: number): number;
+  statfs(path: string, out: StatfsRaw): number;
+  sysconf(name: number): number;
+  strerror(errnum: number): string;
+}
+
+let loaded: Libc | undefined;
+
+function libc(): Libc {
+  return (loaded ??= load());
+}
+
+function load(): Libc {
+  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) {
+    throw new Error(`bindings/libc: Linux x64 or arm64 only, not ${process.platform} ${process.arch}`);
+  }
+  const lib = koffi.load('libc.so.6');
+  statfsStruct();
+  return {
+    open: lib.func('int open(const char *path, int flags, ...)'),
+    close: lib.func('int close(int fd)'),
+    pread: lib.func('intptr_t pread(int fd, void *buf, size_t count, int64_t offset)'),
+    pwrite: lib.func('intptr_t pwrite(int fd, const void *buf, size_t count, int64_t offset)'),
+    ftruncate: lib.func('int ftruncate(int fd, int64_t length)'),
+    memfd_create: lib.func('int memfd_create(const char *name, unsigned int flags)'),
+    mmap: lib.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)'),
+    munmap: lib.func('int munmap(void *addr, size_t length)'),
+    mprotect: lib.func('int mprotect(void *addr, size_t length, int prot)'),
+    statfs: lib.func('int statfs(const char *path, _Out_ libc_statfs *buf)'),
+    sysconf: lib.func('long sysconf(int name)'),
+    strerror: lib.func('const char *strerror(int errnum)'),
+  };
+}
+
+/** struct statfs of 64-bit Linux glibc. koffi type names are process-wide, so reuse it if already declared. */
+function statfsStruct(): void {
+  try {
+    koffi.type('libc_statfs');
+  } catch {
+    koffi.struct('libc_statfs', {
+      f_type: 'long',
+      f_bsize: 'long',
+      f_blocks: 'unsigned long',
+      f_bfree: 'unsigned long',
+      f_bavail: 'unsigned long',
+      f_files: 'unsigned long',
+      f_ffree: 'unsigned long',
+      f_fsid: koffi.array('int', 2),
+      f_namelen: 'long',
+      f_frsize: 'long',
+      f_flags: 'long',
+      f_spare: koffi.array('long', 4),
+    });
+  }
+}
+
+let errnoNames: Map<number, string> | undefined;
+
+function errnoName(errno: number): string | undefined {
+  if (errnoNames === undefined) {
+    errnoNames = new Map();
+    // Aliases share a number (EAGAIN/EWOULDBLOCK): the first name, alphabetically, wins.
+    for (const [name, value] of Object.entries(koffi.os.errno)) if (!errnoNames.has(value)) errnoNames.set(value, name);
+  }
+  return errnoNames.get(errno);
+}
+
+/** Throws the errno of the call that just failed. Must run before anything else can call into libc. */
+function fail(call: string, detail?: string): never {
+  throw new LibcError(call, koffi.errno(), detail);
+}
+
+function check(call: string, result: number, detail?: string): number {
+  return result < 0 ? fail(call, detail) : result;
+}
+
+function size(what: string, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${what}: ${n} is not a non-negative safe integer`);
+  return n;
+}
+
+// ---- files ----
+
+/** open(2). `mode` (default 0o666, less the umask, like node:fs) only matters with O_CREAT. */
+export function openFile(path: string, flags: number, mode = 0o666): number {
+  return check('open', libc().open(path, flags, 'uint32_t', mode), path);
+}
+
+export function closeFd(fd: number): void {
+  check('close', libc().close(fd));
+}
+
+/** One pread(2) into `into`; may read less than asked. Returns bytes read (0 at end of file). */
+export function pread(fd: number, into: Uint8Array, offset: number): number {
+  return check('pread', libc().pread(fd, into, into.length, size('pread offset', offset)));
+}
+
+/** pread until `into` is full or the file ends. Returns bytes read. */
+export function preadFully(fd: number, into: Uint8Array, offset: number): number {
+  let done = 0;
+  while (done < into.length) {
+    const n = pread(fd, into.subarray(done), offset + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
+}
+
+/** One pwrite(2) of `from`; may write less. Returns bytes written. */
+export function pwrite(fd: number, from: Uint8Array, offset: number): number {
+  return check('pwrite', libc().pwrite(fd, from, from.length, size('pwrite offset', offset)));
+}
+
+export function ftruncate(fd: number, length: number): void {
+  check('ftruncate', libc().ftruncate(fd, size('ftruncate length', length)));
+}
+
+/** An anonymous file in memory (memfd_create(2)); close it like any fd. */
+export function memfdCreate(name: string, flags = MFD_CLOEXEC): number {
+  return check('memfd_create', libc().memfd_create(name, flags), name);
+}
+
+// ---- mappings ----
+
+/** A mapping made by mmap. `bytes` is a zero-copy view of it; `length` is what munmap releases. */
+export interface Mapping extends Host {
+  readonly length: number;
+}
+
+const unmapped = new WeakSet<Mapping>();
+
+/**
+ * mmap(2) of `length` bytes (the kernel picks the address). For PROT_NONE (or any prot without PROT_READ)
+ * a Mapping is still returned, but touching `bytes` kills the process with SIGSEGV: use only its address
+ * and length until mprotect makes it readable. `bytes` must not be used after munmap, for the same reason.
+ * Views are limited to buffer.constants.MAX_LENGTH bytes (4 GiB on Node 20): longer is refused up front,
+ * since koffi.view aborts the process there.
+ */
+export function mmap(length: number, prot: number, flags: number, fd: number, offset: number): Mapping {
+  if (size('mmap length', length) > bufferConstants.MAX_LENGTH) {
+    throw new RangeError(`mmap: ${length} bytes is more than a view can hold (${bufferConstants.MAX_LENGTH})`);
+  }
+  const ptr = libc().mmap(null, length, prot, flags, fd, size('mmap offset', offset));
+  if (koffi.address(ptr) === MAP_FAILED) fail('mmap');
+  return { address: koffi.address(ptr), bytes: new Uint8Array(koffi.view(ptr, length)), length };
+}
+
+/** munmap(2). A second munmap of the same Mapping throws instead of unmapping whatever lives there now. */
+export function munmap(m: Mapping): void {
+  if (unmapped.has(m)) throw new Error(`munmap: 0x${m.address.toString(16)} was already unmapped`);
+  check('munmap', libc().munmap(m.address, m.length));
+  unmapped.add(m);
+}
+
+/** mprotect(2) of a page-aligned range (EINVAL otherwise). */
+export function mprotect(m: Host, prot: number): void {
+  check('mprotect', libc().mprotect(m.address, m.bytes.length, prot));
+}
+
+let page: number | undefined;
+
+export function pageSize(): number {
+  return (page ??= check('sysconf', libc().sysconf(SC_PAGESIZE)));
+}
+
+// ---- file systems ----
+
+export interface FsInfo {
+  /** f_type, the file system's magic number. */
+  type: number;
+  /** A name for the magic ('ext4' stands for ext2/3/4), else 'unknown(0x…)'. */
+  fsName: string;
+  /** Bytes an unprivileged user may still write (f_bavail * f_bsize). */
+  freeBytes: bigint;
+  /** Mounted read-only (ST_RDONLY). */
+  readOnly: boolean;
+}
+
+const FS_NAMES = new Map<number, string>([
+  [0xef53, 'ext4'],
+  [0x58465342, 'xfs'],
+  [0x9123683e, 'btrfs'],
+  [0x01021994, 'tmpfs'],
+  [0x6969, 'nfs'],
+  [0x794c7630, 'overlayfs'],
+  [0x2fc12fc1, 'zfs'],
+  [0x858458f6, 'ramfs'],
+  [0x958458f6, 'hugetlbfs'],
+  [0x65735546, 'fuse'],
+  [0xf2f52010, 'f2fs'],
+  [0x73717368, 'squashfs'],
+  [0x9fa0, 'proc'],
+  [0x62656572, 'sysfs'],
+]);
+
+/** A name for an f_type magic, else 'unknown(0x…)'. */
+export function fsName(type: number): string {
+  return FS_NAMES.get(type) ?? `unknown(0x${type.toString(16)})`;
+}
+
+export function statfs(path: string): FsInfo {
+  const raw = {} as StatfsRaw; // filled by statfs (_Out_)
+  check('statfs', libc().statfs(path, raw), path);
+  const type = Number(BigInt.asUintN(32, BigInt(raw.f_type))); // magics are 32-bit; undo any sign extension
+  return {
+    type,
+    fsName: fsName(type),
+    freeBytes: BigInt(raw.f_bavail) * BigInt(raw.f_bsize),
+    readOnly: (BigInt(raw.f_flags) & BigInt(ST_RDONLY)) !== 0n,
+  };
+}
+
+// ---- leak checks (node:fs, no FFI) ----
+
+/** Entries of /proc/self/fd, counting the one readdir itself holds: compare counts, not absolutes. */
+export function openFdCount(): number {
+  return readdirSync('/proc/self/fd').length;
+}
+
+/** Lines of /proc/self/maps, or only those containing `match` (a file path, '/memfd:name'). */
+export function mappingCount(match?: string): number {
+  const lines = readFileSync('/proc/self/maps', 'utf8').split('\n').filter((l) => l !== '');
+  return match === undefined ? lines.length : lines.filter((l) => l.includes(match)).length;
+}

@@ -1,0 +1,383 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hostSlice } from '../src/ops.js';
+import {
+  LibcError,
+  MAP_ANONYMOUS,
+  MAP_PRIVATE,
+  MAP_SHARED,
+  MFD_CLOEXEC,
+  O_CLOEXEC,
+  O_CREAT,
+  O_RDONLY,
+  O_RDWR,
+  O_TRUNC,
+  PROT_NONE,
+  PROT_READ,
+  PROT_WRITE,
+  closeFd,
+  fsName,
+  ftruncate,
+  mappingCount,
+  memfdCreate,
+  mmap,
+  mprotect,
+  munmap,
+  openFdCount,
+  openFile,
+  pageSize,
+  pread,
+  preadFully,
+  pwrite,
+  statfs,
+  type Mapping,
+} from '../bindings/libc.js';
+
+let dir = '';
+let serial = 0;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'libc-test-'));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh path in the temp dir, with `data` written through node:fs when given. */
+function tempFile(data?: Uint8Array): string {
+  const path = join(dir, `f${serial++}`);
+  if (data) writeFileSync(path, data);
+  return path;
+}
+
+/** Runs `body` with the file open, closing it afterwards. */
+function withFd<T>(path: string, flags: number, body: (fd: number) => T): T {
+  const fd = openFile(path, flags | O_CLOEXEC);
+  try {
+    return body(fd);
+  } finally {
+    closeFd(fd);
+  }
+}
+
+/** Runs `body` with a mapping, unmapping it afterwards. */
+function withMapping<T>(m: Mapping, body: (m: Mapping) => T): T {
+  try {
+    return body(m);
+  } finally {
+    munmap(m);
+  }
+}
+
+/** The /proc/self/maps line of the mapping starting at `address`. */
+function mapsLine(address: bigint): string | undefined {
+  const start = address.toString(16);
+  return readFileSync('/proc/self/maps', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${start}-`));
+}
+
+function libcError(fn: () => unknown): LibcError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(LibcError);
+    return e as LibcError;
+  }
+  throw new Error('expected a LibcError, nothing was thrown');
+}
+
+describe('pageSize', () => {
+  it('is a power of two of at least 4 KiB, stable between calls', () => {
+    const p = pageSize();
+    expect(p).toBeGreaterThanOrEqual(4096);
+    expect(p & (p - 1)).toBe(0);
+    expect(pageSize()).toBe(p);
+  });
+});
+
+describe('mmap of a file', () => {
+  it('MAP_SHARED PROT_READ shows the bytes node:fs wrote, at a page-aligned address', () => {
+    const data = randomBytes(3 * pageSize() + 123);
+    const path = tempFile(data);
+    withFd(path, O_RDONLY, (fd) =>
+      withMapping(mmap(data.length, PROT_READ, MAP_SHARED, fd, 0), (m) => {
+        expect(m.length).toBe(data.length);
+        expect(m.bytes.length).toBe(data.length);
+        expect(m.address).toBeGreaterThan(0n);
+        expect(m.address % BigInt(pageSize())).toBe(0n);
+        expect(Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.length).equals(data)).toBe(true);
+        expect(mapsLine(m.address)).toContain(path);
+      }),
+    );
+  });
+
+  it('honours the file offset', () => {
+    const page = pageSize();
+    const data = randomBytes(2 * page);
+    const path = tempFile(data);
+    withFd(path, O_RDONLY, (fd) =>
+      withMapping(mmap(page, PROT_READ, MAP_SHARED, fd, page), (m) => {
+        expect(Buffer.from(m.bytes).equals(data.subarray(page))).toBe(true);
+      }),
+    );
+  });
+
+  it('sees a later pwrite through the mapping (one page cache)', () => {
+    const path = tempFile(new Uint8Array(pageSize()));
+    withFd(path, O_RDWR, (fd) =>
+      withMapping(mmap(pageSize(), PROT_READ, MAP_SHARED, fd, 0), (m) => {
+        expect(m.bytes[10]).toBe(0);
+        expect(pwrite(fd, Uint8Array.of(1, 2, 3), 10)).toBe(3);
+        expect(Array.from(m.bytes.subarray(9, 14))).toEqual([0, 1, 2, 3, 0]);
+      }),
+    );
+  });
+
+  it('MAP_PRIVATE writes stay out of the file', () => {
+    const path = tempFile(new Uint8Array(pageSize()));
+    withFd(path, O_RDONLY, (fd) =>
+      withMapping(mmap(pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), (m) => {
+        m.bytes[0] = 0xaa;
+        expect(readFileSync(path)[0]).toBe(0);
+      }),
+    );
+  });
+});
+
+describe('pread / pwrite / ftruncate', () => {
+  it('round-trip bytes at an offset', () => {
+    const path = tempFile();
+    const data = randomBytes(10_000);
+    withFd(path, O_RDWR | O_CREAT | O_TRUNC, (fd) => {
+      expect(pwrite(fd, data, 100)).toBe(data.length);
+      const back = new Uint8Array(data.length);
+      expect(preadFully(fd, back, 100)).toBe(data.length);
+      expect(Buffer.from(back).equals(data)).toBe(true);
+      // One pread into a sub-range fills that range only (zero-copy into the typed array's own bytes).
+      const into = new Uint8Array(20);
+      expect(pread(fd, into.subarray(5, 15), 100)).toBe(10);
+      expect(Buffer.from(into.subarray(5, 15)).equals(data.subarray(0, 10))).toBe(true);
+      expect(into[4]).toBe(0);
+      expect(into[15]).toBe(0);
+    });
+    const onDisk = readFileSync(path);
+    expect(onDisk.length).toBe(100 + data.length);
+    expect(onDisk.subarray(100).equals(data)).toBe(true);
+  });
+
+  it('preadFully stops at end of file and pread returns 0 past it', () => {
+    const path = tempFile(Uint8Array.of(1, 2, 3, 4, 5));
+    withFd(path, O_RDONLY, (fd) => {
+      const into = new Uint8Array(16);
+      expect(preadFully(fd, into, 2)).toBe(3);
+      expect(Array.from(into.subarray(0, 4))).toEqual([3, 4, 5, 0]);
+      expect(pread(fd, into, 5)).toBe(0);
+    });
+  });
+
+  it('preadFully loops over short reads (/proc/self/maps gives at most a page per read)', () => {
+    withFd('/proc/self/maps', O_RDONLY, (fd) => {
+      const one = pread(fd, new Uint8Array(1 << 20), 0);
+      expect(one).toBeLessThanOrEqual(pageSize());
+      const all = new Uint8Array(1 << 20);
+      const n = preadFully(fd, all, 0);
+      expect(n).toBeGreaterThan(one);
+      expect(n).toBeLessThan(all.length);
+      expect(Buffer.from(all.subarray(0, n)).toString('utf8')).toMatch(/\[stack\]\n/);
+    });
+  });
+
+  it('ftruncate grows with zeros and shrinks', () => {
+    const path = tempFile(Uint8Array.of(9, 9, 9));
+    withFd(path, O_RDWR, (fd) => {
+      ftruncate(fd, 2 * pageSize());
+      expect(statSync(path).size).toBe(2 * pageSize());
+      withMapping(mmap(2 * pageSize(), PROT_READ, MAP_SHARED, fd, 0), (m) => {
+        expect(Array.from(m.bytes.subarray(0, 4))).toEqual([9, 9, 9, 0]);
+        expect(m.bytes.every((b, i) => i < 3 || b === 0)).toBe(true);
+      });
+      ftruncate(fd, 1);
+      expect(statSync(path).size).toBe(1);
+    });
+    expect(Array.from(readFileSync(path))).toEqual([9]);
+  });
+
+  it('refuses negative or fractional offsets before calling libc', () => {
+    const path = tempFile(Uint8Array.of(1));
+    withFd(path, O_RDONLY, (fd) => {
+      expect(() => pread(fd, new Uint8Array(1), -1)).toThrow(RangeError);
+      expect(() => ftruncate(fd, 1.5)).toThrow(RangeError);
+    });
+  });
+});
+
+describe('memfd', () => {
+  it('PROT_READ|PROT_WRITE writes through the view are seen by pread', () => {
+    const fd = memfdCreate('libc-test-memfd', MFD_CLOEXEC);
+    try {
+      ftruncate(fd, pageSize());
+      withMapping(mmap(pageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), (m) => {
+        expect(mappingCount('/memfd:libc-test-memfd')).toBe(1);
+        m.bytes.set([0xde, 0xad, 0xbe, 0xef], 64);
+        const back = new Uint8Array(6);
+        expect(preadFully(fd, back, 63)).toBe(6);
+        expect(Array.from(back)).toEqual([0, 0xde, 0xad, 0xbe, 0xef, 0]);
+      });
+      expect(mappingCount('/memfd:libc-test-memfd')).toBe(0);
+    } finally {
+      closeFd(fd);
+    }
+  });
+});
+
+describe('mprotect', () => {
+  it('goes to PROT_NONE and back, keeping the contents', () => {
+    const page = pageSize();
+    withMapping(mmap(2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
+      m.bytes[0] = 42;
+      mprotect(m, PROT_NONE);
+      expect(mapsLine(m.address)).toMatch(/^\S+ ---p /);
+      // The kernel refuses to read it (EFAULT) where JS touching it would be SIGSEGV: pwrite passes the
+      // view's own address, no copy.
+      const path = tempFile();
+      withFd(path, O_RDWR | O_CREAT, (fd) => {
+        const e = libcError(() => pwrite(fd, m.bytes.subarray(0, 16), 0));
+        expect(e.code).toBe('EFAULT');
+      });
+      mprotect(m, PROT_READ);
+      expect(mapsLine(m.address)).toMatch(/^\S+ r--p /);
+      expect(m.bytes[0]).toBe(42);
+      mprotect(m, PROT_READ | PROT_WRITE);
+      m.bytes[1] = 43;
+      expect(m.bytes[1]).toBe(43);
+    });
+  });
+
+  it('can start at PROT_NONE and protect a page-aligned slice', () => {
+    const page = pageSize();
+    withMapping(mmap(2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
+      expect(m.bytes.length).toBe(2 * page);
+      const second = hostSlice(m, page, page);
+      mprotect(second, PROT_READ | PROT_WRITE);
+      second.bytes[0] = 7;
+      expect(mapsLine(m.address)).toMatch(/^\S+ ---p /);
+      expect(mapsLine(second.address)).toMatch(/^\S+ rw-p /);
+    });
+  });
+
+  it('rejects an unaligned range with EINVAL', () => {
+    withMapping(mmap(pageSize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
+      const e = libcError(() => mprotect(hostSlice(m, 1, 16), PROT_NONE));
+      expect(e.call).toBe('mprotect');
+      expect(e.code).toBe('EINVAL');
+    });
+  });
+});
+
+describe('statfs', () => {
+  it('names /dev/shm tmpfs', () => {
+    const fs = statfs('/dev/shm');
+    expect(fs.type).toBe(0x01021994);
+    expect(fs.fsName).toBe('tmpfs');
+    expect(typeof fs.freeBytes).toBe('bigint');
+    expect(fs.readOnly).toBe(false);
+  });
+
+  it('names the temp dir, with free space that a file write uses', () => {
+    const fs = statfs(dir);
+    expect(fs.fsName).not.toMatch(/^unknown/);
+    expect(fs.freeBytes).toBeGreaterThan(0n);
+    expect(fs.readOnly).toBe(false);
+  });
+
+  it('names /proc, and reports other magics as unknown(0x…)', () => {
+    expect(statfs('/proc').fsName).toBe('proc');
+    expect(fsName(0x9123683e)).toBe('btrfs');
+    expect(fsName(0x63677270)).toBe('unknown(0x63677270)');
+  });
+
+  it('throws ENOENT with the path for a missing one', () => {
+    const e = libcError(() => statfs(join(dir, 'missing')));
+    expect(e.call).toBe('statfs');
+    expect(e.code).toBe('ENOENT');
+    expect(e.message).toContain(join(dir, 'missing'));
+  });
+});
+
+describe('errors', () => {
+  it('open of a missing file: call open, errno 2, ENOENT, strerror text', () => {
+    const path = join(dir, 'does-not-exist');
+    const e = libcError(() => openFile(path, O_RDONLY));
+    expect(e.call).toBe('open');
+    expect(e.errno).toBe(2);
+    expect(e.code).toBe('ENOENT');
+    expect(e.name).toBe('LibcError');
+    expect(e.message).toBe(`open: No such file or directory (ENOENT): ${path}`);
+  });
+
+  it('mmap of a bad fd: EBADF; of zero bytes: EINVAL', () => {
+    const bad = libcError(() => mmap(pageSize(), PROT_READ, MAP_SHARED, -1, 0));
+    expect(bad.call).toBe('mmap');
+    expect(bad.code).toBe('EBADF');
+    expect(bad.errno).toBe(9);
+    expect(bad.message).toBe('mmap: Bad file descriptor (EBADF)');
+    expect(libcError(() => mmap(0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)).code).toBe('EINVAL');
+  });
+
+  it('close of a closed fd: EBADF', () => {
+    const fd = openFile(tempFile(Uint8Array.of(1)), O_RDONLY | O_CLOEXEC);
+    closeFd(fd);
+    expect(libcError(() => closeFd(fd)).code).toBe('EBADF');
+  });
+
+  it('refuses a mapping longer than a view can hold, without mapping it', () => {
+    const before = mappingCount();
+    expect(() => mmap(Number.MAX_SAFE_INTEGER, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)).toThrow(RangeError);
+    expect(mappingCount()).toBe(before);
+  });
+});
+
+describe('leaks', () => {
+  it('munmap releases the mapping; a second munmap throws', () => {
+    const path = tempFile(randomBytes(4 * pageSize()));
+    withFd(path, O_RDONLY, (fd) => {
+      const before = mappingCount();
+      const m = mmap(4 * pageSize(), PROT_READ, MAP_SHARED, fd, 0);
+      expect(mappingCount(path)).toBe(1);
+      munmap(m);
+      expect(mappingCount(path)).toBe(0);
+      expect(mappingCount()).toBe(before);
+      expect(() => munmap(m)).toThrow(/already unmapped/);
+    });
+  });
+
+  it('many mmap/munmap cycles leave the mapping count where it was', () => {
+    const path = tempFile(randomBytes(pageSize()));
+    withFd(path, O_RDONLY, (fd) => {
+      const before = mappingCount();
+      for (let i = 0; i < 200; i++) munmap(mmap(pageSize(), PROT_READ, MAP_SHARED, fd, 0));
+      expect(mappingCount()).toBe(before);
+    });
+  });
+
+  it('open/close and memfd loops leave the fd count where it was', () => {
+    const path = tempFile(Uint8Array.of(1));
+    const before = openFdCount();
+    for (let i = 0; i < 500; i++) closeFd(openFile(path, O_RDONLY | O_CLOEXEC));
+    for (let i = 0; i < 100; i++) closeFd(memfdCreate(`leak-${i}`));
+    expect(openFdCount()).toBe(before);
+  });
+
+  it('openFdCount sees an fd left open', () => {
+    const before = openFdCount();
+    const fd = openFile(tempFile(Uint8Array.of(1)), O_RDONLY | O_CLOEXEC);
+    expect(openFdCount()).toBe(before + 1);
+    closeFd(fd);
+    expect(openFdCount()).toBe(before);
+  });
+});
