@@ -6,7 +6,6 @@ import {
   Interrupted,
   OutOfMemory,
   RegistrationTable,
-  UNIT,
   cacheable,
   firstDifference,
   probeWith,
@@ -17,6 +16,9 @@ import {
 } from '../src/index.js';
 import { type Faults, MemoryOps, memHost, randomBytes } from './support/memory-ops.js';
 
+/** The spec's unit, written out here so that a change of it in src/ is caught, not followed. */
+const UNIT = 64 * 1024;
+
 /** A map of `length` random bytes at a fresh aligned address, its reference (an independent copy), and ops. */
 function setup(length = 4 * UNIT, faults: Faults = {}, offsetFromAlignment = 0) {
   const map = memHost(randomBytes(length), offsetFromAlignment);
@@ -26,6 +28,11 @@ function setup(length = 4 * UNIT, faults: Faults = {}, offsetFromAlignment = 0) 
   const options: ProbeOptions = { now: ops.now, table };
   return { map, reference, ops, table, options };
 }
+
+/** XOR one byte (noUncheckedIndexedAccess-friendly). */
+const flip = (a: Uint8Array, i: number, mask: number): void => {
+  a[i] = a[i]! ^ mask;
+};
 
 const totalCalls = (ops: MemoryOps): number => Object.values(ops.calls).reduce((a, b) => a + b, 0);
 
@@ -132,7 +139,7 @@ describe('probeWith: the inputs', () => {
   it('the reference is checked against the map BEFORE anything is registered: Inconclusive, no op at all', () => {
     // The ops would lie (a register that does nothing): had the probe registered first, it would see wrong bytes.
     const { map, reference, ops, table, options } = setup(4 * UNIT, { registerLies: true });
-    reference[3 * UNIT + 7] ^= 1;
+    flip(reference, 3 * UNIT + 7, 1);
     const v = probeWith(ops, map, reference, options);
     expect(v.kind).toBe('Inconclusive');
     expect(v.kind === 'Inconclusive' && v.reason).toMatch(/reference differs from the map at offset 196615/);
@@ -142,7 +149,7 @@ describe('probeWith: the inputs', () => {
 
   it('a difference beyond the two windows is not compared', () => {
     const { map, reference, ops, options } = setup(3 * UNIT + 100);
-    reference[3 * UNIT + 50] ^= 1;
+    flip(reference, 3 * UNIT + 50, 1);
     expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
   });
 
@@ -212,8 +219,8 @@ describe('probeWith: wrong bytes', () => {
     const a = randomBytes(3 * UNIT + 5);
     const b = a.slice();
     expect(firstDifference(a, b)).toBe(-1);
-    b[2 * UNIT + 3] ^= 0x10;
-    b[2 * UNIT + 9] ^= 0x10;
+    flip(b, 2 * UNIT + 3, 0x10);
+    flip(b, 2 * UNIT + 9, 0x10);
     expect(firstDifference(a, b)).toBe(2 * UNIT + 3);
     expect(firstDifference(a, a.subarray(0, 10))).toBe(10);
   });

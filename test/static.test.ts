@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type Device,
+  type Ops,
   type Verdict,
   Interrupted,
   LISTED_FRAMEWORKS,
   RegistrationTable,
   RegistrationUnreachable,
-  UNIT,
   VULKAN_OPT_IN_ENV,
   cacheable,
   frameworkFamily,
@@ -18,16 +18,19 @@ import {
 } from '../src/index.js';
 import { MemoryOps, memHost, randomBytes } from './support/memory-ops.js';
 
+/** The spec's unit, written out here so that a change of it in src/ is caught, not followed. */
+const UNIT = 64 * 1024;
+
 /** A device whose query and ops are spies; ops are an in-memory double. */
 function device(framework: string, type: Device['type'], query?: () => boolean | undefined) {
   const sharedMemoryQuery = query ? vi.fn(query) : undefined;
   const made: MemoryOps[] = [];
-  const withOps = vi.fn(<T>(bytes: number, f: (ops: MemoryOps) => T): T => {
+  const withOps = vi.fn(<T,>(bytes: number, f: (ops: Ops) => T): T => {
     const ops = new MemoryOps(bytes);
     made.push(ops);
     return f(ops);
   });
-  const d: Device = { id: `${framework.toLowerCase()}:0`, framework, name: `${framework} test device`, type, withOps, ...(sharedMemoryQuery ? { sharedMemoryQuery } : {}) };
+  const d: Device = { id: `${framework.toLowerCase()}:0`, framework, name: `${framework} test device`, type, withOps: withOps as Device['withOps'] & typeof withOps, ...(sharedMemoryQuery ? { sharedMemoryQuery } : {}) };
   return { d, sharedMemoryQuery, withOps, made };
 }
 
