@@ -1,0 +1,247 @@
+// Discovery against the real OpenCL ICD loader with PoCL's CPU device (CI installs ocl-icd-libopencl1 and
+// pocl-opencl-icd: a missing library fails these tests, it does not skip them), and against a small fake
+// libOpenCL compiled here with cc for what PoCL cannot show (GPUs, PCI bus ids, failing calls).
+
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV, type Discovery } from '../bindings/opencl.js';
+
+const FAKE_OPENCL_C = String.raw`
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+
+typedef struct { const char *name; cl_int devices_rc; int first, count; } platform_t;
+typedef struct {
+  const char *name, *vendor, *driver, *extensions;
+  cl_ulong type; cl_uint unified; cl_int name_rc; cl_uint pci[4];
+} device_t;
+
+static device_t devices[] = {
+  /* platform 0 */
+  { "Fake iGPU", "FakeVendor", "1.2.3", "cl_khr_icd", 1 << 2, 1, 0, {0} },
+  { "Fake dGPU", "FakeVendor", "550.54", "cl_khr_icd cl_khr_pci_bus_info", 1 << 2, 0, 0, {0, 0x65, 0, 0} },
+  { "Fake Accelerator", "FakeVendor", "7", "", 1 << 3, 0, 0, {0} },
+  { "Nameless", "FakeVendor", "9", "", 1 << 2, 0, -30, {0} },
+  /* platform 3 */
+  { "Fake CPU", "FakeCPUVendor", "2.0", "", (1 << 0) | (1 << 1), 1, 0, {0} },
+};
+
+static platform_t platforms[] = {
+  { "Fake GPU Platform", 0, 0, 4 },
+  { "Broken Platform", -6, 0, 0 },
+  { "Empty Platform", -1, 0, 0 },
+  { "Fake CPU Platform", 0, 4, 1 },
+};
+
+static const char *mode(void) { const char *m = getenv("FAKE_CL_MODE"); return m ? m : "full"; }
+
+static cl_int info(const void *data, size_t size, size_t value_size, void *value, size_t *size_ret) {
+  if (size_ret) *size_ret = size;
+  if (value) {
+    if (value_size < size) return -30;
+    memcpy(value, data, size);
+  }
+  return 0;
+}
+
+cl_int clGetPlatformIDs(cl_uint num_entries, void **out, cl_uint *num_platforms) {
+  if (!strcmp(mode(), "none")) return -1001;
+  if (!strcmp(mode(), "fail")) return -6;
+  if (!out && !num_platforms) return -30;
+  if (num_platforms) *num_platforms = 4;
+  for (cl_uint i = 0; out && i < num_entries && i < 4; i++) out[i] = &platforms[i];
+  return 0;
+}
+
+cl_int clGetPlatformInfo(void *platform, cl_uint param, size_t value_size, void *value, size_t *size_ret) {
+  platform_t *p = platform;
+  if (param != 0x0902) return -30;
+  return info(p->name, strlen(p->name) + 1, value_size, value, size_ret);
+}
+
+cl_int clGetDeviceIDs(void *platform, cl_ulong type, cl_uint num_entries, void **out, cl_uint *num_devices) {
+  platform_t *p = platform;
+  if (type != 0xFFFFFFFFull) return -31;
+  if (p->devices_rc) return p->devices_rc;
+  if (num_devices) *num_devices = p->count;
+  for (cl_uint i = 0; out && i < num_entries && i < (cl_uint)p->count; i++) out[i] = &devices[p->first + i];
+  return 0;
+}
+
+cl_int clGetDeviceInfo(void *device, cl_uint param, size_t value_size, void *value, size_t *size_ret) {
+  device_t *d = device;
+  switch (param) {
+    case 0x1000: return info(&d->type, sizeof d->type, value_size, value, size_ret);
+    case 0x102B: return d->name_rc ? d->name_rc : info(d->name, strlen(d->name) + 1, value_size, value, size_ret);
+    case 0x102C: return info(d->vendor, strlen(d->vendor) + 1, value_size, value, size_ret);
+    case 0x102D: return info(d->driver, strlen(d->driver) + 1, value_size, value, size_ret);
+    case 0x1030: return info(d->extensions, strlen(d->extensions) + 1, value_size, value, size_ret);
+    case 0x1035: return info(&d->unified, sizeof d->unified, value_size, value, size_ret);
+    case 0x410F: return strstr(d->extensions, "cl_khr_pci_bus_info") ? info(d->pci, sizeof d->pci, value_size, value, size_ret) : -30;
+    default: return -30;
+  }
+}
+`;
+
+let dir = '';
+let fakeLibrary = '';
+const savedEnv = { library: process.env[OPENCL_LIBRARY_ENV], mode: process.env.FAKE_CL_MODE };
+
+function restore(name: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'opencl-test-'));
+  writeFileSync(join(dir, 'fake_opencl.c'), FAKE_OPENCL_C);
+  fakeLibrary = join(dir, 'libfakeopencl.so');
+  execFileSync(process.env.CC ?? 'cc', ['-shared', '-fPIC', '-O1', '-o', fakeLibrary, join(dir, 'fake_opencl.c')], { stdio: 'pipe' });
+});
+
+afterEach(() => {
+  restore(OPENCL_LIBRARY_ENV, savedEnv.library);
+  restore('FAKE_CL_MODE', savedEnv.mode);
+});
+
+afterAll(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
+  it('finds a PoCL CPU device through libOpenCL.so.1', () => {
+    delete process.env[OPENCL_LIBRARY_ENV];
+    const found = discoverOpenCL();
+    expect(found.error).toBeUndefined();
+    expect(found.library).toBe('libOpenCL.so.1');
+    expect(found.tried).toEqual(['libOpenCL.so.1']);
+    const pocl = found.devices.filter((d) => d.type === 'cpu' && (d.platform ?? '').includes('Portable Computing Language'));
+    expect(pocl.length).toBeGreaterThanOrEqual(1);
+    for (const device of pocl) {
+      expect(device.name.trim()).not.toBe('');
+      expect(device.driverVersion.trim()).not.toBe('');
+      expect(device.integrated).toBeNull();
+    }
+    found.devices.forEach((device, i) => expect(device.index).toBe(i));
+  });
+
+  it('gives the same list when asked again (the library is bound once)', () => {
+    const first = discoverOpenCL('libOpenCL.so.1');
+    const second = discoverOpenCL('libOpenCL.so.1');
+    expect(second).toEqual(first);
+    expect(first.devices.length).toBeGreaterThan(0);
+  });
+});
+
+describe('discoverOpenCL when the library is not usable', () => {
+  it('reports a missing library without throwing', () => {
+    const found = discoverOpenCL('/nonexistent/libOpenCL.so.1');
+    expect(found).toEqual({
+      library: null,
+      tried: ['/nonexistent/libOpenCL.so.1'],
+      devices: [],
+      error: 'OpenCL: /nonexistent/libOpenCL.so.1 not found (tried /nonexistent/libOpenCL.so.1)',
+    });
+  });
+
+  it('takes the library from MAPPED_REG_OPENCL_LIBRARY, and an explicit path over it', () => {
+    process.env[OPENCL_LIBRARY_ENV] = '/nonexistent/from-env/libOpenCL.so.1';
+    const fromEnv = discoverOpenCL();
+    expect(fromEnv.library).toBeNull();
+    expect(fromEnv.tried).toEqual(['/nonexistent/from-env/libOpenCL.so.1']);
+    expect(fromEnv.error).toBe('OpenCL: /nonexistent/from-env/libOpenCL.so.1 not found (tried /nonexistent/from-env/libOpenCL.so.1)');
+    const explicit = discoverOpenCL('libOpenCL.so.1');
+    expect(explicit.library).toBe('libOpenCL.so.1');
+  });
+
+  it('tries libOpenCL.so.1 first, then libOpenCL.so, by default', () => {
+    expect(OPENCL_DEFAULT_LIBRARIES).toEqual(['libOpenCL.so.1', 'libOpenCL.so']);
+  });
+
+  it('reports a file that is not a shared library clearly', () => {
+    const text = join(dir, 'not-a-library.so');
+    writeFileSync(text, 'this is a text file, not an ELF shared object\n'.repeat(20));
+    let found: Discovery | undefined;
+    expect(() => (found = discoverOpenCL(text))).not.toThrow();
+    expect(found?.library).toBeNull();
+    expect(found?.tried).toEqual([text]);
+    expect(found?.devices).toEqual([]);
+    expect(found?.error).toContain(`OpenCL: could not load ${text}`);
+    expect(found?.error).toMatch(/invalid ELF header|file too short/);
+  });
+
+  it('reports a shared library that is not OpenCL', () => {
+    const found = discoverOpenCL('libc.so.6');
+    expect(found.library).toBeNull();
+    expect(found.error).toContain('libc.so.6: not an OpenCL library');
+    expect(found.error).toContain('clGetPlatformIDs');
+  });
+});
+
+describe('discoverOpenCL against a fake driver', () => {
+  it('describes GPUs, accelerators and PCI bus ids, and names each failing call with its code', () => {
+    const found = discoverOpenCL(fakeLibrary);
+    expect(found.library).toBe(fakeLibrary);
+    expect(found.devices).toEqual([
+      {
+        index: 0,
+        name: 'Fake iGPU',
+        type: 'integrated-gpu',
+        integrated: true,
+        vendor: 'FakeVendor',
+        driverVersion: '1.2.3',
+        pciBusId: null,
+        platform: 'Fake GPU Platform',
+      },
+      {
+        index: 1,
+        name: 'Fake dGPU',
+        type: 'gpu',
+        integrated: false,
+        vendor: 'FakeVendor',
+        driverVersion: '550.54',
+        pciBusId: '0000:65:00.0',
+        platform: 'Fake GPU Platform',
+      },
+      {
+        index: 2,
+        name: 'Fake Accelerator',
+        type: 'accelerator',
+        integrated: null,
+        vendor: 'FakeVendor',
+        driverVersion: '7',
+        pciBusId: null,
+        platform: 'Fake GPU Platform',
+      },
+      // Its name query fails: listed with what could be read, and the failure is in `error`.
+      { index: 3, name: '', type: 'gpu', integrated: false, vendor: 'FakeVendor', driverVersion: '9', pciBusId: null, platform: 'Fake GPU Platform' },
+      // Platform 1 failed clGetDeviceIDs and platform 2 has no devices: discovery goes on past both.
+      { index: 4, name: 'Fake CPU', type: 'cpu', integrated: null, vendor: 'FakeCPUVendor', driverVersion: '2.0', pciBusId: null, platform: 'Fake CPU Platform' },
+    ]);
+    expect(found.error).toBe(
+      'OpenCL: clGetDeviceInfo[platform 0 device 3](CL_DEVICE_NAME) returned CL_INVALID_VALUE (-30); ' +
+        'clGetDeviceIDs[platform 1](CL_DEVICE_TYPE_ALL) returned CL_OUT_OF_HOST_MEMORY (-6)',
+    );
+  });
+
+  it('treats CL_PLATFORM_NOT_FOUND_KHR as zero platforms, not an error', () => {
+    process.env.FAKE_CL_MODE = 'none';
+    expect(discoverOpenCL(fakeLibrary)).toEqual({ library: fakeLibrary, tried: [fakeLibrary], devices: [] });
+  });
+
+  it('reports another clGetPlatformIDs failure with its code', () => {
+    process.env.FAKE_CL_MODE = 'fail';
+    const found = discoverOpenCL(fakeLibrary);
+    expect(found.library).toBe(fakeLibrary);
+    expect(found.devices).toEqual([]);
+    expect(found.error).toBe('OpenCL: clGetPlatformIDs returned CL_OUT_OF_HOST_MEMORY (-6)');
+  });
+});
