@@ -1,0 +1,169 @@
+// Builds the driver doubles (test/double/*.c) into test/double/build/ with the machine's C compiler.
+// Synchronous, so that a test file can call it at module load or in beforeAll.
+
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Absolute paths of the built doubles. */
+export interface DoublePaths {
+  /** libcuda_double.so: the ABI of libcuda.so.1 (see test/double/README.md). */
+  cuda: string;
+  /** libamdhip64_double.so: the ABI of libamdhip64.so. */
+  hip: string;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** Where the libraries go (git-ignored). */
+export const DOUBLE_BUILD_DIR = join(here, 'build');
+
+const FLAGS = ['-shared', '-fPIC', '-O2', '-Wall', '-Werror', '-std=gnu11', '-fvisibility=hidden', '-pthread'];
+const SHARED_SOURCES = ['common.c'];
+const HEADERS = ['common.h'];
+
+interface Target {
+  output: string;
+  main: string;
+}
+
+const TARGETS: Record<keyof DoublePaths, Target> = {
+  cuda: { output: 'libcuda_double.so', main: 'cuda_double.c' },
+  hip: { output: 'libamdhip64_double.so', main: 'hip_double.c' },
+};
+
+/** The compiler command: env CC (may carry arguments, e.g. "ccache gcc"), else cc. */
+function compiler(): { cmd: string; args: string[] } {
+  const words = (process.env['CC'] ?? '').trim().split(/\s+/).filter((w) => w.length > 0);
+  const [cmd, ...args] = words.length > 0 ? words : ['cc'];
+  return { cmd: cmd ?? 'cc', args };
+}
+
+function sourceHash(cc: { cmd: string; args: string[] }, files: string[]): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify([cc.cmd, cc.args, FLAGS]));
+  for (const f of files) {
+    h.update(`\0${f}\0`);
+    h.update(readFileSync(join(here, f)));
+  }
+  return h.digest('hex');
+}
+
+function tempName(path: string): string {
+  return `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function lockIsStale(lock: string): boolean {
+  try {
+    if (Date.now() - statSync(lock).mtimeMs > 120_000) return true;
+    const pid = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+    if (!Number.isInteger(pid) || pid <= 0) return false; // being written
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Runs fn holding a lock file in the build folder, so that test processes started together build once. */
+function withBuildLock<T>(fn: () => T): T {
+  mkdirSync(DOUBLE_BUILD_DIR, { recursive: true });
+  const lock = join(DOUBLE_BUILD_DIR, '.lock');
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (lockIsStale(lock)) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`buildDoubles: timed out waiting for the build lock ${lock}`);
+      sleepMs(50);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+function upToDate(output: string, stamp: string, hash: string): boolean {
+  return existsSync(output) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === hash;
+}
+
+function buildOne(target: Target, cc: { cmd: string; args: string[] }): string {
+  const output = join(DOUBLE_BUILD_DIR, target.output);
+  const stamp = `${output}.sha256`;
+  const sources = [target.main, ...SHARED_SOURCES];
+  const hash = sourceHash(cc, [...sources, ...HEADERS]);
+  if (upToDate(output, stamp, hash)) return output;
+  return withBuildLock(() => (upToDate(output, stamp, hash) ? output : compile(target, cc, output, stamp, hash)));
+}
+
+function compile(
+  target: Target,
+  cc: { cmd: string; args: string[] },
+  output: string,
+  stamp: string,
+  hash: string,
+): string {
+  const sources = [target.main, ...SHARED_SOURCES];
+  // Compile under a temporary name and rename: a process that loads the library (or builds it at the
+  // same time, from another test file) never sees a half-written file.
+  const tmp = tempName(output);
+  try {
+    execFileSync(cc.cmd, [...cc.args, ...FLAGS, '-o', tmp, ...sources.map((s) => join(here, s))], {
+      cwd: here,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      encoding: 'utf8',
+    });
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    const e = err as NodeJS.ErrnoException & { stderr?: string; stdout?: string };
+    if (e.code === 'ENOENT') {
+      throw new Error(
+        `buildDoubles: no C compiler: '${cc.cmd}' was not found (set CC, or install one: ` +
+          `apt-get install gcc libc6-dev). The driver double cannot be built, so these tests cannot run.`,
+      );
+    }
+    const detail = `${e.stderr ?? ''}${e.stdout ?? ''}`.trim() || e.message;
+    throw new Error(`buildDoubles: ${cc.cmd} failed to build ${target.output}:\n${detail}`);
+  }
+  renameSync(tmp, output);
+  const stampTmp = tempName(stamp);
+  writeFileSync(stampTmp, `${hash}\n`);
+  renameSync(stampTmp, stamp);
+  return output;
+}
+
+/**
+ * Compiles the CUDA and the HIP driver doubles (when their sources, the compiler or the flags changed
+ * since the last build) and returns the paths of the libraries. Throws when no C compiler is there or the
+ * build fails: the tests that need a double then fail rather than skip.
+ */
+export function buildDoubles(): DoublePaths {
+  const cc = compiler();
+  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc) };
+}

@@ -1,0 +1,578 @@
+/*
+ * Driver double, shared engine: configuration, the registration table, "device" memory, copies, and
+ * the /proc/self/maps check that keeps a bad range from crashing the process.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TMPFS_MAGIC_ 0x01021994
+
+state_t g = {.current_ctx = -1};
+pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void dbl_unlock_cb(int *unused) {
+  (void)unused;
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* ---------------------------------------------------------------- call counts */
+
+static const char *const *g_names;
+static int g_nnames;
+static int g_counts[64];
+
+void dbl_set_names(const char *const *names, int n) {
+  g_names = names;
+  g_nnames = n < 64 ? n : 64;
+}
+
+void dbl_count_call(const char *name) {
+  for (int i = 0; i < g_nnames; i++) {
+    if (strcmp(g_names[i], name) == 0) {
+      g_counts[i]++;
+      return;
+    }
+  }
+}
+
+int dbl_calls(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < g_nnames; i++) {
+    if (strcmp(g_names[i], name) == 0) return g_counts[i];
+  }
+  return -1;
+}
+
+void dbl_reset_calls(void) { memset(g_counts, 0, sizeof g_counts); }
+
+/* ---------------------------------------------------------------- helpers */
+
+static size_t page_size(void) {
+  static size_t ps;
+  if (!ps) {
+    long v = sysconf(_SC_PAGESIZE);
+    ps = v > 0 ? (size_t)v : 4096;
+  }
+  return ps;
+}
+
+static uintptr_t page_down(uintptr_t a) { return a & ~(uintptr_t)(page_size() - 1); }
+
+/* Round up; 0 on overflow. */
+static uintptr_t page_up(uintptr_t a) {
+  uintptr_t r = (a + page_size() - 1) & ~(uintptr_t)(page_size() - 1);
+  return r < a ? 0 : r;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+  if (s <= 0) return;
+  struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 16;
+  void *na = realloc(*arr, nc * elem);
+  if (!na) return -1;
+  *arr = na;
+  *cap = nc;
+  return 0;
+}
+
+int dbl_copy_string(char *dst, int len, const char *src) {
+  if (!dst || len <= 0) return DR_INVALID_VALUE;
+  size_t n = strlen(src);
+  if (n >= (size_t)len) n = (size_t)len - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+  return DR_OK;
+}
+
+int dbl_env_long(const char *name, long dflt, long *out) {
+  const char *s = getenv(name);
+  if (!s || !*s) {
+    *out = dflt;
+    return 0;
+  }
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || !end || *end != '\0' || v < 0) return -1;
+  *out = v;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- /proc/self/maps */
+
+typedef struct {
+  int mapped;       /* every page of the range lies in a mapping, no gap */
+  int readable;     /* every page is readable (no PROT_NONE part) */
+  int writable;     /* every page is writable */
+  int beyond_eof;   /* some file-backed page lies wholly past the end of its file (would SIGBUS) */
+  int shared_writable_regular_file; /* part is a MAP_SHARED writable mapping of a regular file */
+  int tmpfs_file;   /* part is a file on tmpfs (/dev/shm), not a memfd */
+} range_info;
+
+static char *read_maps(void) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) {
+    close(fd);
+    return NULL;
+  }
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        close(fd);
+        return NULL;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, buf + len, cap - len - 1);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      free(buf);
+      close(fd);
+      return NULL;
+    }
+    if (r == 0) break;
+    len += (size_t)r;
+  }
+  close(fd);
+  buf[len] = '\0';
+  return buf;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/*
+ * What the maps say about [a, b) (page-rounded by the caller). Returns -1 when the maps cannot be
+ * read (then nothing is known and the caller refuses the range).
+ */
+static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
+  memset(out, 0, sizeof *out);
+  char *maps = read_maps();
+  if (!maps) return -1;
+  out->readable = 1;
+  out->writable = 1;
+  uintptr_t cursor = a;
+  char *save = NULL;
+  for (char *line = strtok_r(maps, "\n", &save); line && cursor < b; line = strtok_r(NULL, "\n", &save)) {
+    unsigned long start, end, inode;
+    unsigned long long offset;
+    unsigned dmaj, dmin;
+    char perms[8];
+    int pathpos = 0;
+    if (sscanf(line, "%lx-%lx %7s %llx %x:%x %lu %n", &start, &end, perms, &offset, &dmaj, &dmin, &inode,
+               &pathpos) < 7) {
+      continue;
+    }
+    if (end <= cursor) continue;
+    if (start > cursor) break; /* a gap: part of the range is not mapped */
+    /* this segment covers cursor */
+    uintptr_t seg_hi = end < b ? end : b;
+    int r = perms[0] == 'r', w = perms[1] == 'w', shared = perms[3] == 's';
+    if (!r) out->readable = 0;
+    if (!w) out->writable = 0;
+    char path[4096];
+    path[0] = '\0';
+    if (pathpos > 0) {
+      snprintf(path, sizeof path, "%s", line + pathpos);
+    }
+    if (inode != 0 && path[0] == '/') {
+      int deleted = ends_with(path, " (deleted)");
+      if (deleted) path[strlen(path) - strlen(" (deleted)")] = '\0';
+      int shmem_object = starts_with(path, "/memfd:") || starts_with(path, "/dev/zero") || starts_with(path, "/SYSV");
+      if (!shmem_object) {
+        int tmpfs = 0;
+        struct statfs sfs;
+        if (!deleted && statfs(path, &sfs) == 0) {
+          tmpfs = sfs.f_type == TMPFS_MAGIC_;
+        } else {
+          tmpfs = starts_with(path, "/dev/shm/");
+        }
+        if (tmpfs) out->tmpfs_file = 1;
+        struct stat st;
+        int regular = 0;
+        if (!deleted && stat(path, &st) == 0 && (unsigned long)st.st_ino == inode) {
+          regular = S_ISREG(st.st_mode);
+          if (regular) {
+            /* Pages wholly past the end of the file would raise SIGBUS when read. */
+            unsigned long long off_end = offset + (unsigned long long)(seg_hi - start);
+            unsigned long long file_end = page_up((uintptr_t)st.st_size);
+            if (st.st_size > 0 && file_end == 0) file_end = ~0ULL;
+            if (off_end > file_end) out->beyond_eof = 1;
+          }
+        } else if (deleted) {
+          regular = 1; /* cannot tell its size any more; a deleted regular file most likely */
+        }
+        if (regular && !tmpfs && shared && w) out->shared_writable_regular_file = 1;
+      }
+    }
+    cursor = seg_hi;
+  }
+  free(maps);
+  out->mapped = cursor >= b;
+  if (!out->mapped) {
+    out->readable = 0;
+    out->writable = 0;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+static void parse_error(const char *what, const char *value) {
+  fprintf(stderr, "mapped-reg driver double: %s '%s' is not known (see test/double/README.md)\n", what, value);
+}
+
+static int parse_faults(const char *spec, faults_t *f) {
+  memset(f, 0, sizeof *f);
+  if (!spec) return 0;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", spec);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ' || *tok == '\t') tok++;
+    size_t n = strlen(tok);
+    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = '\0';
+    if (n == 0) continue;
+    char *eq = strchr(tok, '=');
+    if (eq) {
+      *eq = '\0';
+      const char *val = eq + 1;
+      char *end = NULL;
+      if (strcmp(tok, "unregister_fails") == 0) {
+        errno = 0;
+        long v = strtol(val, &end, 10);
+        if (errno || !*val || *end || v < 0 || v > 1000000) {
+          parse_error("value of fault unregister_fails", val);
+          return -1;
+        }
+        f->unregister_fails = (int)v;
+      } else if (strcmp(tok, "slow_registered") == 0) {
+        errno = 0;
+        double v = strtod(val, &end);
+        if (errno || !*val || *end || !(v > 0) || v > 1e6) {
+          parse_error("value of fault slow_registered", val);
+          return -1;
+        }
+        f->slow_factor = v;
+      } else {
+        parse_error("fault", tok);
+        return -1;
+      }
+    } else if (strcmp(tok, "wrong_bytes") == 0) {
+      f->wrong_bytes = 1;
+    } else if (strcmp(tok, "integrated") == 0) {
+      f->integrated = 1;
+    } else if (strcmp(tok, "integrated_query_fails") == 0) {
+      f->integrated_query_fails = 1;
+    } else if (strcmp(tok, "nodevice") == 0) {
+      f->nodevice = 1;
+    } else if (strcmp(tok, "init_fails") == 0) {
+      f->init_fails = 1;
+    } else {
+      parse_error("fault", tok);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
+  g.initialized = 0;
+  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  profile_t prof;
+  if (!parse_profile(pname && *pname ? pname : NULL, &prof)) {
+    parse_error("profile", pname);
+    return g.last_init_result = DR_INVALID_VALUE;
+  }
+  faults_t faults;
+  if (parse_faults(getenv("MAPPED_REG_DOUBLE_FAULTS"), &faults) != 0) {
+    return g.last_init_result = DR_INVALID_VALUE;
+  }
+  long ndev = 1;
+  if (dbl_env_long("MAPPED_REG_DOUBLE_DEVICES", 1, &ndev) != 0 || ndev > DBL_MAX_DEVICES) {
+    parse_error("device count MAPPED_REG_DOUBLE_DEVICES", getenv("MAPPED_REG_DOUBLE_DEVICES"));
+    return g.last_init_result = DR_INVALID_VALUE;
+  }
+  long hipv = 0;
+  if (api == API_HIP) {
+    if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : 70204000L, &hipv) != 0) {
+      parse_error("version MAPPED_REG_DOUBLE_HIP_VERSION", getenv("MAPPED_REG_DOUBLE_HIP_VERSION"));
+      return g.last_init_result = DR_INVALID_VALUE;
+    }
+  }
+  g.prof = prof;
+  g.faults = faults;
+  g.ndevices = (int)ndev;
+  g.hip_version = hipv;
+  if (faults.init_fails) return g.last_init_result = DR_UNKNOWN;
+  if (prof.nodevice || faults.nodevice || ndev == 0) {
+    g.ndevices = 0;
+    return g.last_init_result = DR_NO_DEVICE;
+  }
+  if (g.current_device < 0 || g.current_device >= g.ndevices) g.current_device = 0;
+  g.initialized = 1;
+  return g.last_init_result = DR_OK;
+}
+
+/* ---------------------------------------------------------------- tables */
+
+static void remove_reg(size_t i) {
+  g.regs[i] = g.regs[g.nregs - 1];
+  g.nregs--;
+}
+
+void dbl_drop_device(int device) {
+  for (size_t i = g.nregs; i-- > 0;) {
+    if (g.regs[i].device == device) remove_reg(i);
+  }
+  for (size_t i = g.ndallocs; i-- > 0;) {
+    if (g.dallocs[i].device == device) {
+      free((void *)g.dallocs[i].p);
+      g.dalloc_total -= g.dallocs[i].len;
+      g.dallocs[i] = g.dallocs[--g.ndallocs];
+    }
+  }
+  for (size_t i = g.nhallocs; i-- > 0;) {
+    if (g.hallocs[i].device == device) {
+      munmap((void *)g.hallocs[i].p, page_up(g.hallocs[i].len));
+      g.hallocs[i] = g.hallocs[--g.nhallocs];
+    }
+  }
+}
+
+void dbl_reset_all(void) {
+  for (size_t i = 0; i < g.ndallocs; i++) free((void *)g.dallocs[i].p);
+  for (size_t i = 0; i < g.nhallocs; i++) munmap((void *)g.hallocs[i].p, page_up(g.hallocs[i].len));
+  free(g.regs);
+  free(g.dallocs);
+  free(g.hallocs);
+  memset(&g, 0, sizeof g);
+  g.current_ctx = -1;
+  dbl_reset_calls();
+}
+
+int dbl_live_registrations(void) { return (int)g.nregs; }
+
+static int ranges_overlap(uintptr_t a, uintptr_t alen_end, uintptr_t b, uintptr_t blen_end) {
+  return a < blen_end && b < alen_end;
+}
+
+static alloc_t *find_alloc(alloc_t *arr, size_t n, uintptr_t p, size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    if (p >= arr[i].p && p - arr[i].p <= arr[i].len && len <= arr[i].len - (p - arr[i].p)) return &arr[i];
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- registration */
+
+int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
+  if (!p || !size) return DR_INVALID_VALUE;
+  if (flags & ~g.prof.valid_flags) return DR_INVALID_VALUE;
+  if (p + size < p) return DR_INVALID_VALUE;
+  uintptr_t ps = page_down(p), pe = page_up(p + size);
+  if (!pe) return DR_INVALID_VALUE;
+  range_info info;
+  if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
+  if (!info.mapped) return DR_INVALID_VALUE; /* unmapped, or past the end of the mapping */
+  /* Page-locked memory of the driver's own is registered already. */
+  for (size_t i = 0; i < g.nhallocs; i++) {
+    if (ranges_overlap(ps, pe, g.hallocs[i].p, g.hallocs[i].p + page_up(g.hallocs[i].len))) {
+      return DR_ALREADY_REGISTERED;
+    }
+  }
+  int overlap = 0;
+  for (size_t i = 0; i < g.nregs; i++) {
+    if (ranges_overlap(ps, pe, g.regs[i].pstart, g.regs[i].pend)) overlap = 1;
+  }
+  if (overlap && !g.prof.accept_overlap) return DR_ALREADY_REGISTERED;
+  int prot_none = !info.readable;
+  if (prot_none) {
+    if (!g.prof.accept_prot_none) return DR_INVALID_VALUE;
+  } else {
+    if (info.beyond_eof) return DR_INVALID_VALUE;
+    int readonly = g.prof.readonly_flag && (flags & g.prof.readonly_flag);
+    if (g.prof.readonly_needs_flag && !readonly) {
+      /* Without READ_ONLY the pages are pinned for writing: the mapping must allow it, and the kernel
+       * refuses a long-term writable pin of the pages of a regular file mapped MAP_SHARED. */
+      if (!info.writable) return DR_INVALID_VALUE;
+      if (info.shared_writable_regular_file) return DR_INVALID_VALUE;
+    }
+    if (!g.prof.readonly_needs_flag && info.writable && info.shared_writable_regular_file) {
+      /* HIP ignores the read-only flag and pins writable mappings for writing. */
+      return DR_INVALID_VALUE;
+    }
+  }
+  if (grow((void **)&g.regs, &g.capregs, g.nregs, sizeof *g.regs) != 0) return DR_OUT_OF_MEMORY;
+  reg_t *r = &g.regs[g.nregs++];
+  memset(r, 0, sizeof *r);
+  r->start = p;
+  r->len = size;
+  r->pstart = ps;
+  r->pend = pe;
+  r->flags = flags;
+  r->device = device;
+  r->tmpfs = info.tmpfs_file;
+  r->prot_none = prot_none;
+  if (g.prof.stuck_unregister && (prot_none || overlap)) {
+    r->stuck = 1;
+    for (size_t i = 0; i + 1 < g.nregs; i++) {
+      if (ranges_overlap(ps, pe, g.regs[i].pstart, g.regs[i].pend)) g.regs[i].stuck = 1;
+    }
+  }
+  return DR_OK;
+}
+
+int dbl_unregister(uintptr_t p) {
+  if (!p) return DR_INVALID_VALUE;
+  for (size_t i = 0; i < g.nregs; i++) {
+    reg_t *r = &g.regs[i];
+    if (r->start != p) continue;
+    if (r->stuck) return DR_NOT_REGISTERED;
+    if (r->unregister_failures < g.faults.unregister_fails) {
+      r->unregister_failures++;
+      return g.prof.unregister_fault_result;
+    }
+    remove_reg(i);
+    return DR_OK;
+  }
+  for (size_t i = 0; i < g.nregs; i++) {
+    if (p > g.regs[i].start && p - g.regs[i].start < g.regs[i].len) return DR_INVALID_VALUE;
+  }
+  return DR_NOT_REGISTERED;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+int dbl_dalloc(size_t size, int device, uintptr_t *out) {
+  if (!out || !size) return DR_INVALID_VALUE;
+  if (size > DBL_TOTAL_MEM || g.dalloc_total + size > DBL_TOTAL_MEM) return DR_OUT_OF_MEMORY;
+  if (grow((void **)&g.dallocs, &g.capdallocs, g.ndallocs, sizeof *g.dallocs) != 0) return DR_OUT_OF_MEMORY;
+  void *m = NULL;
+  if (posix_memalign(&m, 256, size) != 0 || !m) return DR_OUT_OF_MEMORY;
+  g.dallocs[g.ndallocs++] = (alloc_t){.p = (uintptr_t)m, .len = size, .device = device};
+  g.dalloc_total += size;
+  *out = (uintptr_t)m;
+  return DR_OK;
+}
+
+int dbl_dfree(uintptr_t p) {
+  for (size_t i = 0; i < g.ndallocs; i++) {
+    if (g.dallocs[i].p == p) {
+      free((void *)p);
+      g.dalloc_total -= g.dallocs[i].len;
+      g.dallocs[i] = g.dallocs[--g.ndallocs];
+      return DR_OK;
+    }
+  }
+  return DR_INVALID_VALUE;
+}
+
+int dbl_halloc(size_t size, int device, uintptr_t *out) {
+  if (!out || !size) return DR_INVALID_VALUE;
+  size_t len = page_up(size);
+  if (!len) return DR_OUT_OF_MEMORY;
+  if (grow((void **)&g.hallocs, &g.caphallocs, g.nhallocs, sizeof *g.hallocs) != 0) return DR_OUT_OF_MEMORY;
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return DR_OUT_OF_MEMORY;
+  g.hallocs[g.nhallocs++] = (alloc_t){.p = (uintptr_t)m, .len = size, .device = device};
+  *out = (uintptr_t)m;
+  return DR_OK;
+}
+
+int dbl_hfree(uintptr_t p) {
+  for (size_t i = 0; i < g.nhallocs; i++) {
+    if (g.hallocs[i].p == p) {
+      munmap((void *)p, page_up(g.hallocs[i].len));
+      g.hallocs[i] = g.hallocs[--g.nhallocs];
+      return DR_OK;
+    }
+  }
+  return DR_INVALID_VALUE;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
+  if (n == 0) return DR_OK;
+  if (!dst || !src || src + n < src) return DR_INVALID_VALUE;
+  if (!find_alloc(g.dallocs, g.ndallocs, dst, n)) return DR_INVALID_VALUE;
+  if (find_alloc(g.hallocs, g.nhallocs, src, n)) {
+    memcpy((void *)dst, (const void *)src, n); /* page-locked memory: always right */
+    return DR_OK;
+  }
+  uintptr_t ps = page_down(src), pe = page_up(src + n);
+  if (!pe) return DR_INVALID_VALUE;
+  range_info info;
+  if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
+  if (!info.mapped || !info.readable || info.beyond_eof) return DR_INVALID_VALUE;
+  int registered = 0;
+  for (size_t i = 0; i < g.nregs; i++) {
+    if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) registered = 1;
+  }
+  double t0 = now_s();
+  memcpy((void *)dst, (const void *)src, n);
+  double t1 = now_s();
+  if (!registered) return DR_OK;
+  if (g.prof.tmpfs_serves_zeros) {
+    for (size_t i = 0; i < g.nregs; i++) {
+      reg_t *r = &g.regs[i];
+      if (!r->tmpfs) continue;
+      uintptr_t lo = src > r->start ? src : r->start;
+      uintptr_t hi = src + n < r->start + r->len ? src + n : r->start + r->len;
+      if (lo < hi) memset((void *)(dst + (lo - src)), 0, hi - lo);
+    }
+  }
+  if (g.faults.wrong_bytes) {
+    ((unsigned char *)dst)[n / 2] ^= 0xFF;
+  }
+  if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * (t1 - t0));
+  return DR_OK;
+}
+
+int dbl_dtoh(uintptr_t dst, uintptr_t src, size_t n) {
+  if (n == 0) return DR_OK;
+  if (!dst || !src || dst + n < dst) return DR_INVALID_VALUE;
+  if (!find_alloc(g.dallocs, g.ndallocs, src, n)) return DR_INVALID_VALUE;
+  if (!find_alloc(g.hallocs, g.nhallocs, dst, n)) {
+    uintptr_t ps = page_down(dst), pe = page_up(dst + n);
+    if (!pe) return DR_INVALID_VALUE;
+    range_info info;
+    if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
+    if (!info.mapped || !info.writable || info.beyond_eof) return DR_INVALID_VALUE;
+  }
+  memcpy((void *)dst, (const void *)src, n);
+  return DR_OK;
+}

@@ -1,0 +1,156 @@
+/*
+ * Driver double: the part shared by the CUDA double (cuda_double.c) and the HIP double (hip_double.c).
+ *
+ * Each double is one shared library with the real driver ABI; both compile this engine in (with hidden
+ * visibility, so two doubles loaded in one process never bind to each other's copy). The engine speaks
+ * in neutral results (DR_*); each double maps them to its own codes (CUresult, hipError_t).
+ *
+ * Read README.md beside this file for the profiles, the faults and the codes each call returns.
+ */
+#ifndef MAPPED_REG_DOUBLE_COMMON_H
+#define MAPPED_REG_DOUBLE_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Only the driver ABI and the test exports leave the library. */
+#define DBL_API __attribute__((visibility("default")))
+#define DBL_HIDDEN __attribute__((visibility("hidden")))
+
+/* Neutral results; each double maps them to its codes. */
+enum {
+  DR_OK = 0,
+  DR_INVALID_VALUE,
+  DR_OUT_OF_MEMORY,
+  DR_NOT_INITIALIZED,
+  DR_NO_DEVICE,
+  DR_INVALID_DEVICE,
+  DR_INVALID_CONTEXT,
+  DR_ALREADY_REGISTERED,
+  DR_NOT_REGISTERED,
+  DR_NOT_SUPPORTED,
+  DR_UNKNOWN,
+  DR_INVALID_MEMCPY_DIRECTION,
+};
+
+enum { API_CUDA = 1, API_HIP = 2 };
+
+/* How the driver being imitated behaves: set from the profile at each init. */
+typedef struct {
+  const char *name;
+  int api;
+  int nodevice;           /* profile nodevice: no device at all */
+  unsigned valid_flags;   /* register flags accepted; any other bit is INVALID_VALUE */
+  unsigned readonly_flag; /* the flag that lets a read-only mapping be registered (CUDA: 0x08) */
+  int readonly_needs_flag;/* 1: a mapping without write permission needs readonly_flag (CUDA) */
+  int accept_prot_none;   /* rocm724: a PROT_NONE range registers "successfully" */
+  int accept_overlap;     /* rocm724: the same range twice / overlapping ranges register */
+  int tmpfs_serves_zeros; /* rocm724: copies from a registered tmpfs file range bring zeros */
+  int stuck_unregister;   /* rocm724: unregister of an overlap/PROT_NONE registration fails (713) */
+  int unregister_fault_result; /* fault unregister_fails: what the failing call returns */
+  int integrated_fail_result;  /* fault integrated_query_fails: what the query returns */
+} profile_t;
+
+/* Single faults, from MAPPED_REG_DOUBLE_FAULTS. */
+typedef struct {
+  int wrong_bytes;
+  int integrated;
+  int integrated_query_fails;
+  int unregister_fails; /* N: each registration's unregister fails its first N calls */
+  double slow_factor;   /* F > 1: a copy from a registered range takes F times a plain memcpy */
+  int nodevice;
+  int init_fails;
+} faults_t;
+
+#define DBL_MAX_DEVICES 16
+
+typedef struct {
+  uintptr_t start;    /* the pointer given to register (what unregister must be given) */
+  size_t len;         /* the size given */
+  uintptr_t pstart;   /* start rounded down to a page */
+  uintptr_t pend;     /* end rounded up to a page */
+  unsigned flags;
+  int device;
+  int tmpfs;          /* backed (at least partly) by a file on tmpfs, not a memfd */
+  int prot_none;      /* registered while (part of) it had no read permission */
+  int stuck;          /* rocm724: its unregister fails with 713, it stays */
+  int unregister_failures; /* failed unregister calls so far (fault unregister_fails) */
+} reg_t;
+
+typedef struct {
+  uintptr_t p;
+  size_t len;
+  int device;
+} alloc_t;
+
+typedef struct {
+  /* configuration, read at each init */
+  profile_t prof;
+  faults_t faults;
+  int ndevices;
+  long hip_version;
+  /* state */
+  int initialized;
+  int last_init_result;
+  int ctx_refcount[DBL_MAX_DEVICES]; /* CUDA primary contexts */
+  int current_ctx;                   /* CUDA: device of the current context, -1 none */
+  int current_device;                /* HIP: hipSetDevice */
+  reg_t *regs;
+  size_t nregs, capregs;
+  alloc_t *dallocs;                  /* "device" memory: malloc'd host memory */
+  size_t ndallocs, capdallocs;
+  alloc_t *hallocs;                  /* page-locked host memory: anonymous mmap */
+  size_t nhallocs, caphallocs;
+  size_t dalloc_total;
+} state_t;
+
+DBL_HIDDEN extern state_t g;
+DBL_HIDDEN extern pthread_mutex_t g_mu;
+
+/* Enter an API function: take the lock (released when the function returns) and count the call. */
+DBL_HIDDEN void dbl_unlock_cb(int *unused);
+DBL_HIDDEN void dbl_count_call(const char *name);
+#define DBL_ENTER()                                                                                    \
+  pthread_mutex_lock(&g_mu);                                                                           \
+  __attribute__((cleanup(dbl_unlock_cb), unused)) int dbl_guard_ = 0;                                 \
+  dbl_count_call(__func__)
+
+/* The exported function names of one double (set by a constructor in each double). */
+DBL_HIDDEN void dbl_set_names(const char *const *names, int n);
+DBL_HIDDEN int dbl_calls(const char *name);
+DBL_HIDDEN void dbl_reset_calls(void);
+
+/*
+ * Read the configuration from the environment into g (profile, faults, device count, HIP version).
+ * parse_profile: the double's own profile parser, returning 0 on an unknown name.
+ * Returns DR_OK, DR_INVALID_VALUE (bad configuration, reported on stderr), DR_NO_DEVICE or DR_UNKNOWN
+ * (fault init_fails); sets g.initialized.
+ */
+DBL_HIDDEN int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out));
+/* Forget everything (test export double_reset). */
+DBL_HIDDEN void dbl_reset_all(void);
+/* Drop the registrations and allocations of one device (context reset / device reset). */
+DBL_HIDDEN void dbl_drop_device(int device);
+DBL_HIDDEN int dbl_live_registrations(void);
+DBL_HIDDEN int dbl_env_long(const char *name, long dflt, long *out);
+
+/* Memory, registration and copies. */
+DBL_HIDDEN int dbl_register(uintptr_t p, size_t size, unsigned flags, int device);
+DBL_HIDDEN int dbl_unregister(uintptr_t p);
+DBL_HIDDEN int dbl_dalloc(size_t size, int device, uintptr_t *out);
+DBL_HIDDEN int dbl_dfree(uintptr_t p);
+DBL_HIDDEN int dbl_halloc(size_t size, int device, uintptr_t *out);
+DBL_HIDDEN int dbl_hfree(uintptr_t p);
+DBL_HIDDEN int dbl_htod(uintptr_t dst, uintptr_t src, size_t n);
+DBL_HIDDEN int dbl_dtoh(uintptr_t dst, uintptr_t src, size_t n);
+
+/* Copy a string into a caller's buffer of len bytes (NUL-terminated, truncated). */
+DBL_HIDDEN int dbl_copy_string(char *dst, int len, const char *src);
+
+#define DBL_TOTAL_MEM ((size_t)80 << 30) /* 80 GiB reported */
+
+#endif

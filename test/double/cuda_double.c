@@ -1,0 +1,397 @@
+/*
+ * CUDA driver double: libcuda_double.so, with the ABI of libcuda.so.1 (the functions below only).
+ *
+ * Behaviour (profile "cuda"): what the real driver did on an H200, driver 580.159.04, CUDA 13000, as
+ * measured in shared/facts/cuda-h200.md. Attribute values from the same file where it lists them;
+ * the few others (marked "not measured") are the H200's published values.
+ * Profiles, faults and codes: README.md beside this file.
+ */
+#include "common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_UNKNOWN = 999,
+};
+
+/* cuMemHostRegister flags */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+#define CU_MEMHOSTREGISTER_IOMEMORY 0x04
+#define CU_MEMHOSTREGISTER_READ_ONLY 0x08
+/* cuMemHostAlloc flags */
+#define CU_MEMHOSTALLOC_ALL 0x07
+
+#define CUDA_DRIVER_VERSION 13000 /* facts: CUDA driver API version 13000 */
+
+static const char *const NAMES[] = {
+    "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
+    "cuDeviceGetPCIBusId", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
+    "cuMemAlloc_v2", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
+    "cuMemHostUnregister", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuGetErrorName", "cuGetErrorString",
+};
+
+__attribute__((constructor)) static void cuda_double_setup(void) {
+  dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));
+  g.current_ctx = -1;
+}
+
+static CUresult code(int r) {
+  switch (r) {
+    case DR_OK: return CUDA_SUCCESS;
+    case DR_INVALID_VALUE: return CUDA_ERROR_INVALID_VALUE;
+    case DR_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+    case DR_NOT_INITIALIZED: return CUDA_ERROR_NOT_INITIALIZED;
+    case DR_NO_DEVICE: return CUDA_ERROR_NO_DEVICE;
+    case DR_INVALID_DEVICE: return CUDA_ERROR_INVALID_DEVICE;
+    case DR_INVALID_CONTEXT: return CUDA_ERROR_INVALID_CONTEXT;
+    case DR_ALREADY_REGISTERED: return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    case DR_NOT_REGISTERED: return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    case DR_NOT_SUPPORTED: return CUDA_ERROR_NOT_SUPPORTED;
+    case DR_INVALID_MEMCPY_DIRECTION: return CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+/* The CUDA double knows one profile of its own, "cuda", and "nodevice". The HIP profile names
+ * (rocm724, rocm-fixed) describe the HIP library: when a process sets one for its HIP double, the CUDA
+ * double loaded beside it keeps its own default ("cuda"). Anything else is refused. */
+static int parse_profile(const char *name, profile_t *p) {
+  memset(p, 0, sizeof *p);
+  p->api = API_CUDA;
+  p->valid_flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                   CU_MEMHOSTREGISTER_READ_ONLY;
+  p->readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY;
+  p->readonly_needs_flag = 1;
+  p->unregister_fault_result = DR_UNKNOWN;
+  p->integrated_fail_result = DR_NOT_SUPPORTED;
+  p->name = "cuda";
+  if (!name || strcmp(name, "cuda") == 0 || strcmp(name, "rocm724") == 0 || strcmp(name, "rocm-fixed") == 0) {
+    return 1;
+  }
+  if (strcmp(name, "nodevice") == 0) {
+    p->name = "nodevice";
+    p->nodevice = 1;
+    return 1;
+  }
+  return 0;
+}
+
+static int check_init(void) { return g.initialized ? DR_OK : DR_NOT_INITIALIZED; }
+
+static int check_device(int dev) {
+  if (!g.initialized) return DR_NOT_INITIALIZED;
+  if (dev < 0 || dev >= g.ndevices) return DR_INVALID_DEVICE;
+  return DR_OK;
+}
+
+/* Memory calls need a current, live primary context; *dev receives its device. */
+static int check_ctx(int *dev) {
+  if (!g.initialized) return DR_NOT_INITIALIZED;
+  if (g.current_ctx < 0 || g.current_ctx >= g.ndevices || g.ctx_refcount[g.current_ctx] <= 0) {
+    return DR_INVALID_CONTEXT;
+  }
+  *dev = g.current_ctx;
+  return DR_OK;
+}
+
+/* A context handle is the address of its device's slot in this table. */
+static char ctx_handles[DBL_MAX_DEVICES];
+
+/* ---------------------------------------------------------------- init and devices */
+
+DBL_API CUresult cuInit(unsigned int flags) {
+  DBL_ENTER();
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  return code(dbl_init(API_CUDA, parse_profile));
+}
+
+DBL_API CUresult cuDriverGetVersion(int *version) {
+  DBL_ENTER();
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = CUDA_DRIVER_VERSION;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDeviceGetCount(int *count) {
+  DBL_ENTER();
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (!g.initialized) {
+    if (g.last_init_result == DR_NO_DEVICE) {
+      *count = 0;
+      return CUDA_ERROR_NO_DEVICE;
+    }
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  *count = g.ndevices;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  DBL_ENTER();
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  int r = check_device(ordinal);
+  if (r != DR_OK) return code(r);
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_copy_string(name, len, "Double CUDA Device"));
+}
+
+DBL_API CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  char buf[32];
+  snprintf(buf, sizeof buf, "0000:00:%02x.0", dev);
+  return code(dbl_copy_string(busid, len, buf));
+}
+
+DBL_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  DBL_ENTER();
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  *bytes = DBL_TOTAL_MEM;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev) {
+  DBL_ENTER();
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  switch (attrib) {
+    case 1: *value = 1024; return CUDA_SUCCESS;  /* MAX_THREADS_PER_BLOCK (not measured) */
+    case 16: *value = 132; return CUDA_SUCCESS;  /* MULTIPROCESSOR_COUNT (not measured) */
+    case 18:                                     /* INTEGRATED: facts 0 */
+      if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
+      *value = g.faults.integrated ? 1 : 0;
+      return CUDA_SUCCESS;
+    case 19: *value = 1; return CUDA_SUCCESS;    /* CAN_MAP_HOST_MEMORY: facts 1 */
+    case 33: *value = 0; return CUDA_SUCCESS;    /* PCI_BUS_ID */
+    case 34: *value = dev; return CUDA_SUCCESS;  /* PCI_DEVICE_ID: as in the bus id string */
+    case 41: *value = 1; return CUDA_SUCCESS;    /* UNIFIED_ADDRESSING (not measured) */
+    case 50: *value = 0; return CUDA_SUCCESS;    /* PCI_DOMAIN_ID */
+    case 75: *value = 9; return CUDA_SUCCESS;    /* COMPUTE_CAPABILITY_MAJOR (not measured) */
+    case 76: *value = 0; return CUDA_SUCCESS;    /* COMPUTE_CAPABILITY_MINOR (not measured) */
+    case 88: *value = 0; return CUDA_SUCCESS;    /* PAGEABLE_MEMORY_ACCESS: facts 0 */
+    case 99: *value = 1; return CUDA_SUCCESS;    /* HOST_REGISTER_SUPPORTED: facts 1 */
+    case 100: *value = 0; return CUDA_SUCCESS;   /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
+    case 113: *value = 1; return CUDA_SUCCESS;   /* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+/* ---------------------------------------------------------------- contexts */
+
+DBL_API CUresult cuDevicePrimaryCtxRetain(void **pctx, CUdevice dev) {
+  DBL_ENTER();
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  g.ctx_refcount[dev]++;
+  *pctx = &ctx_handles[dev];
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  if (g.ctx_refcount[dev] <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (--g.ctx_refcount[dev] == 0) dbl_drop_device(dev); /* the primary context is destroyed */
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  dbl_drop_device(dev); /* facts: a later unregister returns 713 */
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuCtxSetCurrent(void *ctx) {
+  DBL_ENTER();
+  int r = check_init();
+  if (r != DR_OK) return code(r);
+  if (!ctx) {
+    g.current_ctx = -1;
+    return CUDA_SUCCESS;
+  }
+  char *c = ctx;
+  if (c < ctx_handles || c >= ctx_handles + DBL_MAX_DEVICES) return CUDA_ERROR_INVALID_CONTEXT;
+  int dev = (int)(c - ctx_handles);
+  if (dev >= g.ndevices || g.ctx_refcount[dev] <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  g.current_ctx = dev;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuCtxSynchronize(void) {
+  DBL_ENTER();
+  int dev;
+  return code(check_ctx(&dev));
+}
+
+/* ---------------------------------------------------------------- memory */
+
+DBL_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = 0;
+  r = dbl_dalloc(bytes, dev, &p);
+  if (r == DR_OK) *dptr = (CUdeviceptr)p;
+  return code(r);
+}
+
+DBL_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_dfree((uintptr_t)dptr));
+}
+
+DBL_API CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  if (!pp || (flags & ~(unsigned)CU_MEMHOSTALLOC_ALL)) return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = 0;
+  r = dbl_halloc(bytes, dev, &p);
+  if (r == DR_OK) *pp = (void *)p;
+  return code(r);
+}
+
+DBL_API CUresult cuMemFreeHost(void *p) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_hfree((uintptr_t)p));
+}
+
+DBL_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_register((uintptr_t)p, bytesize, flags, dev));
+}
+
+DBL_API CUresult cuMemHostUnregister(void *p) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_unregister((uintptr_t)p));
+}
+
+DBL_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes));
+}
+
+DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static const struct {
+  int code;
+  const char *name;
+  const char *text;
+} ERRORS[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static int find_error(int error) {
+  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++) {
+    if (ERRORS[i].code == error) return (int)i;
+  }
+  return -1;
+}
+
+DBL_API CUresult cuGetErrorName(CUresult error, const char **pstr) {
+  DBL_ENTER();
+  if (!pstr) return CUDA_ERROR_INVALID_VALUE;
+  int i = find_error(error);
+  if (i < 0) {
+    *pstr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pstr = ERRORS[i].name;
+  return CUDA_SUCCESS;
+}
+
+DBL_API CUresult cuGetErrorString(CUresult error, const char **pstr) {
+  DBL_ENTER();
+  if (!pstr) return CUDA_ERROR_INVALID_VALUE;
+  int i = find_error(error);
+  if (i < 0) {
+    *pstr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *pstr = ERRORS[i].text;
+  return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- test exports */
+
+DBL_API void double_reset(void) {
+  pthread_mutex_lock(&g_mu);
+  dbl_reset_all();
+  pthread_mutex_unlock(&g_mu);
+}
+
+DBL_API int double_registration_count(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_live_registrations();
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API int double_calls(const char *name) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_calls(name);
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}

@@ -1,0 +1,443 @@
+/*
+ * HIP driver double: libamdhip64_double.so, with the ABI of libamdhip64.so (the functions below only).
+ *
+ * Profiles: rocm724 (default; HIP on ROCm 7.2.4 as the spec describes it, with its five bugs),
+ * rocm-fixed (the same with those bugs fixed), nodevice (libamdhip64.so.5 on a machine with no AMD GPU,
+ * as in shared/facts/cuda-h200.md). Faults and codes: README.md beside this file.
+ *
+ * hipDeviceAttribute_t numbers. HIP's attribute enum is implicit (each value is its position), so the
+ * numbers come from counting the enumerators in the headers, checked against generated bindings that
+ * print them. hipDeviceAttributeIntegrated:
+ *   = 16 in HIP 5.x, 6.x and 7.x alike (the layout that opens hipDeviceAttributeCudaCompatibleBegin = 0,
+ *     hipDeviceAttributeEccEnabled = 0, AccessPolicyMaxWindowSize 1, AsyncEngineCount 2,
+ *     CanMapHostMemory 3, ..., HostNativeAtomicSupported 15, Integrated 16):
+ *     - HIP 5.5: include/hip/hip_runtime_api.h of ROCm 5.5 (the mirror monorimet/rocm-5.5-libs,
+ *       commit 035e0f583d87);
+ *     - ROCm/HIP include/hip/hip_runtime_api.h at commit 00904d4aa0d8 (a 2021 development header with
+ *       this layout, the one HIP 5.0 shipped);
+ *     - HIP 7.x: ROCm/rocm-systems projects/hip/include/hip/hip_runtime_api.h at commit 003a5d106dc3
+ *       (HostRegisterSupported = 90 there);
+ *     - generated bindings agree: a Julia binding of HIP 6 (hipDeviceProp_tR0600) and ROCm's hipfort
+ *       enums (HIP 7) list Integrated = 16, PageableMemoryAccess = 65, HostRegisterSupported = 90.
+ *     The number did NOT change between HIP 5 and HIP 6/7. What changed in 6.0 is elsewhere:
+ *     hipDeviceAttributeHostRegisterSupported (90) is new (HIPIFY's table: added in 6.0.0), and 5.x's
+ *     hipDeviceAttributeName/Uuid/Arch/GcnArch/GcnArchName became Unused1..5 (same numbers).
+ *   = 25 in HIP 4.x: ROCm/HIP include/hip/hip_runtime_api.h at commit 746dcac4d568, where the enum opens
+ *     hipDeviceAttributeMaxThreadsPerBlock = 0, ..., IsMultiGpuBoard 24, Integrated 25 (16 there is
+ *     L2CacheSize, which the double answers non-zero, as a real 4.x runtime would).
+ *   The double answers at the number of the major version it reports: 4 or less: the 4.x layout;
+ *   5 and more: the 5.x-7.x layout.
+ * HIP_VERSION encoding (hip_version.h): HIP_VERSION_MAJOR * 10000000 + HIP_VERSION_MINOR * 100000 +
+ * HIP_VERSION_PATCH, where PATCH is HIP's build number (5.7.1 is 5.7.31921 = 50731921), not ROCm's
+ * point release: 7.2.4 cannot be written exactly; the default 70204000 decodes as major 7, minor 2.
+ */
+#include "common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int hipError_t;
+
+enum {
+  hipSuccess = 0,
+  hipErrorInvalidValue = 1,
+  hipErrorOutOfMemory = 2,
+  hipErrorNotInitialized = 3,
+  hipErrorInvalidMemcpyDirection = 21,
+  hipErrorNoDevice = 100,
+  hipErrorInvalidDevice = 101,
+  hipErrorInvalidContext = 201,
+  hipErrorHostMemoryAlreadyRegistered = 712,
+  hipErrorHostMemoryNotRegistered = 713,
+  hipErrorNotSupported = 801,
+  hipErrorUnknown = 999,
+};
+
+/* hipHostRegister flags (hip_runtime_api.h). hipHostRegisterReadOnly: "This flag is ignored On AMD
+ * devices"; hipExtHostRegisterCoarseGrained shares its bit. */
+#define hipHostRegisterPortable 0x1
+#define hipHostRegisterMapped 0x2
+#define hipHostRegisterIoMemory 0x4
+#define hipHostRegisterReadOnly 0x08
+#define hipExtHostRegisterUncached 0x80000000u
+/* hipHostMalloc flags that exclude each other */
+#define hipHostMallocCoherent 0x40000000u
+#define hipHostMallocNonCoherent 0x80000000u
+
+#define hipMemcpyHostToDevice 1
+#define hipMemcpyDeviceToHost 2
+
+/* hipDeviceAttribute_t of HIP 4.x (ROCm/HIP 746dcac4: the members before Integrated, which are stable) */
+#define ATTR4_MAX_THREADS_PER_BLOCK 0
+#define ATTR4_WARP_SIZE 9
+#define ATTR4_MULTIPROCESSOR_COUNT 14
+#define ATTR4_L2_CACHE_SIZE 16
+#define ATTR4_COMPUTE_CAPABILITY_MAJOR 18
+#define ATTR4_COMPUTE_CAPABILITY_MINOR 19
+#define ATTR4_PCI_BUS_ID 21
+#define ATTR4_PCI_DEVICE_ID 22
+#define ATTR4_INTEGRATED 25
+
+/* hipDeviceAttribute_t (HIP 5.x, 6.x, 7.x: see the header comment) */
+#define ATTR_CAN_MAP_HOST_MEMORY 3
+#define ATTR_INTEGRATED 16
+#define ATTR_COMPUTE_CAPABILITY_MAJOR 23
+#define ATTR_COMPUTE_CAPABILITY_MINOR 61
+#define ATTR_MULTIPROCESSOR_COUNT 63
+#define ATTR_PAGEABLE_MEMORY_ACCESS 65
+#define ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES 66
+#define ATTR_PCI_BUS_ID 67
+#define ATTR_PCI_DEVICE_ID 68
+#define ATTR_PCI_DOMAIN_ID 69
+#define ATTR_WARP_SIZE 87
+#define ATTR_HOST_REGISTER_SUPPORTED 90 /* HIP >= 6.0 only */
+
+static const char *const NAMES[] = {
+    "hipRuntimeGetVersion", "hipDriverGetVersion", "hipInit", "hipGetDeviceCount", "hipDeviceGetName",
+    "hipDeviceGetPCIBusId", "hipDeviceTotalMem", "hipDeviceGetAttribute", "hipSetDevice",
+    "hipDeviceSynchronize", "hipDeviceReset", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
+    "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
+};
+
+__attribute__((constructor)) static void hip_double_setup(void) {
+  dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));
+  g.current_ctx = -1;
+}
+
+static hipError_t code(int r) {
+  switch (r) {
+    case DR_OK: return hipSuccess;
+    case DR_INVALID_VALUE: return hipErrorInvalidValue;
+    case DR_OUT_OF_MEMORY: return hipErrorOutOfMemory;
+    case DR_NOT_INITIALIZED: return hipErrorNotInitialized;
+    case DR_NO_DEVICE: return hipErrorNoDevice;
+    case DR_INVALID_DEVICE: return hipErrorInvalidDevice;
+    case DR_INVALID_CONTEXT: return hipErrorInvalidContext;
+    case DR_ALREADY_REGISTERED: return hipErrorHostMemoryAlreadyRegistered;
+    case DR_NOT_REGISTERED: return hipErrorHostMemoryNotRegistered;
+    case DR_NOT_SUPPORTED: return hipErrorNotSupported;
+    case DR_INVALID_MEMCPY_DIRECTION: return hipErrorInvalidMemcpyDirection;
+    default: return hipErrorUnknown;
+  }
+}
+
+/* Profiles of the HIP double. "cuda" names the CUDA double's profile: set for a CUDA double in the same
+ * process, it leaves this one on its default (rocm724). Anything else is refused. */
+static int parse_profile(const char *name, profile_t *p) {
+  memset(p, 0, sizeof *p);
+  p->api = API_HIP;
+  p->valid_flags = hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory |
+                   hipHostRegisterReadOnly | hipExtHostRegisterUncached;
+  p->readonly_flag = hipHostRegisterReadOnly;
+  p->readonly_needs_flag = 0; /* ignored on AMD: flags 0 on a read-only mapping succeeds */
+  p->unregister_fault_result = DR_NOT_REGISTERED;
+  p->integrated_fail_result = DR_INVALID_VALUE;
+  if (!name || strcmp(name, "rocm724") == 0 || strcmp(name, "cuda") == 0) {
+    p->name = "rocm724";
+    p->accept_prot_none = 1;
+    p->accept_overlap = 1;
+    p->tmpfs_serves_zeros = 1;
+    p->stuck_unregister = 1;
+    return 1;
+  }
+  if (strcmp(name, "rocm-fixed") == 0) {
+    p->name = "rocm-fixed";
+    return 1;
+  }
+  if (strcmp(name, "nodevice") == 0) {
+    p->name = "nodevice";
+    p->nodevice = 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* HIP initializes itself on the first call that needs a device: so does the double. */
+static int ensure_init(void) {
+  if (g.initialized) return DR_OK;
+  return dbl_init(API_HIP, parse_profile);
+}
+
+static int check_device(int dev) {
+  int r = ensure_init();
+  if (r != DR_OK) return r;
+  if (dev < 0 || dev >= g.ndevices) return DR_INVALID_DEVICE;
+  return DR_OK;
+}
+
+/* The version this double reports: the one read at init, or (before a successful init) the
+ * environment's, with the profile's default. */
+static int reported_version(long *v) {
+  if (g.initialized) {
+    *v = g.hip_version;
+    return DR_OK;
+  }
+  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  int nodev = pname && strcmp(pname, "nodevice") == 0;
+  if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", nodev ? 50731921L : 70204000L, v) != 0) {
+    return DR_INVALID_VALUE;
+  }
+  return DR_OK;
+}
+
+/* ---------------------------------------------------------------- versions, init, devices */
+
+DBL_API hipError_t hipRuntimeGetVersion(int *version) {
+  DBL_ENTER();
+  if (!version) return hipErrorInvalidValue;
+  long v;
+  int r = reported_version(&v);
+  if (r == DR_OK) *version = (int)v;
+  return code(r);
+}
+
+DBL_API hipError_t hipDriverGetVersion(int *version) {
+  DBL_ENTER();
+  if (!version) return hipErrorInvalidValue;
+  long v;
+  int r = reported_version(&v);
+  if (r == DR_OK) *version = (int)v;
+  return code(r);
+}
+
+DBL_API hipError_t hipInit(unsigned int flags) {
+  DBL_ENTER();
+  if (flags != 0) return hipErrorInvalidValue;
+  return code(dbl_init(API_HIP, parse_profile));
+}
+
+DBL_API hipError_t hipGetDeviceCount(int *count) {
+  DBL_ENTER();
+  if (!count) return hipErrorInvalidValue;
+  int r = ensure_init();
+  if (r != DR_OK) {
+    *count = 0;
+    return code(r);
+  }
+  *count = g.ndevices;
+  return hipSuccess;
+}
+
+DBL_API hipError_t hipDeviceGetName(char *name, int len, int dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  return code(dbl_copy_string(name, len, "Double HIP Device"));
+}
+
+DBL_API hipError_t hipDeviceGetPCIBusId(char *busid, int len, int dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  char buf[32];
+  snprintf(buf, sizeof buf, "0000:00:%02x.0", dev);
+  return code(dbl_copy_string(busid, len, buf));
+}
+
+DBL_API hipError_t hipDeviceTotalMem(size_t *bytes, int dev) {
+  DBL_ENTER();
+  if (!bytes) return hipErrorInvalidValue;
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  *bytes = DBL_TOTAL_MEM;
+  return hipSuccess;
+}
+
+DBL_API hipError_t hipDeviceGetAttribute(int *value, int attr, int dev) {
+  DBL_ENTER();
+  if (!value) return hipErrorInvalidValue;
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  long major = g.hip_version / 10000000L;
+  if (major <= 4) {
+    switch (attr) {
+      case ATTR4_INTEGRATED:
+        if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
+        *value = g.faults.integrated ? 1 : 0;
+        return hipSuccess;
+      case ATTR4_MAX_THREADS_PER_BLOCK: *value = 1024; return hipSuccess;
+      case ATTR4_WARP_SIZE: *value = 32; return hipSuccess;
+      case ATTR4_MULTIPROCESSOR_COUNT: *value = 48; return hipSuccess;
+      case ATTR4_L2_CACHE_SIZE: *value = 6 << 20; return hipSuccess;
+      case ATTR4_COMPUTE_CAPABILITY_MAJOR: *value = 11; return hipSuccess;
+      case ATTR4_COMPUTE_CAPABILITY_MINOR: *value = 0; return hipSuccess;
+      case ATTR4_PCI_BUS_ID: *value = 0; return hipSuccess;
+      case ATTR4_PCI_DEVICE_ID: *value = dev; return hipSuccess;
+      default: return hipErrorInvalidValue;
+    }
+  }
+  switch (attr) {
+    case ATTR_INTEGRATED:
+      if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
+      *value = g.faults.integrated ? 1 : 0;
+      return hipSuccess;
+    case ATTR_CAN_MAP_HOST_MEMORY: *value = 1; return hipSuccess;
+    case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return hipSuccess; /* gfx1100 (RX 7900 XTX) */
+    case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return hipSuccess;
+    case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return hipSuccess;
+    case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return hipSuccess;
+    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return hipSuccess;
+    case ATTR_PCI_BUS_ID: *value = 0; return hipSuccess;
+    case ATTR_PCI_DEVICE_ID: *value = dev; return hipSuccess;
+    case ATTR_PCI_DOMAIN_ID: *value = 0; return hipSuccess;
+    case ATTR_WARP_SIZE: *value = 32; return hipSuccess;
+    case ATTR_HOST_REGISTER_SUPPORTED:
+      if (major < 6) return hipErrorInvalidValue; /* not in HIP 5's enum */
+      *value = 1;
+      return hipSuccess;
+    default: return hipErrorInvalidValue;
+  }
+}
+
+DBL_API hipError_t hipSetDevice(int dev) {
+  DBL_ENTER();
+  int r = check_device(dev);
+  if (r != DR_OK) return code(r);
+  g.current_device = dev;
+  return hipSuccess;
+}
+
+DBL_API hipError_t hipDeviceSynchronize(void) {
+  DBL_ENTER();
+  return code(ensure_init());
+}
+
+DBL_API hipError_t hipDeviceReset(void) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  dbl_drop_device(g.current_device); /* allocations and registrations of the current device */
+  return hipSuccess;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+DBL_API hipError_t hipMalloc(void **ptr, size_t size) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!ptr) return hipErrorInvalidValue;
+  uintptr_t p = 0;
+  r = dbl_dalloc(size, g.current_device, &p);
+  if (r == DR_OK) *ptr = (void *)p;
+  return code(r);
+}
+
+DBL_API hipError_t hipFree(void *ptr) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!ptr) return hipSuccess;
+  return code(dbl_dfree((uintptr_t)ptr));
+}
+
+DBL_API hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!ptr) return hipErrorInvalidValue;
+  if ((flags & hipHostMallocCoherent) && (flags & hipHostMallocNonCoherent)) return hipErrorInvalidValue;
+  uintptr_t p = 0;
+  r = dbl_halloc(size, g.current_device, &p);
+  if (r == DR_OK) *ptr = (void *)p;
+  return code(r);
+}
+
+DBL_API hipError_t hipHostFree(void *ptr) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!ptr) return hipSuccess;
+  return code(dbl_hfree((uintptr_t)ptr));
+}
+
+DBL_API hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  return code(dbl_register((uintptr_t)ptr, size, flags, g.current_device));
+}
+
+DBL_API hipError_t hipHostUnregister(void *ptr) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  return code(dbl_unregister((uintptr_t)ptr));
+}
+
+DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  switch (kind) {
+    case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size));
+    case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
+    default: return hipErrorInvalidMemcpyDirection; /* the double copies host<->device only */
+  }
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static const struct {
+  int code;
+  const char *name;
+  const char *text;
+} ERRORS[] = {
+    {hipSuccess, "hipSuccess", "no error"},
+    {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
+    {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
+    {hipErrorNotInitialized, "hipErrorNotInitialized", "initialization error"},
+    {hipErrorInvalidMemcpyDirection, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {hipErrorNoDevice, "hipErrorNoDevice", "no ROCm-capable device is detected"},
+    {hipErrorInvalidDevice, "hipErrorInvalidDevice", "invalid device ordinal"},
+    {hipErrorInvalidContext, "hipErrorInvalidContext", "invalid device context"},
+    {hipErrorHostMemoryAlreadyRegistered, "hipErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered",
+     "pointer does not correspond to a registered memory region"},
+    {hipErrorNotSupported, "hipErrorNotSupported", "operation not supported"},
+    {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
+};
+
+static int find_error(int error) {
+  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++) {
+    if (ERRORS[i].code == error) return (int)i;
+  }
+  return -1;
+}
+
+/* Like HIP: an unknown code is named hipErrorUnknown. */
+DBL_API const char *hipGetErrorName(hipError_t error) {
+  DBL_ENTER();
+  int i = find_error(error);
+  return i < 0 ? "hipErrorUnknown" : ERRORS[i].name;
+}
+
+DBL_API const char *hipGetErrorString(hipError_t error) {
+  DBL_ENTER();
+  int i = find_error(error);
+  return i < 0 ? "unknown error" : ERRORS[i].text;
+}
+
+/* ---------------------------------------------------------------- test exports */
+
+DBL_API void double_reset(void) {
+  pthread_mutex_lock(&g_mu);
+  dbl_reset_all();
+  pthread_mutex_unlock(&g_mu);
+}
+
+DBL_API int double_registration_count(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_live_registrations();
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API int double_calls(const char *name) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_calls(name);
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
