@@ -1,0 +1,556 @@
+// The CUDA driver API (libcuda.so.1) through koffi: the calls the suite needs, every result code checked.
+// Nothing is loaded until loadCuda() is called.
+//
+// Host memory goes to the driver by address (Host.address, a bigint, for `void *` parameters); see
+// hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
+
+import type { Host } from '../src/ops.js';
+import { DriverError, declareAll, openLibrary } from './errors.js';
+import {
+  type DeviceOps,
+  type ReleaseStep,
+  type WithOpsOptions,
+  checkOrdinal,
+  checkSize,
+  hostAddress,
+  viewOf,
+  withRelease,
+} from './device-ops.js';
+
+export type { DeviceOps, WithOpsOptions } from './device-ops.js';
+export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
+
+export const CUDA_LIBRARY = 'libcuda.so.1';
+export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
+
+// CUdevice_attribute (cuda.h)
+export const INTEGRATED = 18;
+export const CAN_MAP_HOST_MEMORY = 19;
+export const PAGEABLE_MEMORY_ACCESS = 88;
+export const HOST_REGISTER_SUPPORTED = 99;
+export const READ_ONLY_HOST_REGISTER_SUPPORTED = 113;
+
+// cuMemHostRegister flags (CU_MEMHOSTREGISTER_*)
+export const PORTABLE = 0x01;
+export const DEVICEMAP = 0x02;
+export const IOMEMORY = 0x04;
+/** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
+export const READ_ONLY = 0x08;
+
+export const CUDA_SUCCESS = 0;
+export const CUDA_ERROR_INVALID_VALUE = 1;
+export const CUDA_ERROR_NO_DEVICE = 100;
+export const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
+export const CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+
+/** Names for codes cuGetErrorName may not know (an older driver, a double). From cuda.h's CUresult. */
+const CUDA_ERROR_NAMES: ReadonlyMap<number, string> = new Map([
+  [0, 'CUDA_SUCCESS'],
+  [1, 'CUDA_ERROR_INVALID_VALUE'],
+  [2, 'CUDA_ERROR_OUT_OF_MEMORY'],
+  [3, 'CUDA_ERROR_NOT_INITIALIZED'],
+  [4, 'CUDA_ERROR_DEINITIALIZED'],
+  [34, 'CUDA_ERROR_STUB_LIBRARY'],
+  [46, 'CUDA_ERROR_DEVICE_UNAVAILABLE'],
+  [100, 'CUDA_ERROR_NO_DEVICE'],
+  [101, 'CUDA_ERROR_INVALID_DEVICE'],
+  [102, 'CUDA_ERROR_DEVICE_NOT_LICENSED'],
+  [200, 'CUDA_ERROR_INVALID_IMAGE'],
+  [201, 'CUDA_ERROR_INVALID_CONTEXT'],
+  [205, 'CUDA_ERROR_MAP_FAILED'],
+  [206, 'CUDA_ERROR_UNMAP_FAILED'],
+  [208, 'CUDA_ERROR_ALREADY_MAPPED'],
+  [214, 'CUDA_ERROR_ECC_UNCORRECTABLE'],
+  [216, 'CUDA_ERROR_CONTEXT_ALREADY_IN_USE'],
+  [304, 'CUDA_ERROR_OPERATING_SYSTEM'],
+  [400, 'CUDA_ERROR_INVALID_HANDLE'],
+  [401, 'CUDA_ERROR_ILLEGAL_STATE'],
+  [500, 'CUDA_ERROR_NOT_FOUND'],
+  [600, 'CUDA_ERROR_NOT_READY'],
+  [700, 'CUDA_ERROR_ILLEGAL_ADDRESS'],
+  [708, 'CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE'],
+  [709, 'CUDA_ERROR_CONTEXT_IS_DESTROYED'],
+  [712, 'CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED'],
+  [713, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED'],
+  [719, 'CUDA_ERROR_LAUNCH_FAILED'],
+  [800, 'CUDA_ERROR_NOT_PERMITTED'],
+  [801, 'CUDA_ERROR_NOT_SUPPORTED'],
+  [802, 'CUDA_ERROR_SYSTEM_NOT_READY'],
+  [803, 'CUDA_ERROR_SYSTEM_DRIVER_MISMATCH'],
+  [804, 'CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE'],
+  [999, 'CUDA_ERROR_UNKNOWN'],
+]);
+
+/** A CUDA driver call failed. `code` is the CUresult as returned (712 and 713 stay apart). */
+export class CudaError extends DriverError {
+  constructor(call: string, code: number, codeName: string, description?: string) {
+    super('CUDA', call, code, codeName, description);
+    this.name = 'CudaError';
+  }
+}
+
+// ---- the C side: prototypes declared once, as strings ----
+
+// CUresult is an enum (int); CUdevice is int; CUcontext is an opaque pointer; CUdeviceptr is unsigned long long.
+const PROTOTYPES = {
+  cuInit: 'int cuInit(unsigned int flags)',
+  cuDriverGetVersion: 'int cuDriverGetVersion(_Out_ int *driverVersion)',
+  cuDeviceGetCount: 'int cuDeviceGetCount(_Out_ int *count)',
+  cuDeviceGet: 'int cuDeviceGet(_Out_ int *device, int ordinal)',
+  cuDeviceGetName: 'int cuDeviceGetName(char *name, int len, int dev)',
+  cuDeviceGetPCIBusId: 'int cuDeviceGetPCIBusId(char *pciBusId, int len, int dev)',
+  cuDeviceTotalMem_v2: 'int cuDeviceTotalMem_v2(_Out_ size_t *bytes, int dev)',
+  cuDeviceGetAttribute: 'int cuDeviceGetAttribute(_Out_ int *pi, int attrib, int dev)',
+  cuDevicePrimaryCtxRetain: 'int cuDevicePrimaryCtxRetain(_Out_ void **pctx, int dev)',
+  cuDevicePrimaryCtxRelease_v2: 'int cuDevicePrimaryCtxRelease_v2(int dev)',
+  cuDevicePrimaryCtxReset_v2: 'int cuDevicePrimaryCtxReset_v2(int dev)',
+  cuCtxSetCurrent: 'int cuCtxSetCurrent(void *ctx)',
+  cuCtxSynchronize: 'int cuCtxSynchronize(void)',
+  cuMemAlloc_v2: 'int cuMemAlloc_v2(_Out_ unsigned long long *dptr, size_t bytesize)',
+  cuMemFree_v2: 'int cuMemFree_v2(unsigned long long dptr)',
+  cuMemHostAlloc: 'int cuMemHostAlloc(_Out_ void **pp, size_t bytesize, unsigned int flags)',
+  cuMemFreeHost: 'int cuMemFreeHost(void *p)',
+  cuMemHostRegister_v2: 'int cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)',
+  cuMemHostUnregister: 'int cuMemHostUnregister(void *p)',
+  cuMemcpyHtoD_v2: 'int cuMemcpyHtoD_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount)',
+  cuMemcpyDtoH_v2: 'int cuMemcpyDtoH_v2(void *dstHost, unsigned long long srcDevice, size_t byteCount)',
+  cuGetErrorName: 'int cuGetErrorName(int error, _Out_ const char **pStr)',
+  cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
+} as const;
+
+/** Out parameters are one-element arrays that koffi fills; pointers come back as bigint (null for NULL). */
+type Out<T> = [T];
+type Pointer = bigint | null;
+type IntLike = number | bigint;
+
+/** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
+interface CudaFunctions {
+  cuInit(flags: number): number;
+  cuDriverGetVersion(out: Out<number>): number;
+  cuDeviceGetCount(out: Out<number>): number;
+  cuDeviceGet(out: Out<number>, ordinal: number): number;
+  cuDeviceGetName(name: Buffer, len: number, dev: number): number;
+  cuDeviceGetPCIBusId(busId: Buffer, len: number, dev: number): number;
+  cuDeviceTotalMem_v2(out: Out<IntLike>, dev: number): number;
+  cuDeviceGetAttribute(out: Out<number>, attrib: number, dev: number): number;
+  cuDevicePrimaryCtxRetain(out: Out<Pointer>, dev: number): number;
+  cuDevicePrimaryCtxRelease_v2(dev: number): number;
+  cuDevicePrimaryCtxReset_v2(dev: number): number;
+  cuCtxSetCurrent(ctx: Pointer): number;
+  cuCtxSynchronize(): number;
+  cuMemAlloc_v2(out: Out<IntLike>, bytes: number): number;
+  cuMemFree_v2(dptr: bigint): number;
+  cuMemHostAlloc(out: Out<Pointer>, bytes: number, flags: number): number;
+  cuMemFreeHost(p: bigint): number;
+  cuMemHostRegister_v2(p: bigint, bytes: number, flags: number): number;
+  cuMemHostUnregister(p: bigint): number;
+  cuMemcpyHtoD_v2(dst: bigint, src: bigint, bytes: number): number;
+  cuMemcpyDtoH_v2(dst: bigint, src: bigint, bytes: number): number;
+  cuGetErrorName(error: number, out: Out<string | null>): number;
+  cuGetErrorString(error: number, out: Out<string | null>): number;
+}
+
+// ---- the driver ----
+
+/** What cuInit said about this machine: devices, or none with the reason. */
+export interface CudaDevices {
+  count: number;
+  /** Set when count is 0: why (cuInit returned 100, or the driver counted none). */
+  reason?: string;
+}
+
+export interface CudaDriver {
+  readonly api: 'CUDA';
+  /** The name or path that was loaded. */
+  readonly path: string;
+  /** cuDriverGetVersion, e.g. 13000 for 13.0 (needs no cuInit). */
+  driverVersion(): number;
+  /** cuInit(0) once (cached). Result 100 is not an error: it means there is no CUDA device here. */
+  devices(): CudaDevices;
+  /** devices().count: 0 when cuInit says there is no device. */
+  deviceCount(): number;
+  name(ordinal: number): string;
+  pciBusId(ordinal: number): string;
+  totalMem(ordinal: number): number;
+  attribute(ordinal: number, attrib: number): number;
+  /** cuDevicePrimaryCtxRetain; returns the CUcontext. Each retain needs one release. */
+  primaryCtxRetain(ordinal: number): bigint;
+  primaryCtxRelease(ordinal: number): void;
+  /** Destroys the primary context's state, registrations included (they come back 713 afterwards). */
+  primaryCtxReset(ordinal: number): void;
+  ctxSetCurrent(ctx: bigint | null): void;
+  ctxSynchronize(): void;
+  memAlloc(bytes: number): bigint;
+  memFree(dptr: bigint): void;
+  /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after memFreeHost. */
+  memHostAlloc(bytes: number, flags?: number): Host;
+  memFreeHost(host: Host): void;
+  hostRegister(host: Host, flags: number): void;
+  hostUnregister(host: Host): void;
+  /** Raw-address forms, for hazard checks (NULL, size 0, a range with no view). Prefer the Host forms. */
+  hostRegisterAddress(address: bigint, length: number, flags: number): void;
+  hostUnregisterAddress(address: bigint): void;
+  /** Synchronous copies of `length` bytes (default: the whole Host). */
+  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
+  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
+  /** cuGetErrorName, else the table above, else `UNKNOWN_<code>`. */
+  errorName(code: number): string;
+  errorString(code: number): string | undefined;
+}
+
+const cache = new Map<string, CudaDriver>();
+
+/**
+ * Load the CUDA driver from `path`, else from $MAPPED_REG_CUDA_LIBRARY, else libcuda.so.1 (one driver per
+ * name, cached). Throws LibraryNotFoundError when there is no such file, NotADriverError when it does not
+ * load or lacks one of the symbols above.
+ */
+export function loadCuda(path?: string): CudaDriver {
+  const name = path ?? (process.env[CUDA_LIBRARY_ENV] || CUDA_LIBRARY);
+  let driver = cache.get(name);
+  if (driver === undefined) {
+    const { lib } = openLibrary('CUDA', [name]);
+    driver = makeDriver(name, declareAll<CudaFunctions>('CUDA', name, lib, PROTOTYPES));
+    cache.set(name, driver);
+  }
+  return driver;
+}
+
+function cString(buf: Buffer): string {
+  const end = buf.indexOf(0);
+  return buf.subarray(0, end < 0 ? buf.length : end).toString('utf8');
+}
+
+function makeDriver(path: string, c: CudaFunctions): CudaDriver {
+  const errorName = (code: number): string => {
+    const out: Out<string | null> = [null];
+    if (c.cuGetErrorName(code, out) === CUDA_SUCCESS && out[0]) return out[0];
+    return CUDA_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
+  };
+  const errorString = (code: number): string | undefined => {
+    const out: Out<string | null> = [null];
+    return c.cuGetErrorString(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
+  };
+  const fail = (call: string, code: number): CudaError => new CudaError(call, code, errorName(code), errorString(code));
+  const check = (call: string, code: number): void => {
+    if (code !== CUDA_SUCCESS) throw fail(call, code);
+  };
+
+  let initState: CudaDevices | undefined;
+  /** Set when cuInit said there is no device: every device call then throws cuInit's error again. */
+  let noDevice = false;
+  const devices = (): CudaDevices => {
+    if (initState === undefined) {
+      const code = c.cuInit(0);
+      if (code === CUDA_ERROR_NO_DEVICE) {
+        noDevice = true;
+        initState = { count: 0, reason: `no CUDA device here: cuInit returned ${code} ${errorName(code)}` };
+      } else {
+        check('cuInit', code);
+        const out: Out<number> = [0];
+        check('cuDeviceGetCount', c.cuDeviceGetCount(out));
+        initState = out[0] > 0 ? { count: out[0] } : { count: 0, reason: 'no CUDA device here: cuDeviceGetCount reported 0' };
+      }
+    }
+    return initState;
+  };
+  const ready = (): void => {
+    devices();
+    if (noDevice) throw fail('cuInit', CUDA_ERROR_NO_DEVICE);
+  };
+  const handles = new Map<number, number>();
+  /** The CUdevice of an ordinal (cuDeviceGet), after cuInit. */
+  const dev = (ordinal: number): number => {
+    checkOrdinal('CUDA', ordinal);
+    ready();
+    let handle = handles.get(ordinal);
+    if (handle === undefined) {
+      const out: Out<number> = [0];
+      check('cuDeviceGet', c.cuDeviceGet(out, ordinal));
+      handle = out[0];
+      handles.set(ordinal, handle);
+    }
+    return handle;
+  };
+  const register = (address: bigint, length: number, flags: number): void => {
+    ready();
+    check('cuMemHostRegister_v2', c.cuMemHostRegister_v2(address, checkSize('cuMemHostRegister_v2 size', length), flags >>> 0));
+  };
+  const unregister = (address: bigint): void => {
+    ready();
+    check('cuMemHostUnregister', c.cuMemHostUnregister(address));
+  };
+  const copyLength = (call: string, host: Host, length: number | undefined): number => {
+    const n = checkSize(`${call} size`, length ?? host.bytes.length);
+    if (n > host.bytes.length) throw new RangeError(`CUDA: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
+    return n;
+  };
+
+  return {
+    api: 'CUDA',
+    path,
+    driverVersion() {
+      const out: Out<number> = [0];
+      check('cuDriverGetVersion', c.cuDriverGetVersion(out));
+      return out[0];
+    },
+    devices: () => ({ ...devices() }),
+    deviceCount: () => devices().count,
+    name(ordinal) {
+      const buf = Buffer.alloc(256);
+      check('cuDeviceGetName', c.cuDeviceGetName(buf, buf.length, dev(ordinal)));
+      return cString(buf);
+    },
+    pciBusId(ordinal) {
+      const buf = Buffer.alloc(64);
+      check('cuDeviceGetPCIBusId', c.cuDeviceGetPCIBusId(buf, buf.length, dev(ordinal)));
+      return cString(buf);
+    },
+    totalMem(ordinal) {
+      const out: Out<IntLike> = [0];
+      check('cuDeviceTotalMem_v2', c.cuDeviceTotalMem_v2(out, dev(ordinal)));
+      return Number(out[0]);
+    },
+    attribute(ordinal, attrib) {
+      const out: Out<number> = [0];
+      check('cuDeviceGetAttribute', c.cuDeviceGetAttribute(out, attrib, dev(ordinal)));
+      return out[0];
+    },
+    primaryCtxRetain(ordinal) {
+      const out: Out<Pointer> = [null];
+      check('cuDevicePrimaryCtxRetain', c.cuDevicePrimaryCtxRetain(out, dev(ordinal)));
+      if (out[0] === null) throw new Error('CUDA: cuDevicePrimaryCtxRetain succeeded but gave a NULL context');
+      return out[0];
+    },
+    primaryCtxRelease(ordinal) {
+      check('cuDevicePrimaryCtxRelease_v2', c.cuDevicePrimaryCtxRelease_v2(dev(ordinal)));
+    },
+    primaryCtxReset(ordinal) {
+      check('cuDevicePrimaryCtxReset_v2', c.cuDevicePrimaryCtxReset_v2(dev(ordinal)));
+    },
+    ctxSetCurrent(ctx) {
+      ready();
+      check('cuCtxSetCurrent', c.cuCtxSetCurrent(ctx));
+    },
+    ctxSynchronize() {
+      ready();
+      check('cuCtxSynchronize', c.cuCtxSynchronize());
+    },
+    memAlloc(bytes) {
+      ready();
+      const out: Out<IntLike> = [0];
+      check('cuMemAlloc_v2', c.cuMemAlloc_v2(out, checkSize('cuMemAlloc_v2 size', bytes)));
+      return BigInt(out[0]);
+    },
+    memFree(dptr) {
+      ready();
+      check('cuMemFree_v2', c.cuMemFree_v2(dptr));
+    },
+    memHostAlloc(bytes, flags = 0) {
+      ready();
+      const out: Out<Pointer> = [null];
+      check('cuMemHostAlloc', c.cuMemHostAlloc(out, checkSize('cuMemHostAlloc size', bytes), flags >>> 0));
+      if (out[0] === null) throw new Error('CUDA: cuMemHostAlloc succeeded but gave a NULL pointer');
+      try {
+        return { address: out[0], bytes: viewOf(out[0], bytes) };
+      } catch (e) {
+        c.cuMemFreeHost(out[0]);
+        throw e;
+      }
+    },
+    memFreeHost(host) {
+      ready();
+      check('cuMemFreeHost', c.cuMemFreeHost(hostAddress('CUDA', 'cuMemFreeHost', host)));
+    },
+    hostRegister(host, flags) {
+      register(hostAddress('CUDA', 'cuMemHostRegister_v2', host), host.bytes.length, flags);
+    },
+    hostUnregister(host) {
+      unregister(hostAddress('CUDA', 'cuMemHostUnregister', host));
+    },
+    hostRegisterAddress: register,
+    hostUnregisterAddress: unregister,
+    memcpyHtoD(dst, src, length) {
+      ready();
+      const n = copyLength('cuMemcpyHtoD_v2', src, length);
+      check('cuMemcpyHtoD_v2', c.cuMemcpyHtoD_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoD_v2', src), n));
+    },
+    memcpyDtoH(dst, src, length) {
+      ready();
+      const n = copyLength('cuMemcpyDtoH_v2', dst, length);
+      check('cuMemcpyDtoH_v2', c.cuMemcpyDtoH_v2(hostAddress('CUDA', 'cuMemcpyDtoH_v2', dst), src, n));
+    },
+    errorName,
+    errorString,
+  };
+}
+
+// ---- Ops for one device ----
+
+/**
+ * Run f on ops backed by device `ordinal`: its primary context (retained, made current before every call,
+ * so ops of several devices can be interleaved on one thread) and a device buffer of `bytes` bytes.
+ * `register` passes READ_ONLY when the device reports READ_ONLY_HOST_REGISTER_SUPPORTED = 1 (needed for
+ * read-only file mappings), else 0. allocHost is cuMemHostAlloc. When f returns or throws (or its promise
+ * settles), the page-locked buffers not yet freed, the device buffer and the context retain are released;
+ * a failure there goes to options.log and never replaces f's result or exception.
+ * Registrations are left alone: one f did not release may still be held by the driver, and only the
+ * caller knows what to do about it. Releasing the last retain of the primary context would destroy the
+ * context and its registrations with it (measured on the H200: a registration left when the last retain
+ * went, with no reset, unregisters afterwards with 713), so while a registration made through these ops is
+ * outstanding (its unregister never succeeded) the retain is kept, for the rest of the process, and
+ * options.log says so. The ops must not be used after f returns.
+ */
+export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
+  checkOrdinal('withCudaOps', ordinal);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`withCudaOps: a device buffer of ${bytes} bytes`);
+
+  let deviceBuffer: bigint | null = null;
+  const pinned = new Map<bigint, Host>();
+  /** Registrations these ops made and did not release: start address -> how many. */
+  const outstanding = new Map<bigint, number>();
+  const registered = (address: bigint): void => {
+    outstanding.set(address, (outstanding.get(address) ?? 0) + 1);
+  };
+  const unregistered = (address: bigint): void => {
+    const n = outstanding.get(address);
+    if (n === undefined) return;
+    if (n > 1) outstanding.set(address, n - 1);
+    else outstanding.delete(address);
+  };
+  let closed = false;
+  let ctx: bigint | null = null;
+
+  const setup = (): DeviceOps => {
+    ctx = driver.primaryCtxRetain(ordinal);
+    const current = ctx;
+    driver.ctxSetCurrent(current);
+    let registerFlags = 0;
+    try {
+      if (driver.attribute(ordinal, READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) registerFlags = READ_ONLY;
+    } catch (e) {
+      // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
+      if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
+    }
+    const buffer = driver.memAlloc(bytes);
+    deviceBuffer = buffer;
+
+    const enter = (what: string): void => {
+      if (closed) throw new Error(`CUDA: ${what} on ops whose withCudaOps has returned`);
+      driver.ctxSetCurrent(current);
+    };
+    const fits = (what: string, host: Host): void => {
+      if (host.bytes.length > bytes) throw new RangeError(`CUDA: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
+    };
+    const ops: DeviceOps = {
+      api: 'CUDA',
+      ordinal,
+      bytes,
+      registerFlags,
+      register(host) {
+        enter('register');
+        driver.hostRegister(host, registerFlags);
+        registered(host.address);
+      },
+      registerWithFlags(host, flags) {
+        enter('registerWithFlags');
+        driver.hostRegister(host, flags);
+        registered(host.address);
+      },
+      registerAddress(address, length, flags) {
+        enter('registerAddress');
+        driver.hostRegisterAddress(address, length, flags);
+        registered(address);
+      },
+      unregister(host) {
+        enter('unregister');
+        driver.hostUnregister(host);
+        unregistered(host.address);
+      },
+      unregisterAddress(address) {
+        enter('unregisterAddress');
+        driver.hostUnregisterAddress(address);
+        unregistered(address);
+      },
+      allocHost(n) {
+        enter('allocHost');
+        const host = driver.memHostAlloc(n);
+        pinned.set(host.address, host);
+        return host;
+      },
+      freeHost(host) {
+        enter('freeHost');
+        const mine = pinned.get(host.address);
+        if (mine === undefined || mine.bytes.length !== host.bytes.length) {
+          throw new Error(`CUDA: freeHost: 0x${host.address.toString(16)} (+${host.bytes.length}) was not allocated by these ops, or was freed`);
+        }
+        driver.memFreeHost(mine);
+        pinned.delete(host.address);
+      },
+      roundTrip(host, into) {
+        enter('roundTrip');
+        fits('roundTrip', host);
+        if (into.bytes.length < host.bytes.length) {
+          throw new RangeError(`CUDA: roundTrip: ${host.bytes.length} bytes do not fit into a range of ${into.bytes.length}`);
+        }
+        driver.memcpyHtoD(buffer, host);
+        driver.memcpyDtoH(into, buffer, host.bytes.length);
+      },
+      upload(host) {
+        enter('upload');
+        fits('upload', host);
+        driver.memcpyHtoD(buffer, host);
+      },
+      download(into) {
+        enter('download');
+        fits('download', into);
+        driver.memcpyDtoH(into, buffer);
+      },
+      synchronize() {
+        enter('synchronize');
+        driver.ctxSynchronize();
+      },
+    };
+    return ops;
+  };
+
+  return withRelease(
+    () => f(setup()),
+    () => {
+      closed = true;
+      // Page-locked buffers first, then the device buffer, then the context (the reverse of acquisition).
+      const steps: ReleaseStep[] = [];
+      if (ctx !== null) {
+        const current = ctx;
+        steps.push({ what: `making the context of CUDA device ${ordinal} current`, run: () => driver.ctxSetCurrent(current) });
+      }
+      for (const host of pinned.values()) {
+        steps.push({
+          what: `the page-locked buffer 0x${host.address.toString(16)} (+${host.bytes.length})`,
+          run: () => {
+            driver.memFreeHost(host);
+            pinned.delete(host.address);
+          },
+        });
+      }
+      if (deviceBuffer !== null) {
+        const buffer = deviceBuffer;
+        steps.push({ what: `the device buffer of ${bytes} bytes on CUDA device ${ordinal}`, run: () => driver.memFree(buffer) });
+      }
+      if (ctx !== null) {
+        const left = [...outstanding.values()].reduce((a, b) => a + b, 0);
+        const what = `the primary context retain of CUDA device ${ordinal}`;
+        steps.push(
+          left === 0
+            ? { what, run: () => driver.primaryCtxRelease(ordinal) }
+            : {
+                what,
+                kept: `${left} registration${left === 1 ? '' : 's'} made through these ops ${left === 1 ? 'is' : 'are'} not released, and the last release of the context would drop ${left === 1 ? 'it' : 'them'} behind the caller's back`,
+              },
+        );
+      }
+      return steps;
+    },
+    options,
+  );
+}

@@ -1,0 +1,139 @@
+// What withCudaOps and withHipOps hand to their callback, and the release discipline they share.
+
+import { constants as bufferConstants } from 'node:buffer';
+import koffi from 'koffi';
+import type { Host, Ops } from '../src/ops.js';
+import type { DriverApi } from './errors.js';
+
+/**
+ * Ops on one device and one device buffer, plus what the hazard checks need. All synchronous.
+ * Registrations made here are not recorded in any RegistrationTable: wrap with trackedOps (src/ops.ts) for
+ * that, and note that trackedOps records only `register`/`unregister`; the extra calls below are the caller's
+ * to account for. (withCudaOps counts the ones it has not seen released, only to decide whether it may let
+ * the primary context go.)
+ */
+export interface DeviceOps extends Ops {
+  readonly api: DriverApi;
+  readonly ordinal: number;
+  /** Size of the device buffer: the most roundTrip, upload and download can move. */
+  readonly bytes: number;
+  /** The flags `register` passes (CUDA: READ_ONLY when the device supports it; HIP: 0). */
+  readonly registerFlags: number;
+  registerWithFlags(host: Host, flags: number): void;
+  /**
+   * Register a raw range, with no view to check it against: for the hazard checks that need a NULL pointer,
+   * a size of 0 or a range past the end of a mapping. Anything else should use a Host.
+   */
+  registerAddress(address: bigint, length: number, flags: number): void;
+  unregisterAddress(address: bigint): void;
+  /** Device buffer -> `into` (its whole length, at most `bytes`). */
+  download(into: Host): void;
+  /** Wait for the device (cuCtxSynchronize / hipDeviceSynchronize). */
+  synchronize(): void;
+}
+
+export interface WithOpsOptions {
+  /**
+   * Where a failure to release what the ops allocated goes (it never replaces f's result or exception).
+   * Default: process.emitWarning.
+   */
+  log?: (message: string) => void;
+}
+
+/** A release step: what it frees, and how; or, with `kept`, why it is deliberately not freed (logged). */
+export type ReleaseStep = { what: string; run: () => void } | { what: string; kept: string };
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * Run `body`, then every step of `release()` in order, whatever happens. A step that throws, or one kept on
+ * purpose, is reported to `log` and the next step still runs; nothing from the release replaces body's result or exception.
+ * If body returns a promise (an async callback), the release waits for it to settle.
+ */
+export function withRelease<T>(body: () => T, release: () => ReleaseStep[], options: WithOpsOptions | undefined): T {
+  const log = options?.log ?? ((message: string) => process.emitWarning(message, 'MappedRegReleaseWarning'));
+  const finish = (): void => {
+    const say = (message: string): void => {
+      try {
+        log(message);
+      } catch {
+        // A logger that throws must not turn a release failure into one.
+      }
+    };
+    for (const step of release()) {
+      if ('kept' in step) {
+        say(`${step.what} kept: ${step.kept}`);
+        continue;
+      }
+      try {
+        step.run();
+      } catch (e) {
+        say(`release of ${step.what} failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
+  };
+  let result: T;
+  try {
+    result = body();
+  } catch (e) {
+    finish();
+    throw e;
+  }
+  if (isPromiseLike(result)) {
+    // T is itself a promise type here; the chained promise settles the same way after the release ran.
+    return Promise.resolve(result).then(
+      (value) => {
+        finish();
+        return value;
+      },
+      (error: unknown) => {
+        finish();
+        throw error;
+      },
+    ) as T;
+  }
+  finish();
+  return result;
+}
+
+/**
+ * The address a driver is given for `host`. Host memory goes to the driver by `host.address` (a bigint passed
+ * to a `void *` parameter: koffi hands the raw value over, no copy and no marshalling), never by letting koffi
+ * take the Uint8Array's data pointer, because
+ *  - the address is what the RegistrationTable records: the driver must pin exactly that range;
+ *  - a registration outlives the call, and koffi only promises a TypedArray's pointer for the duration of a
+ *    call (small typed arrays live on V8's heap and may move); a mapping's or pinned buffer's address is stable.
+ * Before handing it over we check that `bytes` really views `address` (koffi.address reads the view's data
+ * pointer, byteOffset included): a Host with a fabricated address (an in-memory double's) would otherwise make
+ * the driver read or write memory that is not what the caller compares against.
+ */
+export function hostAddress(api: DriverApi, what: string, host: Host): bigint {
+  if (host.bytes.length > 0) {
+    const actual = koffi.address(host.bytes);
+    if (actual !== host.address) {
+      throw new Error(
+        `${api}: ${what}: the Host says 0x${host.address.toString(16)} but its bytes live at 0x${actual.toString(16)} (not memory of this process?)`,
+      );
+    }
+  }
+  return host.address;
+}
+
+export function checkSize(what: string, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${what}: ${n} is not a non-negative safe integer`);
+  return n;
+}
+
+export function checkOrdinal(what: string, ordinal: number): number {
+  if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal > 0x7fffffff) throw new RangeError(`${what}: bad device ordinal ${ordinal}`);
+  return ordinal;
+}
+
+/** A zero-copy view of `length` bytes of native memory at `ptr`. */
+export function viewOf(ptr: bigint, length: number): Uint8Array {
+  // koffi.view aborts the process past what a buffer can hold (4 GiB on Node 20): refuse up front.
+  if (length > bufferConstants.MAX_LENGTH) throw new RangeError(`view of ${length} bytes: more than a buffer can hold (${bufferConstants.MAX_LENGTH})`);
+  return new Uint8Array(koffi.view(ptr, length));
+}

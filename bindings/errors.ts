@@ -1,0 +1,106 @@
+// What the driver bindings (cuda.ts, hip.ts) throw, and the one piece of loading logic they share: finding
+// the library file and telling "not there" from "there, but not a driver".
+
+import { existsSync } from 'node:fs';
+import koffi, { type LibraryHandle } from 'koffi';
+
+export type DriverApi = 'CUDA' | 'HIP';
+
+/** None of the library names or paths tried could be found. */
+export class LibraryNotFoundError extends Error {
+  readonly api: DriverApi;
+  /** Every name or path tried, in order. */
+  readonly tried: string[];
+
+  constructor(api: DriverApi, tried: string[]) {
+    super(`${api}: ${tried[0] ?? '(nothing)'} not found (tried ${tried.join(', ')})`);
+    this.name = 'LibraryNotFoundError';
+    this.api = api;
+    this.tried = [...tried];
+  }
+}
+
+/** A file was found but is not a usable driver library: it does not load, or it lacks a symbol we need. */
+export class NotADriverError extends Error {
+  readonly api: DriverApi;
+  readonly path: string;
+  /** One line: the loader's message, or which symbol is missing. */
+  readonly reason: string;
+
+  constructor(api: DriverApi, path: string, reason: string) {
+    const line = oneLine(reason);
+    super(`${api}: ${path} is not a ${api} driver library (${line})`);
+    this.name = 'NotADriverError';
+    this.api = api;
+    this.path = path;
+    this.reason = line;
+  }
+}
+
+/** A driver call returned something other than success. `code` is the raw result, never folded. */
+export class DriverError extends Error {
+  readonly api: DriverApi;
+  /** The C function that failed, e.g. 'cuMemHostRegister_v2'. */
+  readonly call: string;
+  readonly code: number;
+  /** e.g. 'CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED', 'hipErrorHostMemoryNotRegistered'. */
+  readonly codeName: string;
+  /** The driver's own sentence for the code, when it gave one. */
+  readonly description: string | undefined;
+
+  constructor(api: DriverApi, call: string, code: number, codeName: string, description?: string) {
+    super(`${api}: ${call} failed: ${code} ${codeName}${description ? ` (${oneLine(description)})` : ''}`);
+    this.name = 'DriverError';
+    this.api = api;
+    this.call = call;
+    this.code = code;
+    this.codeName = codeName;
+    this.description = description;
+  }
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+// koffi strips the file name from dlerror's text when the message is about that very file, so this exact
+// message means "this candidate does not exist" (a missing dependency names the dependency instead).
+const NOT_FOUND = 'Failed to load shared library: cannot open shared object file: No such file or directory';
+
+/**
+ * dlopen the first candidate that exists. A candidate that is not there is skipped; one that is there but
+ * does not load is a NotADriverError (we do not fall back to another version behind the user's back); none
+ * there at all is a LibraryNotFoundError listing every candidate.
+ */
+export function openLibrary(api: DriverApi, candidates: readonly string[]): { path: string; lib: LibraryHandle } {
+  for (const candidate of candidates) {
+    if (candidate.includes('/') && !existsSync(candidate)) continue;
+    try {
+      return { path: candidate, lib: koffi.load(candidate) };
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      if (message === NOT_FOUND) continue;
+      throw new NotADriverError(api, candidate, message.replace(/^Failed to load shared library: /, 'cannot load: '));
+    }
+  }
+  throw new LibraryNotFoundError(api, [...candidates]);
+}
+
+/**
+ * Declare every prototype of `prototypes` (name -> C prototype string) in `lib`. A missing symbol unloads the
+ * library and throws NotADriverError naming it.
+ * The caller states the shape of the result (`F`): koffi types its functions as `(...args: any[]) => any`.
+ */
+export function declareAll<F>(api: DriverApi, path: string, lib: LibraryHandle, prototypes: Record<string, string>): F {
+  const out: Record<string, unknown> = {};
+  for (const [name, prototype] of Object.entries(prototypes)) {
+    try {
+      out[name] = lib.func(prototype);
+    } catch (e) {
+      lib.unload();
+      const message = e instanceof Error ? e.message : String(e);
+      throw new NotADriverError(api, path, /Cannot find function/.test(message) ? `no symbol ${name}` : message);
+    }
+  }
+  return out as F;
+}

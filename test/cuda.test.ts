@@ -1,0 +1,507 @@
+// bindings/cuda.ts against the CUDA driver double (test/double/README.md), loaded by path as the real
+// libcuda.so.1 would be. Scenarios that need another double configuration (read at cuInit) load a copy of
+// the library under another name: a separate instance with its own state.
+
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import koffi from 'koffi';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { hostSlice, type Host } from '../src/ops.js';
+import {
+  CAN_MAP_HOST_MEMORY,
+  CudaError,
+  DriverError,
+  HOST_REGISTER_SUPPORTED,
+  INTEGRATED,
+  LibraryNotFoundError,
+  NotADriverError,
+  PAGEABLE_MEMORY_ACCESS,
+  PORTABLE,
+  READ_ONLY,
+  READ_ONLY_HOST_REGISTER_SUPPORTED,
+  loadCuda,
+  withCudaOps,
+  type CudaDriver,
+  type DeviceOps,
+} from '../bindings/cuda.js';
+import { MAP_SHARED, O_CREAT, O_RDWR, PROT_READ, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../bindings/libc.js';
+import { buildDoubles } from './double/build.js';
+
+const ENV_KEYS = ['MAPPED_REG_CUDA_LIBRARY', 'MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_DEVICES'];
+const savedEnv = new Map(ENV_KEYS.map((k) => [k, process.env[k]]));
+
+let dir = '';
+let doublePath = '';
+let hipDoublePath = '';
+let driver: CudaDriver;
+let serial = 0;
+
+interface DoubleExports {
+  registrations(): number;
+  calls(name: string): number;
+}
+
+function exportsOf(path: string): DoubleExports {
+  const lib = koffi.load(path);
+  const count = lib.func('int double_registration_count(void)');
+  const calls = lib.func('int double_calls(const char *name)');
+  return { registrations: () => count() as number, calls: (name) => calls(name) as number };
+}
+
+let dbl: DoubleExports;
+
+/** A separate instance of the double (its own state), configured by `env` at its cuInit. */
+function freshDriver(env: Record<string, string>): { driver: CudaDriver; path: string } {
+  const path = join(dir, `libcuda_double_${++serial}.so`);
+  copyFileSync(doublePath, path);
+  const d = loadCuda(path);
+  for (const [k, v] of Object.entries(env)) process.env[k] = v;
+  try {
+    d.devices(); // cuInit reads the configuration now
+  } finally {
+    for (const k of Object.keys(env)) restoreEnv(k);
+  }
+  return { driver: d, path };
+}
+
+function restoreEnv(key: string): void {
+  const v = savedEnv.get(key);
+  if (v === undefined) delete process.env[key];
+  else process.env[key] = v;
+}
+
+const mappings: Mapping[] = [];
+
+/** A read-only MAP_SHARED mapping of a new file holding `content`. */
+function fileMapping(content: Uint8Array): Mapping {
+  const path = join(dir, `data-${++serial}.bin`);
+  const fd = openFile(path, O_RDWR | O_CREAT);
+  try {
+    pwrite(fd, content, 0);
+    const m = mmap(content.length, PROT_READ, MAP_SHARED, fd, 0);
+    mappings.push(m);
+    return m;
+  } finally {
+    closeFd(fd);
+  }
+}
+
+function pattern(n: number, seed = 7): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed + (i >> 8)) & 0xff;
+  return b;
+}
+
+function caught(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
+
+beforeAll(() => {
+  for (const k of ENV_KEYS) delete process.env[k];
+  const built = buildDoubles();
+  doublePath = built.cuda;
+  hipDoublePath = built.hip;
+  dir = mkdtempSync(join(tmpdir(), 'cuda-binding-'));
+  driver = loadCuda(doublePath);
+  dbl = exportsOf(doublePath);
+});
+
+afterEach(() => {
+  for (const m of mappings.splice(0)) munmap(m);
+});
+
+afterAll(() => {
+  for (const k of ENV_KEYS) restoreEnv(k);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('loading', () => {
+  it('a missing library is LibraryNotFoundError naming what was tried', () => {
+    const e = caught(() => loadCuda(join(dir, 'nowhere', 'libcuda.so.1')));
+    expect(e).toBeInstanceOf(LibraryNotFoundError);
+    const err = e as LibraryNotFoundError;
+    expect(err.api).toBe('CUDA');
+    expect(err.tried).toEqual([join(dir, 'nowhere', 'libcuda.so.1')]);
+    expect(err.message).toBe(`CUDA: ${join(dir, 'nowhere', 'libcuda.so.1')} not found (tried ${join(dir, 'nowhere', 'libcuda.so.1')})`);
+
+    const bare = caught(() => loadCuda('libcuda_not_installed_here.so.1')) as LibraryNotFoundError;
+    expect(bare).toBeInstanceOf(LibraryNotFoundError);
+    expect(bare.message).toBe('CUDA: libcuda_not_installed_here.so.1 not found (tried libcuda_not_installed_here.so.1)');
+  });
+
+  it('by default it looks for libcuda.so.1, or for $MAPPED_REG_CUDA_LIBRARY', () => {
+    expect(new LibraryNotFoundError('CUDA', ['libcuda.so.1']).message).toBe('CUDA: libcuda.so.1 not found (tried libcuda.so.1)');
+    let found: CudaDriver | undefined;
+    try {
+      found = loadCuda();
+    } catch (e) {
+      // No CUDA driver on this machine (CI): exactly the message users see.
+      expect(e).toBeInstanceOf(LibraryNotFoundError);
+      expect((e as Error).message).toBe('CUDA: libcuda.so.1 not found (tried libcuda.so.1)');
+    }
+    if (found) expect(found.path).toBe('libcuda.so.1'); // a machine with the real driver
+
+    process.env['MAPPED_REG_CUDA_LIBRARY'] = doublePath;
+    try {
+      expect(loadCuda()).toBe(driver);
+      process.env['MAPPED_REG_CUDA_LIBRARY'] = join(dir, 'missing.so');
+      expect(() => loadCuda()).toThrow(`CUDA: ${join(dir, 'missing.so')} not found (tried ${join(dir, 'missing.so')})`);
+    } finally {
+      restoreEnv('MAPPED_REG_CUDA_LIBRARY');
+    }
+  });
+
+  it('a file that is not a library, or a library without the driver symbols, is NotADriverError', () => {
+    const text = join(dir, 'libcuda.so.1');
+    writeFileSync(text, 'not an ELF file\n');
+    const e = caught(() => loadCuda(text)) as NotADriverError;
+    expect(e).toBeInstanceOf(NotADriverError);
+    expect(e.path).toBe(text);
+    expect(e.message).toContain(text);
+    expect(e.message).not.toContain('\n');
+
+    const hip = caught(() => loadCuda(hipDoublePath)) as NotADriverError;
+    expect(hip).toBeInstanceOf(NotADriverError);
+    expect(hip.message).toBe(`CUDA: ${hipDoublePath} is not a CUDA driver library (no symbol cuInit)`);
+
+    const dirPath = caught(() => loadCuda(dir)) as NotADriverError;
+    expect(dirPath).toBeInstanceOf(NotADriverError);
+  });
+
+  it('loads once per name', () => {
+    expect(loadCuda(doublePath)).toBe(driver);
+    expect(driver.api).toBe('CUDA');
+    expect(driver.path).toBe(doublePath);
+  });
+});
+
+describe('driver', () => {
+  it('reports version, devices, name, bus id, memory', () => {
+    expect(driver.driverVersion()).toBe(13000);
+    expect(driver.devices()).toEqual({ count: 1 });
+    expect(driver.deviceCount()).toBe(1);
+    expect(driver.name(0)).toBe('Double CUDA Device');
+    expect(driver.pciBusId(0)).toBe('0000:00:00.0');
+    expect(driver.totalMem(0)).toBe(80 * 2 ** 30);
+  });
+
+  it('reads the attributes the facts list', () => {
+    expect(driver.attribute(0, INTEGRATED)).toBe(0);
+    expect(driver.attribute(0, CAN_MAP_HOST_MEMORY)).toBe(1);
+    expect(driver.attribute(0, PAGEABLE_MEMORY_ACCESS)).toBe(0);
+    expect(driver.attribute(0, HOST_REGISTER_SUPPORTED)).toBe(1);
+    expect(driver.attribute(0, READ_ONLY_HOST_REGISTER_SUPPORTED)).toBe(1);
+    const e = caught(() => driver.attribute(0, 9999)) as CudaError;
+    expect(e).toBeInstanceOf(CudaError);
+    expect(e).toBeInstanceOf(DriverError);
+    expect([e.call, e.code, e.codeName]).toEqual(['cuDeviceGetAttribute', 1, 'CUDA_ERROR_INVALID_VALUE']);
+    const bad = caught(() => driver.name(5)) as CudaError;
+    expect([bad.call, bad.code, bad.codeName]).toEqual(['cuDeviceGet', 101, 'CUDA_ERROR_INVALID_DEVICE']);
+  });
+
+  it('cuInit 100 means no CUDA device here: count 0 with the reason, not a crash', () => {
+    const { driver: none } = freshDriver({ MAPPED_REG_DOUBLE_PROFILE: 'nodevice' });
+    expect(none.devices()).toEqual({ count: 0, reason: 'no CUDA device here: cuInit returned 100 CUDA_ERROR_NO_DEVICE' });
+    expect(none.deviceCount()).toBe(0);
+    const e = caught(() => none.attribute(0, INTEGRATED)) as CudaError;
+    expect([e.call, e.code, e.codeName]).toEqual(['cuInit', 100, 'CUDA_ERROR_NO_DEVICE']);
+    expect(() => withCudaOps(none, 0, 4096, () => 1)).toThrow(CudaError);
+  });
+
+  it('another cuInit failure is an error, not "no device"', () => {
+    const path = join(dir, `libcuda_double_${++serial}.so`);
+    copyFileSync(doublePath, path);
+    const d = loadCuda(path);
+    process.env['MAPPED_REG_DOUBLE_FAULTS'] = 'init_fails';
+    try {
+      const e = caught(() => d.devices()) as CudaError;
+      expect([e.call, e.code, e.codeName]).toEqual(['cuInit', 999, 'CUDA_ERROR_UNKNOWN']);
+    } finally {
+      restoreEnv('MAPPED_REG_DOUBLE_FAULTS');
+    }
+    expect(d.devices()).toEqual({ count: 1 }); // not cached: the next cuInit succeeds
+  });
+
+  it('keeps 712 and 713 apart, with their names', () => {
+    const m = fileMapping(pattern(3 * 4096));
+    const ctx = driver.primaryCtxRetain(0);
+    try {
+      driver.ctxSetCurrent(ctx);
+      const before = dbl.registrations();
+      driver.hostRegister(m, READ_ONLY);
+      expect(dbl.registrations()).toBe(before + 1);
+      const twice = caught(() => driver.hostRegister(m, READ_ONLY)) as CudaError;
+      expect([twice.call, twice.code, twice.codeName]).toEqual(['cuMemHostRegister_v2', 712, 'CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED']);
+      expect(twice.message).toBe(
+        'CUDA: cuMemHostRegister_v2 failed: 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (part or all of the requested memory range is already mapped)',
+      );
+      driver.hostUnregister(m);
+      expect(dbl.registrations()).toBe(before);
+      const again = caught(() => driver.hostUnregister(m)) as CudaError;
+      expect([again.call, again.code, again.codeName]).toEqual(['cuMemHostUnregister', 713, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED']);
+      // A read-only file mapping needs READ_ONLY on this driver.
+      const flags0 = caught(() => driver.hostRegister(m, 0)) as CudaError;
+      expect([flags0.code, flags0.codeName]).toEqual([1, 'CUDA_ERROR_INVALID_VALUE']);
+      driver.hostRegister(m, READ_ONLY | PORTABLE);
+      driver.hostUnregister(m);
+    } finally {
+      driver.primaryCtxRelease(0);
+    }
+  });
+
+  it('names codes the driver does not know from its own table, else UNKNOWN_<code>', () => {
+    expect(driver.errorName(713)).toBe('CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED');
+    expect(driver.errorName(709)).toBe('CUDA_ERROR_CONTEXT_IS_DESTROYED'); // not in the double's table
+    expect(driver.errorName(123456)).toBe('UNKNOWN_123456');
+    expect(driver.errorString(712)).toBe('part or all of the requested memory range is already mapped');
+    expect(driver.errorString(123456)).toBeUndefined();
+  });
+
+  it('page-locked memory: a zero-copy view the driver reads and writes', () => {
+    const ctx = driver.primaryCtxRetain(0);
+    try {
+      driver.ctxSetCurrent(ctx);
+      const a = driver.memHostAlloc(8192);
+      const b = driver.memHostAlloc(8192);
+      expect(koffi.address(a.bytes)).toBe(a.address);
+      a.bytes.set(pattern(8192, 3));
+      // Read back through a pointer, not through the view: the view is the memory itself.
+      expect(Array.from(koffi.decode(a.address, 'uint8_t', 8192) as ArrayLike<number>)).toEqual(Array.from(pattern(8192, 3)));
+      const dptr = driver.memAlloc(8192);
+      driver.memcpyHtoD(dptr, a);
+      driver.memcpyDtoH(b, dptr);
+      expect(b.bytes).toEqual(pattern(8192, 3)); // the driver wrote into the caller's memory, no copy-back
+      driver.memFree(dptr);
+      driver.memFreeHost(a);
+      driver.memFreeHost(b);
+      const e = caught(() => driver.memFreeHost(b)) as CudaError;
+      expect([e.call, e.code]).toEqual(['cuMemFreeHost', 1]);
+    } finally {
+      driver.primaryCtxRelease(0);
+    }
+  });
+
+  it('refuses a Host whose bytes are not at its address, before calling the driver', () => {
+    const fake: Host = { address: 0x7f0000000000n, bytes: new Uint8Array(4096) };
+    const calls = dbl.calls('cuMemHostRegister_v2');
+    expect(() => driver.hostRegister(fake, READ_ONLY)).toThrow(/bytes live at/);
+    expect(dbl.calls('cuMemHostRegister_v2')).toBe(calls);
+  });
+});
+
+describe('withCudaOps', () => {
+  it('round trip from a read-only file mapping registered READ_ONLY returns the bytes', () => {
+    const content = pattern(64 * 1024);
+    const m = fileMapping(content);
+    const calls = {
+      retain: dbl.calls('cuDevicePrimaryCtxRetain'),
+      release: dbl.calls('cuDevicePrimaryCtxRelease_v2'),
+      alloc: dbl.calls('cuMemAlloc_v2'),
+      free: dbl.calls('cuMemFree_v2'),
+    };
+    const regs = dbl.registrations();
+    const out = withCudaOps(driver, 0, 64 * 1024, (ops) => {
+      expect(ops.registerFlags).toBe(READ_ONLY);
+      expect(ops.bytes).toBe(64 * 1024);
+      const into = ops.allocHost(64 * 1024);
+      ops.register(m);
+      ops.roundTrip(m, into);
+      const got = Uint8Array.from(into.bytes);
+      // A window: a slice of the mapping, back into a slice of the buffer.
+      const w = hostSlice(m, 4096, 8192);
+      ops.roundTrip(w, hostSlice(into, 0, 8192));
+      expect(into.bytes.subarray(0, 8192)).toEqual(content.subarray(4096, 4096 + 8192));
+      ops.upload(m);
+      ops.synchronize();
+      ops.unregister(m);
+      ops.freeHost(into);
+      return got;
+    });
+    expect(out).toEqual(content);
+    expect(dbl.registrations()).toBe(regs);
+    expect(dbl.calls('cuDevicePrimaryCtxRetain')).toBe(calls.retain + 1);
+    expect(dbl.calls('cuDevicePrimaryCtxRelease_v2')).toBe(calls.release + 1);
+    expect(dbl.calls('cuMemAlloc_v2')).toBe(calls.alloc + 1);
+    expect(dbl.calls('cuMemFree_v2')).toBe(calls.free + 1);
+  });
+
+  it('download reads the device buffer back; registerWithFlags passes the flags given', () => {
+    const content = pattern(3 * 4096, 11);
+    const m = fileMapping(content);
+    withCudaOps(driver, 0, 4 * 4096, (ops) => {
+      const e = caught(() => ops.registerWithFlags(m, 0)) as CudaError;
+      expect(e.code).toBe(1);
+      ops.registerWithFlags(m, READ_ONLY);
+      ops.upload(m);
+      const back = ops.allocHost(3 * 4096);
+      ops.download(back);
+      expect(back.bytes).toEqual(content);
+      ops.unregister(m);
+    });
+  });
+
+  it('raw-address registration for hazard checks: NULL and size 0 are refused with 1', () => {
+    withCudaOps(driver, 0, 4096, (ops) => {
+      expect((caught(() => ops.registerAddress(0n, 4096, READ_ONLY)) as CudaError).code).toBe(1);
+      const m = fileMapping(pattern(4096));
+      expect((caught(() => ops.registerAddress(m.address, 0, READ_ONLY)) as CudaError).code).toBe(1);
+      ops.registerAddress(m.address + 100n, 200, READ_ONLY);
+      expect((caught(() => ops.unregisterAddress(m.address)) as CudaError).code).toBe(713);
+      ops.unregisterAddress(m.address + 100n);
+    });
+  });
+
+  it('frees what f left allocated, leaves registrations alone, even when f throws', () => {
+    const m = fileMapping(pattern(2 * 4096));
+    const unregisters = dbl.calls('cuMemHostUnregister');
+    const freeHosts = dbl.calls('cuMemFreeHost');
+    const frees = dbl.calls('cuMemFree_v2');
+    const releases = dbl.calls('cuDevicePrimaryCtxRelease_v2');
+    const regs = dbl.registrations();
+    const boom = new Error('f failed');
+    const logged: string[] = [];
+    expect(() =>
+      withCudaOps(
+        driver,
+        0,
+        8192,
+        (ops) => {
+          ops.allocHost(4096);
+          ops.allocHost(4096);
+          ops.register(m);
+          throw boom;
+        },
+        { log: (msg) => logged.push(msg) },
+      ),
+    ).toThrow(boom);
+    expect(dbl.calls('cuMemFreeHost')).toBe(freeHosts + 2);
+    expect(dbl.calls('cuMemFree_v2')).toBe(frees + 1);
+    expect(dbl.calls('cuMemHostUnregister')).toBe(unregisters); // not touched
+    // The last release of the primary context would drop the registration with the context: kept instead.
+    expect(dbl.calls('cuDevicePrimaryCtxRelease_v2')).toBe(releases);
+    expect(logged).toEqual([
+      "the primary context retain of CUDA device 0 kept: 1 registration made through these ops is not released, and the last release of the context would drop it behind the caller's back",
+    ]);
+    expect(dbl.registrations()).toBe(regs + 1);
+    const ctx = driver.primaryCtxRetain(0);
+    driver.ctxSetCurrent(ctx);
+    driver.hostUnregister(m); // still registered: ours to release
+    driver.primaryCtxRelease(0);
+    driver.primaryCtxRelease(0); // the retain withCudaOps kept
+  });
+
+  it('keeps the retain while an unregister that failed leaves a registration; releases it once all are released', () => {
+    const { driver: d, path } = freshDriver({ MAPPED_REG_DOUBLE_FAULTS: 'unregister_fails=1' });
+    const exports = exportsOf(path);
+    const m = fileMapping(pattern(4096));
+    const logged: string[] = [];
+    withCudaOps(
+      d,
+      0,
+      4096,
+      (ops) => {
+        ops.register(m);
+        expect((caught(() => ops.unregister(m)) as CudaError).code).toBe(999);
+      },
+      { log: (msg) => logged.push(msg) },
+    );
+    expect(exports.calls('cuDevicePrimaryCtxRelease_v2')).toBe(0);
+    expect(exports.registrations()).toBe(1);
+    expect(logged).toHaveLength(1);
+    withCudaOps(d, 0, 4096, (ops) => {
+      ops.unregister(m); // the retry succeeds, in another withCudaOps
+    });
+    // These ops made no registration they kept: their own retain goes; the first one's stays.
+    expect(exports.calls('cuDevicePrimaryCtxRelease_v2')).toBe(1);
+    expect(exports.registrations()).toBe(0);
+  });
+
+  it('a failed release is logged and replaces neither the result nor the exception', () => {
+    const logged: string[] = [];
+    // f drops the context's last retain itself: the double frees the device buffer with it, so every
+    // release step after f fails.
+    const result = withCudaOps(
+      driver,
+      0,
+      4096,
+      (ops) => {
+        ops.allocHost(4096);
+        driver.primaryCtxRelease(0);
+        return 'result of f';
+      },
+      { log: (m) => logged.push(m) },
+    );
+    expect(result).toBe('result of f');
+    expect(logged.length).toBeGreaterThanOrEqual(3);
+    expect(logged.join('\n')).toMatch(/release of the primary context retain of CUDA device 0 failed: CUDA: cuDevicePrimaryCtxRelease_v2 failed: 201/);
+
+    const boom = new Error('f failed too');
+    const logged2: string[] = [];
+    expect(() =>
+      withCudaOps(
+        driver,
+        0,
+        4096,
+        () => {
+          driver.primaryCtxRelease(0);
+          throw boom;
+        },
+        {
+          log: (m) => {
+            logged2.push(m);
+            throw new Error('a logger that throws changes nothing');
+          },
+        },
+      ),
+    ).toThrow(boom);
+    expect(logged2.length).toBeGreaterThan(0);
+  });
+
+  it('releases after an async f settles', async () => {
+    const frees = dbl.calls('cuMemFree_v2');
+    let seen: DeviceOps | undefined;
+    const p = withCudaOps(driver, 0, 4096, async (ops) => {
+      seen = ops;
+      await new Promise((r) => setTimeout(r, 5));
+      expect(dbl.calls('cuMemFree_v2')).toBe(frees);
+      const h = ops.allocHost(4096);
+      h.bytes.fill(9);
+      ops.upload(h);
+      return 42;
+    });
+    await expect(p).resolves.toBe(42);
+    expect(dbl.calls('cuMemFree_v2')).toBe(frees + 1);
+    expect(() => seen!.upload({ address: 0n, bytes: new Uint8Array(0) })).toThrow(/withCudaOps has returned/);
+  });
+
+  it('checks sizes and ownership', () => {
+    expect(() => withCudaOps(driver, 0, 0, () => 1)).toThrow(RangeError);
+    expect(() => withCudaOps(driver, -1, 4096, () => 1)).toThrow(RangeError);
+    withCudaOps(driver, 0, 4096, (ops) => {
+      const big = ops.allocHost(8192);
+      expect(() => ops.upload(big)).toThrow(RangeError);
+      expect(() => ops.roundTrip(hostSlice(big, 0, 4096), hostSlice(big, 4096, 100))).toThrow(RangeError);
+      expect(() => ops.freeHost(hostSlice(big, 0, 4096))).toThrow(/not allocated by these ops/);
+      ops.freeHost(big);
+      expect(() => ops.freeHost(big)).toThrow(/not allocated by these ops/);
+    });
+  });
+
+  it('a device whose driver lacks READ_ONLY_HOST_REGISTER_SUPPORTED registers with flags 0', () => {
+    // The double answers every attribute; simulate an older driver by asking on the real record.
+    const older: CudaDriver = {
+      ...driver,
+      attribute: (ordinal, attrib) => {
+        if (attrib === READ_ONLY_HOST_REGISTER_SUPPORTED) throw new CudaError('cuDeviceGetAttribute', 1, 'CUDA_ERROR_INVALID_VALUE');
+        return driver.attribute(ordinal, attrib);
+      },
+    };
+    expect(withCudaOps(older, 0, 4096, (ops) => ops.registerFlags)).toBe(0);
+  });
+});
