@@ -129,6 +129,9 @@ typedef struct {
   int beyond_eof;   /* some file-backed page lies wholly past the end of its file (would SIGBUS) */
   int shared_writable_regular_file; /* part is a MAP_SHARED writable mapping of a regular file */
   int tmpfs_file;   /* part is a file on tmpfs (/dev/shm), not a memfd */
+  int segments;     /* mappings the range spans */
+  char file[256];   /* the regular file of the first mapping, when it still has a name (else "") */
+  unsigned long long file_off; /* file offset of a in that file */
 } range_info;
 
 static char *read_maps(void) {
@@ -199,6 +202,7 @@ static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
     if (start > cursor) break; /* a gap: part of the range is not mapped */
     /* this segment covers cursor */
     uintptr_t seg_hi = end < b ? end : b;
+    out->segments++;
     int r = perms[0] == 'r', w = perms[1] == 'w', shared = perms[3] == 's';
     if (!r) out->readable = 0;
     if (!w) out->writable = 0;
@@ -224,6 +228,10 @@ static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
         int regular = 0;
         if (!deleted && stat(path, &st) == 0 && (unsigned long)st.st_ino == inode) {
           regular = S_ISREG(st.st_mode);
+          if (regular && out->segments == 1 && strlen(path) < sizeof out->file) {
+            snprintf(out->file, sizeof out->file, "%s", path);
+            out->file_off = offset + (unsigned long long)(a - start);
+          }
           if (regular) {
             /* Pages wholly past the end of the file would raise SIGBUS when read. */
             unsigned long long off_end = offset + (unsigned long long)(seg_hi - start);
@@ -446,6 +454,9 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   r->device = device;
   r->tmpfs = info.tmpfs_file;
   r->prot_none = prot_none;
+  r->one_mapping = info.segments == 1;
+  snprintf(r->file, sizeof r->file, "%s", info.file);
+  r->file_off = info.file_off;
   if (g.prof.stuck_unregister && (prot_none || overlap)) {
     r->stuck = 1;
     for (size_t i = 0; i + 1 < g.nregs; i++) {
@@ -525,6 +536,25 @@ int dbl_hfree(uintptr_t p) {
 
 /* ---------------------------------------------------------------- copies */
 
+/*
+ * True when [ps, pe) lies in one registered range of a single readable mapping that is still mapped and, if
+ * file-backed, not past the end of its file: what probe_range would say, at the cost of two system calls.
+ */
+static int fast_check(uintptr_t ps, uintptr_t pe) {
+  for (size_t i = 0; i < g.nregs; i++) {
+    reg_t *r = &g.regs[i];
+    if (r->prot_none || !r->one_mapping || ps < r->pstart || pe > r->pend) continue;
+    if (msync((void *)ps, pe - ps, MS_ASYNC) != 0) return 0; /* unmapped since: let the slow path say */
+    if (r->file[0]) {
+      struct stat st;
+      if (stat(r->file, &st) != 0) return 0;
+      if (r->file_off + (pe - r->pstart) > page_up((uintptr_t)st.st_size)) return 0;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
   if (n == 0) return DR_OK;
   if (!dst || !src || src + n < src) return DR_INVALID_VALUE;
@@ -535,9 +565,11 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
   }
   uintptr_t ps = page_down(src), pe = page_up(src + n);
   if (!pe) return DR_INVALID_VALUE;
-  range_info info;
-  if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
-  if (!info.mapped || !info.readable || info.beyond_eof) return DR_INVALID_VALUE;
+  if (!fast_check(ps, pe)) {
+    range_info info;
+    if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
+    if (!info.mapped || !info.readable || info.beyond_eof) return DR_INVALID_VALUE;
+  }
   int registered = 0;
   for (size_t i = 0; i < g.nregs; i++) {
     if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) registered = 1;
