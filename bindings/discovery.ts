@@ -1,0 +1,234 @@
+// One list of devices across backends, with stable ids (cuda:0, hip:0, opencl:0, vulkan:0, cpu), each carrying
+// the model's Device (its integrated query and registration ops). A missing library is a note, not an error.
+import { readFileSync } from 'node:fs';
+import { cpus, release } from 'node:os';
+import type { Device, DeviceType } from '../src/device.js';
+import { errorText } from '../src/fatal.js';
+import {
+  CAN_MAP_HOST_MEMORY,
+  HOST_REGISTER_SUPPORTED,
+  INTEGRATED,
+  PAGEABLE_MEMORY_ACCESS,
+  READ_ONLY_HOST_REGISTER_SUPPORTED,
+  loadCuda,
+  withCudaOps,
+} from './cuda.js';
+import { loadHip, withHipOps } from './hip.js';
+import { discoverOpenCL, type DiscoveredDevice as ApiDevice } from './opencl.js';
+import { discoverVulkan } from './vulkan.js';
+
+export type Backend = 'cuda' | 'hip' | 'opencl' | 'vulkan' | 'cpu';
+export const BACKENDS: readonly Backend[] = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
+
+export interface DiscoveredDevice {
+  readonly id: string;
+  readonly backend: Backend;
+  readonly name: string;
+  readonly pciBusId: string | null;
+  readonly driver: { readonly name: string; readonly version: string };
+  /** The integrated answer: null when the backend does not say or the query failed (see integratedError). */
+  readonly integrated: boolean | null;
+  readonly integratedError?: string;
+  readonly type: DeviceType;
+  readonly totalMemBytes?: number;
+  /** Backend attributes read at discovery (CUDA: the five of the facts file), by name. */
+  readonly attributes?: Readonly<Record<string, number | string>>;
+  /** The model's view of the device: what staticVerdict and probe take. */
+  readonly device: Device;
+}
+
+export interface BackendReport {
+  readonly backend: Backend;
+  /** The library loaded, or null. */
+  readonly library: string | null;
+  readonly devices: number;
+  /** Why there are none, or what went wrong ("CUDA: libcuda.so.1 not found (tried libcuda.so.1)"). */
+  readonly note?: string;
+}
+
+export interface Discovery {
+  readonly devices: DiscoveredDevice[];
+  readonly backends: BackendReport[];
+  /** True when a CUDA or HIP driver library was loaded. */
+  readonly gpuDriverFound: boolean;
+}
+
+/** A query answered once, at discovery, and replayed to the model (which asks the backend's hook once). */
+type Answer = { ok: true; value: boolean } | { ok: false; error: unknown };
+
+function ask(q: () => boolean): Answer {
+  try {
+    return { ok: true, value: q() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+const replay = (a: Answer) => (): boolean => {
+  if (!a.ok) throw a.error;
+  return a.value;
+};
+
+function nvidiaModuleVersion(): string | undefined {
+  try {
+    return readFileSync('/sys/module/nvidia/version', 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; loaded: boolean } {
+  let driver;
+  try {
+    driver = loadCuda();
+  } catch (e) {
+    return { devices: [], report: { backend: 'cuda', library: null, devices: 0, note: errorText(e) }, loaded: false };
+  }
+  try {
+    const v = driver.driverVersion();
+    const module = nvidiaModuleVersion();
+    const version = `${Math.floor(v / 1000)}.${(v % 1000) / 10}${module ? ` (kernel module ${module})` : ''}`;
+    const { count, reason } = driver.devices();
+    const devices: DiscoveredDevice[] = [];
+    for (let i = 0; i < count; i++) {
+      const attributes: Record<string, number | string> = {};
+      for (const [name, id] of [
+        ['CAN_MAP_HOST_MEMORY', CAN_MAP_HOST_MEMORY],
+        ['PAGEABLE_MEMORY_ACCESS', PAGEABLE_MEMORY_ACCESS],
+        ['HOST_REGISTER_SUPPORTED', HOST_REGISTER_SUPPORTED],
+        ['READ_ONLY_HOST_REGISTER_SUPPORTED', READ_ONLY_HOST_REGISTER_SUPPORTED],
+      ] as const) {
+        try {
+          attributes[name] = driver.attribute(i, id);
+        } catch (e) {
+          attributes[name] = errorText(e);
+        }
+      }
+      const integrated = ask(() => driver.attribute(i, INTEGRATED) !== 0);
+      attributes.INTEGRATED = integrated.ok ? Number(integrated.value) : errorText(integrated.error);
+      const name = driver.name(i);
+      devices.push({
+        id: `cuda:${i}`,
+        backend: 'cuda',
+        name,
+        pciBusId: driver.pciBusId(i).toLowerCase(),
+        driver: { name: 'CUDA', version },
+        integrated: integrated.ok ? integrated.value : null,
+        ...(integrated.ok ? {} : { integratedError: errorText(integrated.error) }),
+        type: 'gpu',
+        totalMemBytes: driver.totalMem(i),
+        attributes,
+        device: {
+          id: `cuda:${i}`,
+          framework: 'CUDA',
+          name,
+          type: 'gpu',
+          sharedMemoryQuery: replay(integrated),
+          withOps: (bytes, f) => withCudaOps(driver, i, bytes, f),
+        },
+      });
+    }
+    return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) }, loaded: true };
+  } catch (e) {
+    return { devices: [], report: { backend: 'cuda', library: driver.path, devices: 0, note: `CUDA: ${errorText(e)}` }, loaded: true };
+  }
+}
+
+function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; loaded: boolean } {
+  let driver;
+  try {
+    driver = loadHip();
+  } catch (e) {
+    return { devices: [], report: { backend: 'hip', library: null, devices: 0, note: errorText(e) }, loaded: false };
+  }
+  try {
+    const rv = driver.runtimeVersion();
+    const version = `${rv.major}.${rv.minor}.${rv.patch}`;
+    const { count, reason } = driver.devices();
+    const devices: DiscoveredDevice[] = [];
+    for (let i = 0; i < count; i++) {
+      const integrated = ask(() => driver.integrated(i));
+      const name = driver.name(i);
+      devices.push({
+        id: `hip:${i}`,
+        backend: 'hip',
+        name,
+        pciBusId: driver.pciBusId(i).toLowerCase(),
+        driver: { name: 'HIP', version },
+        integrated: integrated.ok ? integrated.value : null,
+        ...(integrated.ok ? {} : { integratedError: errorText(integrated.error) }),
+        type: 'gpu',
+        totalMemBytes: driver.totalMem(i),
+        device: {
+          id: `hip:${i}`,
+          framework: 'HIP',
+          name,
+          type: 'gpu',
+          sharedMemoryQuery: replay(integrated),
+          withOps: (bytes, f) => withHipOps(driver, i, bytes, f),
+        },
+      });
+    }
+    const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;
+    return { devices, report: { backend: 'hip', library: driver.path, devices: count, ...(note ? { note } : {}) }, loaded: true };
+  } catch (e) {
+    return { devices: [], report: { backend: 'hip', library: driver.path, devices: 0, note: `HIP: ${errorText(e)}` }, loaded: true };
+  }
+}
+
+const apiType = (t: ApiDevice['type']): DeviceType => (t === 'cpu' ? 'cpu' : t === 'accelerator' ? 'accelerator' : t === 'other' ? 'other' : 'gpu');
+
+function discoverApi(backend: 'opencl' | 'vulkan'): { devices: DiscoveredDevice[]; report: BackendReport } {
+  const found = backend === 'opencl' ? discoverOpenCL() : discoverVulkan();
+  const framework = backend === 'opencl' ? 'OpenCL' : 'Vulkan';
+  const devices = found.devices.map((d): DiscoveredDevice => {
+    const id = `${backend}:${d.index}`;
+    const type = apiType(d.type);
+    // Neither backend registers host memory: no query hook and no ops, whatever the device.
+    return {
+      id,
+      backend,
+      name: d.name,
+      pciBusId: d.pciBusId,
+      driver: { name: d.platform ? `${framework} (${d.platform})` : framework, version: d.driverVersion },
+      integrated: d.integrated,
+      type,
+      device: { id, framework, name: d.name, type },
+    };
+  });
+  return { devices, report: { backend, library: found.library, devices: devices.length, ...(found.error ? { note: found.error } : {}) } };
+}
+
+function cpuDevice(): DiscoveredDevice {
+  const name = cpus()[0]?.model.trim() || 'CPU';
+  return {
+    id: 'cpu',
+    backend: 'cpu',
+    name,
+    pciBusId: null,
+    driver: { name: 'none (host memory)', version: `Linux ${release()}` },
+    integrated: null,
+    type: 'cpu',
+    device: { id: 'cpu', framework: 'Native', name, type: 'cpu' },
+  };
+}
+
+/** Every device of the backends asked for (all by default), in backend order. */
+export function discover(backends: readonly Backend[] = BACKENDS): Discovery {
+  const devices: DiscoveredDevice[] = [];
+  const reports: BackendReport[] = [];
+  let gpuDriverFound = false;
+  for (const b of BACKENDS) {
+    if (!backends.includes(b)) continue;
+    if (b === 'cpu') {
+      devices.push(cpuDevice());
+      reports.push({ backend: 'cpu', library: null, devices: 1 });
+      continue;
+    }
+    const r = b === 'cuda' ? discoverCuda() : b === 'hip' ? discoverHip() : { ...discoverApi(b), loaded: false };
+    devices.push(...r.devices);
+    reports.push(r.report);
+    gpuDriverFound ||= r.loaded;
+  }
+  return { devices, backends: reports, gpuDriverFound };
+}

@@ -1,0 +1,147 @@
+// A scratch file of random bytes, mapped read-only and shared (as model weights are), with a reference copy
+// of the same bytes read independently by pread. The file lives in a private folder named after the process
+// (`.mapped-reg-<pid>-XXXXXX`), removed by close(), at process exit, or, after a crash, by the next run that
+// finds the folder of a process that no longer exists.
+import { randomFillSync } from 'node:crypto';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, readdirSync, rmSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
+import { join } from 'node:path';
+import { registrations, type RegistrationTable } from '../src/ops.js';
+import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, statfs } from './libc.js';
+
+const MiB = 1024 * 1024;
+const CHUNK = 8 * MiB;
+
+export interface ScratchRegion {
+  /** The folder the file was made in, and its filesystem (ext4, xfs, tmpfs, ...). */
+  readonly dir: string;
+  readonly fsType: string;
+  /** The file (removed with its folder by close()). */
+  readonly path: string;
+  readonly size: number;
+  /** Read-write descriptor of the file (for pwrite/ftruncate hazards); closed by close(). */
+  readonly fd: number;
+  /** MAP_SHARED, PROT_READ mapping of the whole file. */
+  readonly map: Mapping;
+  /** The same bytes, read by pread into ordinary memory. */
+  readonly reference: Uint8Array;
+  /**
+   * Closes the descriptor, removes the file, and unmaps it unless any part of the mapping is still registered
+   * in `table` (a range the driver may hold is never unmapped: it is kept until the process ends). Returns true
+   * when the mapping was unmapped.
+   */
+  close(table?: RegistrationTable): boolean;
+}
+
+/** Why a folder cannot hold scratch files, or undefined when it can. */
+export function scratchDirProblem(dir: string, bytes: number): string | undefined {
+  let st;
+  try {
+    st = statSync(dir);
+  } catch {
+    return `scratch folder ${dir} does not exist`;
+  }
+  if (!st.isDirectory()) return `scratch folder ${dir} is not a folder`;
+  try {
+    accessSync(dir, fsConstants.W_OK);
+  } catch {
+    return `scratch folder ${dir} is not writable`;
+  }
+  const fs = statfs(dir);
+  if (fs.readOnly) return `scratch folder ${dir} is on a read-only filesystem`;
+  if (fs.freeBytes < BigInt(bytes)) return `scratch folder ${dir} has ${fs.freeBytes / BigInt(MiB)} MiB free, less than the ${Math.ceil(bytes / MiB)} MiB asked`;
+  return undefined;
+}
+
+const PREFIX = '.mapped-reg-';
+/** Folders of this process still to remove at exit. */
+const live = new Set<string>();
+process.on('exit', () => {
+  for (const folder of live) rmSync(folder, { recursive: true, force: true });
+});
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes the scratch folders that processes which no longer exist left in `dir` (after a crash). */
+export function removeStaleScratch(dir: string): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const m = /^\.mapped-reg-(\d+)-/.exec(name);
+    if (m && Number(m[1]) !== process.pid && !processExists(Number(m[1]))) {
+      rmSync(join(dir, name), { recursive: true, force: true });
+      removed.push(name);
+    }
+  }
+  return removed;
+}
+
+/** Makes, maps and reads back a scratch file of `bytes` random bytes in `dir`. */
+export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`scratch size must be a positive number of bytes, not ${bytes}`);
+  const problem = scratchDirProblem(dir, bytes);
+  if (problem) throw new Error(problem);
+  const fsType = statfs(dir).fsName;
+  // A private folder inside the scratch folder: the file name cannot collide with anything there.
+  const own = mkdtempSync(join(dir, `${PREFIX}${process.pid}-`));
+  live.add(own);
+  const path = join(own, 'region.bin');
+  let fd = -1;
+  let map: Mapping | undefined;
+  try {
+    fd = openSync(path, 'w+', 0o600);
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK, bytes));
+    for (let off = 0; off < bytes; off += chunk.length) {
+      const n = Math.min(chunk.length, bytes - off);
+      randomFillSync(chunk, 0, n);
+      let done = 0;
+      while (done < n) done += writeSync(fd, chunk, done, n - done, off + done);
+    }
+    fsyncSync(fd);
+    map = mmap(bytes, PROT_READ, MAP_SHARED, fd, 0);
+    const reference = Buffer.allocUnsafe(bytes);
+    let read = 0;
+    while (read < bytes) {
+      const n = readSync(fd, reference, read, Math.min(1 << 30, bytes - read), read);
+      if (n === 0) throw new Error(`scratch file ${path} ended at ${read} of ${bytes} bytes`);
+      read += n;
+    }
+    const m = map;
+    const openFd = fd;
+    let closed = false;
+    let unmapped = false;
+    return {
+      dir,
+      fsType,
+      path,
+      size: bytes,
+      fd,
+      map: m,
+      reference: new Uint8Array(reference.buffer, reference.byteOffset, bytes),
+      close(table: RegistrationTable = registrations): boolean {
+        if (!closed) {
+          closed = true;
+          closeSync(openFd);
+          rmSync(own, { recursive: true, force: true });
+          live.delete(own);
+        }
+        if (!unmapped && !table.isPinned(m)) {
+          munmap(m);
+          unmapped = true;
+        }
+        return unmapped;
+      },
+    };
+  } catch (e) {
+    if (map) munmap(map); // nothing registered yet
+    if (fd >= 0) closeSync(fd);
+    rmSync(own, { recursive: true, force: true });
+    live.delete(own);
+    throw e;
+  }
+}
