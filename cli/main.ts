@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// The command: `mapped-reg-conformance [run]` and `mapped-reg-conformance list`.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { BACKENDS, type Backend } from '../bindings/discovery.js';
+import { scratchDirProblem } from '../bindings/scratch.js';
+import { run, UsageError } from './run.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
+const DEFAULT_SCRATCH = resolve(root, 'scratch');
+
+function fail(message: string): never {
+  process.stderr.write(`mapped-reg-conformance: ${message.split('\n')[0]}\n`);
+  process.exit(2);
+}
+
+interface Args {
+  scratchDir?: string;
+  size: number;
+  device: string[];
+  backend: string[];
+  runs: number;
+  minRelativeSpeed: number;
+  json?: string;
+}
+
+function options(a: Args, listOnly: boolean) {
+  if (!Number.isInteger(a.size) || a.size <= 0) throw new UsageError(`--size must be a positive whole number of MiB, not ${String(a.size)}`);
+  if (!Number.isInteger(a.runs) || a.runs < 1) throw new UsageError(`--runs must be a whole number of at least 1, not ${String(a.runs)}`);
+  if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= 10)) throw new UsageError(`--min-relative-speed must be in (0, 10], not ${String(a.minRelativeSpeed)}`);
+  const backends = a.backend.length ? a.backend : [...BACKENDS];
+  const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
+  if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  let scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH;
+  if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
+  if (!listOnly) {
+    const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
+    if (problem) throw new UsageError(problem);
+  }
+  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}) };
+}
+
+function execute(a: Args, listOnly: boolean): void {
+  try {
+    const o = options(a, listOnly);
+    process.exitCode = run(o, pkg).exitCode;
+  } catch (e) {
+    if (e instanceof UsageError) fail(e.message);
+    throw e;
+  }
+}
+
+const common = {
+  'scratch-dir': { type: 'string', describe: 'folder for the scratch file (default: the package\'s scratch/)' },
+  size: { type: 'number', default: 256, describe: 'MiB of the region probed' },
+  device: { type: 'string', array: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
+  backend: { type: 'string', array: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
+  runs: { type: 'number', default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
+  'min-relative-speed': { type: 'number', default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
+  json: { type: 'string', describe: 'write the results as JSON to this file' },
+} as const;
+
+await yargs(hideBin(process.argv))
+  .scriptName('mapped-reg-conformance')
+  .usage('$0 [run|list] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .command(['run', '$0'], 'discover devices, decide static verdicts, probe the devices that need the self-test', common, (a) => {
+    execute(a as unknown as Args, false);
+  })
+  .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
+  .strict()
+  .fail((msg, err) => {
+    if (err && !(err instanceof UsageError)) throw err;
+    fail(msg || err?.message || 'bad usage');
+  })
+  .epilogue(
+    'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n' +
+      'Exit status: 0 every device conformant; 1 a check failed; 2 bad usage or bad input.',
+  )
+  .version(pkg.version)
+  .help()
+  .parseAsync();

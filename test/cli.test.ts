@@ -1,0 +1,146 @@
+// The command as a user runs it: built with tsc, started as a process.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDoubles } from './double/build.js';
+
+const root = resolve(import.meta.dirname, '..');
+const main = join(root, 'dist', 'cli', 'main.js');
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-cli-'));
+let doubles: { cuda: string; hip: string };
+
+beforeAll(() => {
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  doubles = buildDoubles();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function cli(args: string[], env: Record<string, string | undefined> = {}) {
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+  const r = spawnSync(process.execPath, [main, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('with no GPU', () => {
+  it('runs, lists the CPU, OpenCL and Vulkan CPU devices with their verdicts, says no GPU driver was found, writes JSON', () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'r.json');
+    const r = cli(['--scratch-dir', scratch, '--json', json]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/CUDA: libcuda\.so\.1 not found/);
+    expect(r.stdout).toMatch(/no GPU driver was found/);
+    expect(r.stdout).toMatch(/^opencl:\d+ .*Not_needed/m);
+    expect(r.stdout).toMatch(/^vulkan:\d+ .*Refused \(Kernel_hazard/m);
+    expect(r.stdout).toMatch(/^cpu .*Not_needed/m);
+    const result = JSON.parse(readFileSync(json, 'utf8'));
+    expect(result.schemaVersion).toBe(1);
+    expect(result.gpuDriverFound).toBe(false);
+    expect(result.devices.map((d: { id: string }) => d.id)).toEqual(expect.arrayContaining(['cpu', 'opencl:0', 'vulkan:0']));
+    const vk = result.devices.find((d: { id: string }) => d.id === 'vulkan:0');
+    expect(vk.verdict).toMatchObject({ kind: 'Refused', refusal: 'Kernel_hazard' });
+    expect(readdirSync(scratch)).toEqual([]);
+    expect(readdirSync(work).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('list registers and copies nothing', () => {
+    const r = cli(['list']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^cpu .*Not_needed/m);
+  });
+
+  it('--help names the commands and options the README documents', () => {
+    const r = cli(['--help']);
+    expect(r.code).toBe(0);
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    for (const option of ['--scratch-dir', '--size', '--device', '--backend', '--runs', '--min-relative-speed', '--json']) {
+      expect(r.stdout).toContain(option);
+      expect(readme).toContain(option);
+    }
+    expect(r.stdout).toMatch(/MAPPED_REG_CUDA_LIBRARY/);
+  });
+});
+
+describe('through the CUDA double', () => {
+  it('probes cuda:0 Usable, and --device selects it alone', () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'cuda.json');
+    const r = cli(['--device', 'cuda:0', '--size', '16', '--scratch-dir', scratch, '--json', json], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const result = JSON.parse(readFileSync(json, 'utf8'));
+    expect(result.devices).toHaveLength(1);
+    expect(result.devices[0]).toMatchObject({ id: 'cuda:0', verdict: { kind: 'Usable' }, scratch: { fsType: expect.any(String) } });
+    expect(result.devices[0].windows.map((w: { equal: boolean }) => w.equal)).toEqual([true, true]);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it('wrong bytes make the run fail: exit 1, Refused Wrong_bytes', () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^cuda:0 .*Refused \(Wrong_bytes\)/m);
+  });
+});
+
+describe('bad input: one line on stderr, exit 2, nothing written', () => {
+  const notADriver = join(work, 'not-a-driver.so');
+  writeFileSync(notADriver, 'this is not a shared library\n');
+  const readOnly = join(work, 'read-only');
+  const aFile = join(work, 'a-file');
+  writeFileSync(aFile, 'x');
+  const cases: [string, string[], Record<string, string>, RegExp][] = [
+    ['--size 0', ['--size', '0'], {}, /--size/],
+    ['--size -1', ['--size', '-1'], {}, /--size/],
+    ['--size abc', ['--size', 'abc'], {}, /--size/],
+    ['--size larger than the free space', ['--size', '100000000'], {}, /free/],
+    ['--scratch-dir missing', ['--scratch-dir', join(work, 'nope')], {}, /does not exist/],
+    ['--scratch-dir not a folder', ['--scratch-dir', aFile], {}, /not a folder/],
+    ['--scratch-dir read-only', ['--scratch-dir', readOnly], {}, /read-only/],
+    ['--device unknown', ['--device', 'cuda:7'], {}, /unknown device cuda:7/],
+    ['--backend unknown', ['--backend', 'metal'], {}, /unknown backend metal/],
+    ['--runs 0', ['--runs', '0'], {}, /--runs/],
+    ['--min-relative-speed 0', ['--min-relative-speed', '0'], {}, /--min-relative-speed/],
+    ['--min-relative-speed 11', ['--min-relative-speed', '11'], {}, /--min-relative-speed/],
+    ['an unknown option', ['--frobnicate'], {}, /Unknown argument/i],
+    ['MAPPED_REG_CUDA_LIBRARY missing', [], { MAPPED_REG_CUDA_LIBRARY: join(work, 'missing.so') }, /MAPPED_REG_CUDA_LIBRARY=.*not found/],
+    ['MAPPED_REG_CUDA_LIBRARY not a driver', [], { MAPPED_REG_CUDA_LIBRARY: notADriver }, /MAPPED_REG_CUDA_LIBRARY=.*not-a-driver\.so/],
+    ['MAPPED_REG_HIP_LIBRARY not a driver', [], { MAPPED_REG_HIP_LIBRARY: notADriver }, /MAPPED_REG_HIP_LIBRARY=/],
+  ];
+
+  beforeAll(() => {
+    mkdirSync(readOnly);
+    // a read-only filesystem: as root, permission bits alone do not stop a write
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', readOnly]);
+  });
+  afterAll(() => {
+    spawnSync('umount', [readOnly]);
+  });
+
+  for (const [what, args, env, message] of cases) {
+    it(what, () => {
+      const json = join(work, `bad-${what.replace(/\W+/g, '_')}.json`);
+      const r = cli([...args, '--json', json], env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(existsSync(json)).toBe(false);
+    });
+  }
+
+  it('a folder with no write permission for a non-root user is refused too', () => {
+    const locked = join(work, 'locked');
+    chmodSync(work, 0o755); // mkdtemp makes it 0700: the other user must be able to reach the folder inside
+    mkdirSync(locked);
+    chmodSync(locked, 0o555);
+    // root ignores the bits, so this asks as the nobody user when running as root
+    const r = process.getuid?.() === 0
+      ? spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, main, '--scratch-dir', locked], { encoding: 'utf8' })
+      : spawnSync(process.execPath, [main, '--scratch-dir', locked], { encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/not writable/);
+  });
+});
