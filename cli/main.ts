@@ -13,6 +13,12 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
 const DEFAULT_SCRATCH = resolve(root, 'scratch');
 
+// A reader that closes early (`| head`) is not an error of ours.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw e;
+});
+
 function fail(message: string): never {
   process.stderr.write(`mapped-reg-conformance: ${message.split('\n')[0]}\n`);
   process.exit(2);

@@ -148,6 +148,11 @@ export function run(o: RunOptions, tool: { name: string; version: string }): { r
     const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${b.devices} device(s)` : 'no library';
     o.out(`  ${b.backend}: ${what}${b.note ? ` - ${b.note}` : ''}`);
   }
+  for (const d of selected) {
+    const attrs = d.attributes ? ` ${Object.entries(d.attributes).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
+    const mem = d.totalMemBytes ? `, ${(d.totalMemBytes / 2 ** 30).toFixed(1)} GiB` : '';
+    o.out(`  ${d.id}: ${d.name} [${d.driver.name} ${d.driver.version}${d.pciBusId ? `, ${d.pciBusId}` : ''}${mem}] integrated=${d.integrated ?? `unknown${d.integratedError ? ` (${d.integratedError})` : ''}`}${attrs}`);
+  }
   if (!found.gpuDriverFound) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
   const devices: DeviceResult[] = [];
@@ -164,7 +169,8 @@ export function run(o: RunOptions, tool: { name: string; version: string }): { r
       integrated: d.integrated,
       ...(d.attributes ? { attributes: d.attributes } : {}),
       staticVerdict: staticText,
-      verdict: s.kind === 'Decided' ? verdictJson(s.verdict) : { kind: 'Inconclusive', reason: 'not probed (list)', text: 'Inconclusive (not probed)' },
+      // until the probe runs (never, under list), a device that needs the self-test has no verdict yet
+      verdict: s.kind === 'Decided' ? verdictJson(s.verdict) : { kind: 'Inconclusive', reason: 'self-test required, not run', text: 'Self_test_required (not probed)' },
       cacheable: s.kind === 'Decided' ? cacheable(s.verdict) : false,
       checks: [{ id: 'static.verdict', status: 'pass', durationMs: performance.now() - started, observed: staticText }],
     };
