@@ -10,10 +10,12 @@ import {
   INTEGRATED,
   PAGEABLE_MEMORY_ACCESS,
   READ_ONLY_HOST_REGISTER_SUPPORTED,
+  type CudaDriver,
   loadCuda,
   withCudaOps,
 } from './cuda.js';
-import { loadHip, withHipOps } from './hip.js';
+import type { DeviceOps } from './device-ops.js';
+import { type HipDriver, loadHip, withHipOps } from './hip.js';
 import { discoverOpenCL, type DiscoveredDevice as ApiDevice } from './opencl.js';
 import { discoverVulkan } from './vulkan.js';
 
@@ -35,7 +37,18 @@ export interface DiscoveredDevice {
   readonly attributes?: Readonly<Record<string, number | string>>;
   /** The model's view of the device: what staticVerdict and probe take. */
   readonly device: Device;
+  /**
+   * CUDA and HIP only: the driver and the device's raw ops, with the extras the hazard checks need
+   * (registerWithFlags, raw addresses). Registrations made through these are NOT recorded in the model's table:
+   * the caller records them.
+   */
+  readonly native?: NativeDevice;
 }
+
+export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver } | { readonly api: 'HIP'; readonly driver: HipDriver }) & {
+  readonly ordinal: number;
+  withOps<T>(bytes: number, f: (ops: DeviceOps) => T): T;
+};
 
 export interface BackendReport {
   readonly backend: Backend;
@@ -126,6 +139,7 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; l
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withCudaOps(driver, i, bytes, f),
         },
+        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f) => withCudaOps(driver, i, bytes, f) },
       });
     }
     return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) }, loaded: true };
@@ -167,6 +181,7 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; lo
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withHipOps(driver, i, bytes, f),
         },
+        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f) => withHipOps(driver, i, bytes, f) },
       });
     }
     const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;

@@ -32,11 +32,13 @@ interface Args {
   runs: number;
   minRelativeSpeed: number;
   json?: string;
+  timeout: number;
 }
 
 function options(a: Args, listOnly: boolean) {
   if (!Number.isInteger(a.size) || a.size <= 0) throw new UsageError(`--size must be a positive whole number of MiB, not ${String(a.size)}`);
   if (!Number.isInteger(a.runs) || a.runs < 1) throw new UsageError(`--runs must be a whole number of at least 1, not ${String(a.runs)}`);
+  if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
   if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= 10)) throw new UsageError(`--min-relative-speed must be in (0, 10], not ${String(a.minRelativeSpeed)}`);
   const backends = a.backend.length ? a.backend : [...BACKENDS];
   const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
@@ -47,13 +49,13 @@ function options(a: Args, listOnly: boolean) {
     const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
     if (problem) throw new UsageError(problem);
   }
-  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}) };
+  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
 }
 
-function execute(a: Args, listOnly: boolean): void {
+async function execute(a: Args, listOnly: boolean): Promise<void> {
   try {
     const o = options(a, listOnly);
-    process.exitCode = run(o, pkg).exitCode;
+    process.exitCode = (await run(o, pkg)).exitCode;
   } catch (e) {
     if (e instanceof UsageError) fail(e.message);
     throw e;
@@ -67,15 +69,14 @@ const common = {
   backend: { type: 'string', array: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
   runs: { type: 'number', default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
   'min-relative-speed': { type: 'number', default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
+  timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
   json: { type: 'string', describe: 'write the results as JSON to this file' },
 } as const;
 
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')
   .usage('$0 [run|list] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
-  .command(['run', '$0'], 'discover devices, decide static verdicts, probe the devices that need the self-test', common, (a) => {
-    execute(a as unknown as Args, false);
-  })
+  .command(['run', '$0'], 'discover devices, decide static verdicts, probe the devices that need the self-test', common, (a) => execute(a as unknown as Args, false))
   .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
   .strict()
   .fail((msg, err) => {

@@ -1,22 +1,17 @@
-// What `run` and `list` do: discover, decide static verdicts, probe the devices that need the self-test on a
-// scratch file, and report. The verdicts come from the model (src/); this file only drives and prints.
-import { renameSync, writeFileSync, unlinkSync } from 'node:fs';
+// What `run` and `list` do: discover, decide static verdicts, run the conformance suites of every device (each
+// in its own process, through Vitest), and report. The verdicts and checks come from the suites and the model;
+// this file only drives, gathers and prints.
+import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
-import { dirname, basename, join } from 'node:path';
-import { type Discovery, type DiscoveredDevice, discover, type Backend } from '../bindings/discovery.js';
-import { makeScratchRegion, removeStaleScratch } from '../bindings/scratch.js';
-import { cacheable, errorText, probeReport, registrations, staticVerdict, type ProbeReport, type Verdict, verdictToString } from '../src/index.js';
+import { basename, dirname, join } from 'node:path';
+import { type Backend, type Discovery, type DiscoveredDevice, discover } from '../bindings/discovery.js';
+import { statfs } from '../bindings/libc.js';
+import { removeStaleScratch } from '../bindings/scratch.js';
+import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
+import type { CheckStatus } from '../suites/check.js';
+import { type CheckResult, type DeviceRun, runDevices } from './orchestrate.js';
 
-export type CheckStatus = 'pass' | 'warn' | 'fail' | 'timeout' | 'crash' | 'skip';
-
-export interface CheckResult {
-  id: string;
-  status: CheckStatus;
-  durationMs: number;
-  expected?: string;
-  observed?: string;
-  message?: string;
-}
+export type { CheckResult } from './orchestrate.js';
 
 export interface DeviceResult {
   id: string;
@@ -30,10 +25,11 @@ export interface DeviceResult {
   verdict: { kind: Verdict['kind']; refusal?: string; reason?: string; text: string };
   cacheable: boolean;
   checks: CheckResult[];
-  timing?: { registeredGBps: number; stagedGBps: number; ratio: number; minRelativeSpeed: number; runs: number; bytes: number };
-  windows?: { offset: number; length: number; equal: boolean | null; firstDifference: number | null; release: string | null; releaseTries: number }[];
-  scratch?: { dir: string; fsType: string; sizeBytes: number };
-  log?: string[];
+  timing?: { registeredGBps: number; stagedGBps: number; ratio: number; minRelativeSpeed: number; runs: number; bytes: number; linkGBps?: number };
+  scratch: { dir: string; fsType: string; sizeBytes?: number };
+  /** Errors outside any check, and how many processes the device's run needed. */
+  errors?: string[];
+  processes?: number;
 }
 
 export interface RunOptions {
@@ -43,9 +39,13 @@ export interface RunOptions {
   backends: Backend[];
   runs: number;
   minRelativeSpeed: number;
+  timeoutS: number;
   json?: string;
   /** list: static verdicts only, nothing registered or copied. */
   listOnly: boolean;
+  /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
+  forceCrash?: string;
+  forceHang?: string;
   out: (line: string) => void;
 }
 
@@ -71,41 +71,6 @@ function verdictJson(v: Verdict): DeviceResult['verdict'] {
   return base;
 }
 
-/** The probe's verdict as a check: Usable passes; Too_slow and Inconclusive warn; false successes fail. */
-function probeStatus(v: Verdict): CheckStatus {
-  if (v.kind === 'Usable') return 'pass';
-  if (v.kind === 'Too_slow' || v.kind === 'Inconclusive') return 'warn';
-  return 'fail';
-}
-
-function probeDevice(d: DiscoveredDevice, o: RunOptions, result: DeviceResult): void {
-  const started = performance.now();
-  const region = makeScratchRegion(o.scratchDir, o.sizeMiB * 1024 * 1024);
-  result.scratch = { dir: region.dir, fsType: region.fsType, sizeBytes: region.size };
-  let r: ProbeReport;
-  try {
-    r = probeReport(d.device, region.map, region.reference, { runs: o.runs, minRelativeSpeed: o.minRelativeSpeed });
-  } finally {
-    if (!region.close()) o.out(`  ${d.id}: the scratch mapping stays mapped until the process ends: the driver may still hold part of it`);
-  }
-  result.verdict = verdictJson(r.verdict);
-  result.cacheable = cacheable(r.verdict);
-  result.windows = r.windows.map((w) => ({ ...w }));
-  result.log = r.log;
-  if (r.timing) {
-    const t = r.timing;
-    result.timing = { registeredGBps: t.registeredGBps, stagedGBps: t.stagedGBps, ratio: t.ratio, minRelativeSpeed: t.minRelativeSpeed, runs: t.runs, bytes: t.bytes };
-  }
-  result.checks.push({
-    id: 'probe.verdict',
-    status: probeStatus(r.verdict),
-    durationMs: performance.now() - started,
-    expected: 'Usable',
-    observed: verdictToString(r.verdict),
-    message: r.windows.map((w, i) => `window ${i + 1}: ${w.equal === null ? 'not compared' : w.equal ? 'bytes equal' : `bytes differ at ${w.firstDifference}`}`).join(', '),
-  });
-}
-
 /** Writes `data` to `file` atomically: a temporary file beside it, then a rename. */
 export function writeAtomically(file: string, data: string): void {
   const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
@@ -123,8 +88,53 @@ export function writeAtomically(file: string, data: string): void {
 }
 
 const fmt = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
+const FAILING: readonly CheckStatus[] = ['fail', 'timeout', 'crash'];
 
-export function run(o: RunOptions, tool: { name: string; version: string }): { result: RunResult; exitCode: number } {
+/** The device's result from its static verdict and what its suites reported. */
+function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOptions, fsType: string): DeviceResult {
+  const s = staticVerdict(d.device);
+  const staticText = s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';
+  let verdict: DeviceResult['verdict'] =
+    s.kind === 'Decided' ? verdictJson(s.verdict) : { kind: 'Inconclusive', reason: 'self-test required, not run', text: 'Self_test_required (not probed)' };
+  let verdictCacheable = s.kind === 'Decided' ? cacheable(s.verdict) : false;
+  const result: DeviceResult = {
+    id: d.id,
+    backend: d.backend,
+    name: d.name,
+    pciBusId: d.pciBusId,
+    driver: d.driver,
+    integrated: d.integrated,
+    ...(d.attributes ? { attributes: d.attributes } : {}),
+    staticVerdict: staticText,
+    verdict,
+    cacheable: verdictCacheable,
+    checks: run?.checks ?? [],
+    scratch: { dir: o.scratchDir, fsType },
+  };
+  if (!run) return result;
+  const probe = run.checks.find((c) => c.id === 'probe.verdict');
+  const data = probe?.data as { verdict?: DeviceResult['verdict']; timing?: DeviceResult['timing']; scratch?: DeviceResult['scratch'] } | undefined;
+  if (data?.verdict) {
+    verdict = data.verdict;
+    verdictCacheable = verdict.kind === 'Usable' || (verdict.kind === 'Refused' && verdict.refusal === 'Wrong_bytes');
+  } else if (probe && probe.status !== 'skip') {
+    verdict = { kind: 'Inconclusive', reason: `probe.verdict: ${probe.status}${probe.message ? ` (${probe.message})` : ''}`, text: `Inconclusive (probe.verdict ${probe.status})` };
+    verdictCacheable = false;
+  }
+  if (data?.timing) {
+    const t = data.timing;
+    const link = run.checks.find((c) => c.id === 'timing.link')?.data as { link?: { gbps: number } } | undefined;
+    result.timing = { registeredGBps: t.registeredGBps, stagedGBps: t.stagedGBps, ratio: t.ratio, minRelativeSpeed: t.minRelativeSpeed, runs: t.runs, bytes: t.bytes, ...(link?.link ? { linkGBps: link.link.gbps } : {}) };
+  }
+  if (data?.scratch) result.scratch = data.scratch;
+  result.verdict = verdict;
+  result.cacheable = verdictCacheable;
+  if (run.errors.length) result.errors = run.errors;
+  result.processes = run.processes;
+  return result;
+}
+
+export async function run(o: RunOptions, tool: { name: string; version: string }): Promise<{ result: RunResult; exitCode: number }> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const found = discover(o.backends);
@@ -139,9 +149,7 @@ export function run(o: RunOptions, tool: { name: string; version: string }): { r
     if (unknown.length > 0) throw new UsageError(`unknown device ${unknown.join(', ')} (found: ${[...known].join(', ') || 'none'})`);
   }
   const selected = found.devices.filter((d) => o.devices.length === 0 || o.devices.includes(d.id));
-  if (!o.listOnly) {
-    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
-  }
+  const fsType = statfs(o.scratchDir).fsName;
 
   o.out(`discovery (${(performance.now() - t0).toFixed(0)} ms):`);
   for (const b of found.backends) {
@@ -155,47 +163,43 @@ export function run(o: RunOptions, tool: { name: string; version: string }): { r
   }
   if (!found.gpuDriverFound) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
-  const devices: DeviceResult[] = [];
-  for (const d of selected) {
-    const started = performance.now();
-    const s = staticVerdict(d.device);
-    const staticText = s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';
-    const result: DeviceResult = {
-      id: d.id,
-      backend: d.backend,
-      name: d.name,
-      pciBusId: d.pciBusId,
-      driver: d.driver,
-      integrated: d.integrated,
-      ...(d.attributes ? { attributes: d.attributes } : {}),
-      staticVerdict: staticText,
-      // until the probe runs (never, under list), a device that needs the self-test has no verdict yet
-      verdict: s.kind === 'Decided' ? verdictJson(s.verdict) : { kind: 'Inconclusive', reason: 'self-test required, not run', text: 'Self_test_required (not probed)' },
-      cacheable: s.kind === 'Decided' ? cacheable(s.verdict) : false,
-      checks: [{ id: 'static.verdict', status: 'pass', durationMs: performance.now() - started, observed: staticText }],
-    };
-    if (s.kind === 'Self_test_required' && !o.listOnly) {
-      try {
-        probeDevice(d, o, result);
-      } catch (e) {
-        result.verdict = { kind: 'Inconclusive', reason: errorText(e), text: `Inconclusive (${errorText(e)})` };
-        result.checks.push({ id: 'probe.verdict', status: 'fail', durationMs: performance.now() - started, message: errorText(e) });
-      }
-    } else if (!o.listOnly) {
-      result.checks.push({ id: 'probe.verdict', status: 'skip', durationMs: 0, message: `decided statically: ${staticText}` });
-    }
-    devices.push(result);
+  let runs: DeviceRun[] = [];
+  if (!o.listOnly) {
+    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
+    o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
+    runs = await runDevices(
+      selected.map((d) => {
+        const forDevice = (hook: string | undefined): string | undefined =>
+          hook?.includes('/') ? (hook.startsWith(`${d.id}/`) ? hook.slice(d.id.length + 1) : undefined) : hook;
+        const crash = forDevice(o.forceCrash);
+        const hang = forDevice(o.forceHang);
+        return { device: d.id, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
+      }),
+      {
+        timeoutS: o.timeoutS,
+        onEvent: (device, e) => {
+          if (e.type === 'result') {
+            const detail = e.status === 'skip' ? '' : ` ${e.observed ?? e.message ?? ''}`;
+            o.out(`  [${((performance.now() - t0) / 1000).toFixed(1)} s] ${device} ${e.id} ${e.status}${detail ? ` -${detail.slice(0, 140)}` : ''}`);
+          } else if (e.type === 'error') o.out(`  ${device} error: ${e.message}`);
+        },
+      },
+    );
   }
+  const devices = selected.map((d) => deviceResult(d, runs.find((r) => r.device === d.id), o, fsType));
 
   o.out('');
-  const header = ['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio'];
-  const rows = devices.map((d) => [d.id, d.name, d.verdict.text, fmt(d.timing?.registeredGBps), fmt(d.timing?.stagedGBps), d.timing ? d.timing.ratio.toFixed(2) : '-']);
+  const header = ['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'checks'];
+  const rows = devices.map((d) => {
+    const count = (s: CheckStatus): number => d.checks.filter((c) => c.status === s).length;
+    const checks = o.listOnly ? '-' : `${count('pass')} pass, ${count('warn')} warn, ${count('fail') + count('timeout') + count('crash')} fail, ${count('skip')} skip`;
+    return [d.id, d.name, d.verdict.text, fmt(d.timing?.registeredGBps), fmt(d.timing?.stagedGBps), d.timing ? d.timing.ratio.toFixed(2) : '-', checks];
+  });
   const widths = header.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map((r) => r[i]!.length))));
   const line = (cells: string[]): string => cells.map((c, i) => (c.length > widths[i]! ? `${c.slice(0, widths[i]! - 1)}…` : c.padEnd(widths[i]!))).join('  ').trimEnd();
   o.out(line(header));
   for (const r of rows) o.out(line(r));
-  const held = registrations.held();
-  if (held.length > 0) o.out(`warning: ${held.length} range(s) could not be released and stay registered until the process ends`);
+  for (const d of devices) for (const e of d.errors ?? []) o.out(`${d.id}: ${e}`);
 
   const result: RunResult = {
     schemaVersion: 1,
@@ -203,13 +207,13 @@ export function run(o: RunOptions, tool: { name: string; version: string }): { r
     host: { hostname: hostname(), kernel: release(), platform: `${process.platform}-${process.arch}` },
     startedAt,
     finishedAt: new Date().toISOString(),
-    options: { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, devices: o.devices, backends: o.backends, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, list: o.listOnly },
+    options: { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, devices: o.devices, backends: o.backends, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, timeoutS: o.timeoutS, list: o.listOnly },
     backends: found.backends,
     gpuDriverFound: found.gpuDriverFound,
     devices,
   };
   if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
-  const failed = devices.some((d) => d.checks.some((c) => c.status === 'fail' || c.status === 'crash' || c.status === 'timeout'));
+  const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));
   return { result, exitCode: failed ? 1 : 0 };
 }

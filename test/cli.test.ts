@@ -74,7 +74,8 @@ describe('through the CUDA double', () => {
     const result = JSON.parse(readFileSync(json, 'utf8'));
     expect(result.devices).toHaveLength(1);
     expect(result.devices[0]).toMatchObject({ id: 'cuda:0', verdict: { kind: 'Usable' }, scratch: { fsType: expect.any(String) } });
-    expect(result.devices[0].windows.map((w: { equal: boolean }) => w.equal)).toEqual([true, true]);
+    const probe = result.devices[0].checks.find((c: { id: string }) => c.id === 'probe.verdict');
+    expect(probe.data.windows.map((w: { equal: boolean }) => w.equal)).toEqual([true, true]);
     expect(readdirSync(scratch)).toEqual([]);
   });
 

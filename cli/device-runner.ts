@@ -1,0 +1,58 @@
+// One device's conformance run, in a process of its own: the suites (dist/suites/*.suite.js) through Vitest's
+// Node API, with the options in MAPPED_REG_SUITE_OPTIONS. Events go out on file descriptor 3 as JSON lines
+// (suites/check.ts, reporters/events.ts). The command (cli/orchestrate.ts) starts one of these per device and
+// starts another for the checks left when one dies.
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BaseSequencer, type TestSpecification, startVitest } from 'vitest/node';
+import { EventsReporter } from '../reporters/events.js';
+import type { SuiteOptions } from '../suites/check.js';
+
+/** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
+export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
+
+class SuiteOrder extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
+    return [...files].sort((a, b) => rank(a) - rank(b));
+  }
+}
+
+const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
+const dist = resolve(here, '..');
+const raw = process.env.MAPPED_REG_SUITE_OPTIONS;
+if (!raw) {
+  process.stderr.write('device-runner: MAPPED_REG_SUITE_OPTIONS is not set (this process is started by mapped-reg-conformance)\n');
+  process.exit(2);
+}
+const options = JSON.parse(raw) as SuiteOptions;
+
+const vitest = await startVitest(
+  'test',
+  [],
+  {
+    root: dist,
+    config: false,
+    dir: join(dist, 'suites'),
+    include: ['**/*.suite.js'],
+    // the package may live under node_modules (npx): nothing of ours is excluded
+    exclude: [],
+    watch: false,
+    // one thread in this process: a check that crashes takes this process down with its signal, which the
+    // command sees; checks share the device and the probe's report (no isolation between suite files)
+    pool: 'threads',
+    maxWorkers: 1,
+    fileParallelism: false,
+    isolate: false,
+    // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
+    testTimeout: 0,
+    hookTimeout: 0,
+    provide: { mappedReg: options },
+    reporters: [new EventsReporter()],
+    sequence: { sequencer: SuiteOrder },
+  },
+  { cacheDir: join(tmpdir(), 'mapped-reg-conformance-vite'), logLevel: 'error', clearScreen: false },
+);
+await vitest.close();
+process.exit(0);

@@ -1,0 +1,155 @@
+// Each device in its own process (cli/device-runner.ts), all devices at once. A check that kills its process
+// is `crash` with the signal, one that runs past --timeout is killed and `timeout`; either way a new process
+// is started for the checks of that device that have not reported yet (as deqp-runner resumes after a crash).
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CheckStatus, ResultEvent, SuiteName, SuiteOptions } from '../suites/check.js';
+import type { RunnerEvent } from '../reporters/events.js';
+
+const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
+
+export interface CheckResult {
+  id: string;
+  suite: SuiteName | 'run';
+  title: string;
+  status: CheckStatus;
+  durationMs: number;
+  expected?: string;
+  observed?: string;
+  message?: string;
+  data?: Record<string, unknown>;
+  log?: string[];
+}
+
+export interface DeviceRun {
+  device: string;
+  checks: CheckResult[];
+  /** Errors outside any check (a suite that failed to load, a runner that died between checks). */
+  errors: string[];
+  /** Processes started for this device (more than one after a crash or a timeout). */
+  processes: number;
+  /** The last lines the runner processes printed (for a crash's context). */
+  output: string;
+}
+
+export interface OrchestrateOptions {
+  /** Seconds one check may run before it is killed (0: never). */
+  timeoutS: number;
+  /** Each event as it comes (progress). */
+  onEvent?: (device: string, event: RunnerEvent | { type: 'start'; id: string; suite: SuiteName; title: string }) => void;
+  /** Extra environment for the runners. */
+  env?: NodeJS.ProcessEnv;
+}
+
+type Incoming = RunnerEvent | { type: 'start'; id: string; suite: SuiteName; title: string };
+
+interface Attempt {
+  results: ResultEvent[];
+  errors: string[];
+  output: string;
+  /** The check that started and did not finish, if any. */
+  unfinished?: { id: string; suite: SuiteName; title: string; startedAt: number };
+  timedOut: boolean;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  ended: boolean;
+}
+
+function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [runner], {
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options) },
+    });
+    const a: Attempt = { results: [], errors: [], output: '', timedOut: false, code: null, signal: null, ended: false };
+    const keep = (chunk: Buffer): void => {
+      a.output = (a.output + chunk.toString()).slice(-8000);
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    let pending = '';
+    const events = child.stdio[3] as NodeJS.ReadableStream;
+    const take = (line: string): void => {
+      if (!line.trim()) return;
+      let e: Incoming;
+      try {
+        e = JSON.parse(line) as Incoming;
+      } catch {
+        a.errors.push(`unreadable event: ${line.slice(0, 200)}`);
+        return;
+      }
+      o.onEvent?.(options.device, e);
+      if (e.type === 'start') a.unfinished = { id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
+      else if (e.type === 'result') {
+        a.results.push(e);
+        if (a.unfinished?.id === e.id) delete a.unfinished;
+      } else if (e.type === 'error') a.errors.push(e.message);
+      else if (e.type === 'end') a.ended = true;
+    };
+    events.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop()!;
+      lines.forEach(take);
+    });
+    const watchdog =
+      o.timeoutS > 0
+        ? setInterval(() => {
+            if (a.unfinished && performance.now() - a.unfinished.startedAt > o.timeoutS * 1000) {
+              a.timedOut = true;
+              child.kill('SIGKILL');
+            }
+          }, 100)
+        : undefined;
+    child.on('close', (code, signal) => {
+      if (watchdog) clearInterval(watchdog);
+      take(pending);
+      a.code = code;
+      a.signal = signal;
+      resolve(a);
+    });
+  });
+}
+
+/** Runs the suites of one device, resuming after crashes and timeouts until every check has reported. */
+export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): Promise<DeviceRun> {
+  const run: DeviceRun = { device: options.device, checks: [], errors: [], processes: 0, output: '' };
+  const reported = new Set<string>(options.skip);
+  for (;;) {
+    run.processes += 1;
+    const a = await attempt({ ...options, skip: [...reported] }, o);
+    run.output = a.output;
+    for (const r of a.results) {
+      const { type: _type, ...result } = r;
+      run.checks.push(result);
+      reported.add(r.id);
+    }
+    run.errors.push(...a.errors);
+    if (a.unfinished) {
+      const { id, suite, title, startedAt } = a.unfinished;
+      const durationMs = performance.now() - startedAt;
+      const status: CheckStatus = a.timedOut ? 'timeout' : 'crash';
+      const message = a.timedOut
+        ? `no result after ${o.timeoutS} s: the check was killed`
+        : a.signal
+          ? `the check killed its process: ${a.signal}`
+          : `the process exited with status ${a.code} during the check`;
+      run.checks.push({ id, suite, title, status, durationMs, message, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
+      o.onEvent?.(options.device, { type: 'result', id, suite, title, status, durationMs, message });
+      reported.add(id);
+      continue; // the checks after it still run, in a new process
+    }
+    if (!a.ended) {
+      run.errors.push(
+        a.signal ? `the device's process was killed by ${a.signal} outside any check` : `the device's process exited with status ${a.code} before the end of the run`,
+      );
+    }
+    return run;
+  }
+}
+
+/** Every device at once, each in its own processes. */
+export function runDevices(devices: SuiteOptions[], o: OrchestrateOptions): Promise<DeviceRun[]> {
+  return Promise.all(devices.map((d) => runDevice(d, o)));
+}

@@ -1,0 +1,179 @@
+// A check, in the shape of nvbandwidth's test cases: a stable id, a title, applies(device) and run(). Each check
+// becomes one Vitest test case. What it saw is written, synchronously, as a JSON line on the run's event
+// channel (file descriptor 3 when the command started this process), before and after it runs: a check that
+// kills its process still leaves its "start" line behind, so the command can name it and report `crash`.
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { inject, it } from 'vitest';
+import type { DiscoveredDevice } from '../bindings/discovery.js';
+import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
+
+export type CheckStatus = 'pass' | 'warn' | 'fail' | 'timeout' | 'crash' | 'skip';
+export type SuiteName = 'static' | 'probe' | 'hazards' | 'timing';
+
+/** What a check saw. A check that throws is `fail` with the error as its message. */
+export interface Observation {
+  /** Default `pass`. `fail` makes the Vitest test case fail. */
+  status?: 'pass' | 'warn' | 'fail';
+  expected: string;
+  observed: string;
+  message?: string;
+  /** Figures for the reports (bandwidths, return codes, ...). */
+  data?: Record<string, unknown>;
+}
+
+export interface CheckContext {
+  readonly device: DiscoveredDevice;
+  readonly options: SuiteOptions;
+  /** Lines kept with the check's result. */
+  log(message: string): void;
+}
+
+export interface Check {
+  readonly id: string;
+  readonly suite: SuiteName;
+  readonly title: string;
+  /** true when the check applies to this device, else the reason it does not (the check is skipped). */
+  applies(ctx: CheckContext): true | string;
+  run(ctx: CheckContext): Observation;
+}
+
+/** The options of a run, given to the suites with Vitest's provide/inject (key `mappedReg`). */
+export interface SuiteOptions {
+  device: string;
+  scratchDir: string;
+  sizeMiB: number;
+  runs: number;
+  minRelativeSpeed: number;
+  /** Checks not to run (already reported by an earlier process of this device's run). */
+  skip: string[];
+  /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
+  forceCrash?: string;
+  /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns). */
+  forceHang?: string;
+}
+
+declare module 'vitest' {
+  interface ProvidedContext {
+    mappedReg: SuiteOptions;
+  }
+}
+
+export interface StartEvent {
+  type: 'start';
+  id: string;
+  suite: SuiteName;
+  title: string;
+}
+
+export interface ResultEvent {
+  type: 'result';
+  id: string;
+  suite: SuiteName;
+  title: string;
+  status: CheckStatus;
+  durationMs: number;
+  expected?: string;
+  observed?: string;
+  message?: string;
+  data?: Record<string, unknown>;
+  log?: string[];
+}
+
+export type CheckEvent = StartEvent | ResultEvent;
+
+let channel: number | null | undefined;
+
+/** fd 3 when the command opened it for us; otherwise events are not written (a plain `vitest run suites/`). */
+function eventChannel(): number | null {
+  if (channel === undefined) {
+    try {
+      fstatSync(3);
+      channel = 3;
+    } catch {
+      channel = process.env.MAPPED_REG_EVENTS ? openSync(process.env.MAPPED_REG_EVENTS, 'a') : null;
+    }
+    if (channel !== null && channel !== 3) {
+      const fd = channel;
+      process.on('exit', () => closeSync(fd));
+    }
+  }
+  return channel;
+}
+
+export function emit(event: CheckEvent): void {
+  const fd = eventChannel();
+  if (fd !== null) writeSync(fd, `${JSON.stringify(event)}\n`);
+}
+
+/** Raised into Vitest when a check fails, with what was expected and observed. */
+export class CheckFailed extends Error {
+  constructor(id: string, o: Observation) {
+    super(`${id}: expected ${o.expected}; observed ${o.observed}${o.message ? ` (${o.message})` : ''}`);
+    this.name = 'CheckFailed';
+  }
+}
+
+/** Touches a page with no access: a real SIGSEGV, as a driver bug would give. */
+function crashForTest(): never {
+  const m = mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const value = m.bytes[0];
+  throw new Error(`reading a PROT_NONE page returned ${value}`);
+}
+
+/**
+ * Registers each check as a Vitest test case named by its id. `context()` is called once, lazily, by the first
+ * check that runs (so a file whose checks are all skipped opens nothing).
+ */
+export function defineChecks(checks: readonly Check[], context: () => CheckContext): void {
+  const options = inject('mappedReg');
+  for (const check of checks) {
+    if (options.skip.includes(check.id)) {
+      // reported by an earlier process of this device's run: a placeholder keeps the file non-empty
+      it(check.id, (t) => {
+        t.task.meta.resumed = true;
+        t.skip('reported by an earlier process');
+      });
+      continue;
+    }
+    it(check.id, (t) => {
+      const started = performance.now();
+      emit({ type: 'start', id: check.id, suite: check.suite, title: check.title });
+      const lines: string[] = [];
+      const finish = (r: Omit<ResultEvent, 'type' | 'id' | 'suite' | 'title' | 'durationMs'>): void => {
+        const event: ResultEvent = { type: 'result', id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
+        t.task.meta.check = event;
+        emit(event);
+      };
+      let o: Observation | string;
+      try {
+        const ctx: CheckContext = { ...context(), log: (m) => lines.push(m) };
+        const applies = check.applies(ctx);
+        if (applies !== true) o = applies;
+        else {
+          if (options.forceCrash === check.id) crashForTest();
+          if (options.forceHang === check.id) for (;;);
+          o = check.run(ctx);
+        }
+      } catch (e) {
+        const message = e instanceof Error ? e.message : String(e);
+        finish({ status: 'fail', message: `the check raised: ${message}` });
+        throw e;
+      }
+      if (typeof o === 'string') {
+        finish({ status: 'skip', message: o });
+        t.skip(o); // throws Vitest's skip: outside the try above
+        return;
+      }
+      finish({ status: o.status ?? 'pass', expected: o.expected, observed: o.observed, ...(o.message ? { message: o.message } : {}), ...(o.data ? { data: o.data } : {}) });
+      if (o.status === 'fail') throw new CheckFailed(check.id, o);
+    });
+  }
+}
+
+declare module 'vitest' {
+  interface TaskMeta {
+    check?: ResultEvent;
+    /** A placeholder for a check an earlier process already reported. */
+    resumed?: boolean;
+  }
+}

@@ -1,0 +1,147 @@
+// What the checks of one device share inside its process: the device (discovered once), scratch files and
+// mappings that are never unmapped while the driver may hold them, ops whose registrations are recorded in the
+// model's table, and the probe's report (run once, read by the probe and timing checks).
+import { randomFillSync } from 'node:crypto';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import type { DeviceOps } from '../bindings/device-ops.js';
+import { type Backend, BACKENDS, type DiscoveredDevice, discover } from '../bindings/discovery.js';
+import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
+import { makeScratchRegion } from '../bindings/scratch.js';
+import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
+import type { CheckContext } from './check.js';
+
+let shared: CheckContext | undefined;
+
+/** The device of this process (from `inject('mappedReg').device`), discovered once. */
+export function deviceContext(): CheckContext {
+  if (!shared) {
+    const options = inject('mappedReg');
+    const backend = options.device.split(':')[0] as Backend;
+    if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${options.device}`);
+    const found = discover([backend]);
+    const device = found.devices.find((d) => d.id === options.device);
+    if (!device) {
+      const note = found.backends.find((b) => b.backend === backend)?.note;
+      throw new Error(`device ${options.device} not found${note ? `: ${note}` : ''}`);
+    }
+    shared = { device, options, log: () => {} };
+  }
+  return shared;
+}
+
+let probed: ProbeReport | undefined;
+let probedScratch: { dir: string; fsType: string; sizeBytes: number } | undefined;
+
+/** The self-test on a scratch region of `--size` MiB, run once per process; later callers get its report. */
+export function probeOnce(ctx: CheckContext): { report: ProbeReport; scratch: { dir: string; fsType: string; sizeBytes: number } } {
+  if (!probed || !probedScratch) {
+    const region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+    try {
+      probed = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
+      probedScratch = { dir: region.dir, fsType: region.fsType, sizeBytes: region.size };
+    } finally {
+      region.close();
+    }
+  }
+  return { report: probed, scratch: probedScratch };
+}
+
+/** The device's raw ops, or undefined for a device without any (not CUDA or HIP). */
+export function nativeOf(device: DiscoveredDevice): DiscoveredDevice['native'] {
+  return device.native;
+}
+
+/**
+ * The device's raw ops (with the hazard extras) for `f`, every successful registration recorded in the model's
+ * table and every release that worked removed from it: what stays in the table afterwards is what the driver
+ * may still hold, and its mapping must never be unmapped.
+ */
+export function withTrackedOps<T>(device: DiscoveredDevice, bytes: number, f: (ops: DeviceOps) => T): T {
+  const native = device.native;
+  if (!native) throw new Error(`${device.id} has no registration ops`);
+  return native.withOps(bytes, (raw) => {
+    const record = (host: Host, fn: () => void): void => {
+      fn();
+      registrations.add(host);
+    };
+    const release = (host: Host, fn: () => void): void => {
+      try {
+        fn();
+      } catch (e) {
+        registrations.noteReleaseFailure(host);
+        throw e;
+      }
+      registrations.remove(host);
+    };
+    const ops: DeviceOps = {
+      ...raw,
+      register: (host) => record(host, () => raw.register(host)),
+      registerWithFlags: (host, flags) => record(host, () => raw.registerWithFlags(host, flags)),
+      registerAddress: (address, length, flags) => record({ address, bytes: new Uint8Array(length) }, () => raw.registerAddress(address, length, flags)),
+      unregister: (host) => release(host, () => raw.unregister(host)),
+      unregisterAddress: (address) => {
+        const entry = registrations.entries().find((e) => e.address === address);
+        const host = { address, bytes: new Uint8Array(entry?.length ?? 0) };
+        release(host, () => raw.unregisterAddress(address));
+      },
+    };
+    return f(ops);
+  });
+}
+
+export interface ScratchFile {
+  readonly path: string;
+  readonly fd: number;
+  readonly size: number;
+  /** The bytes written. */
+  readonly bytes: Uint8Array;
+  /** Removes the file (its mappings, if any, live on). */
+  remove(): void;
+}
+
+/** A file of `size` random bytes in `dir` (the scratch folder, or /dev/shm for tmpfs), opened read-write. */
+export function scratchFile(dir: string, size: number): ScratchFile {
+  const own = mkdtempSync(join(dir, `.mapped-reg-${process.pid}-`));
+  const path = join(own, 'hazard.bin');
+  const fd = openSync(path, 'w+', 0o600);
+  const bytes = new Uint8Array(size);
+  randomFillSync(bytes);
+  let done = 0;
+  while (done < size) done += writeSync(fd, bytes, done, size - done, done);
+  let removed = false;
+  return {
+    path,
+    fd,
+    size,
+    bytes,
+    remove() {
+      if (removed) return;
+      removed = true;
+      closeSync(fd);
+      rmSync(own, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Maps a file read-only and shared (defaults) or as asked. */
+export function mapFile(fd: number, size: number, prot = PROT_READ, flags = MAP_SHARED): Mapping {
+  return mmap(size, prot, flags, fd, 0);
+}
+
+/** Ranges kept mapped because the driver may still hold them, reported by the check that kept them. */
+export const keptMappings: Mapping[] = [];
+
+/**
+ * Unmaps `m` unless some part of it is still registered (or held after a failed release) in the model's table:
+ * then it is kept until the process ends. Returns true when unmapped.
+ */
+export function releaseMapping(m: Mapping): boolean {
+  if (registrations.isPinned(m)) {
+    keptMappings.push(m);
+    return false;
+  }
+  munmap(m);
+  return true;
+}
