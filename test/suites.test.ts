@@ -1,0 +1,117 @@
+// The conformance suites as the command runs them: each device in its own process, through Vitest, against the
+// C driver double (CUDA and HIP at once), with crashes and hangs contained.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDoubles } from './double/build.js';
+
+const root = resolve(import.meta.dirname, '..');
+const main = join(root, 'dist', 'cli', 'main.js');
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-suites-'));
+let doubles: { cuda: string; hip: string };
+
+beforeAll(() => {
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  doubles = buildDoubles();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+interface Check {
+  id: string;
+  status: string;
+  message?: string;
+  observed?: string;
+  data?: Record<string, unknown>;
+}
+interface Device {
+  id: string;
+  verdict: { kind: string; refusal?: string };
+  checks: Check[];
+  processes?: number;
+  errors?: string[];
+  timing?: { registeredGBps: number; stagedGBps: number };
+}
+
+function runCli(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string; devices: Device[] } {
+  const scratch = mkdtempSync(join(work, 'scratch-'));
+  const json = join(work, `r-${Math.random().toString(36).slice(2)}.json`);
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+  const r = spawnSync(process.execPath, [main, '--scratch-dir', scratch, '--size', '8', '--json', json, ...args], {
+    env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, ...env },
+    encoding: 'utf8',
+  });
+  expect(readdirSync(scratch)).toEqual([]); // no scratch file left behind, crash or not
+  const devices = (JSON.parse(readFileSync(json, 'utf8')) as { devices: Device[] }).devices;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr, devices };
+}
+
+const byId = (d: Device): Record<string, string> => Object.fromEntries(d.checks.map((c) => [c.id, c.status]));
+const CORE = ['static.verdict', 'probe.verdict', 'probe.release', 'timing.margin'];
+
+describe('the suites against the doubles', () => {
+  it('a CUDA and a fixed-ROCm HIP device both probe Usable; every core check passes on each', () => {
+    const r = runCli(['--backend', 'cuda', '--backend', 'hip'], { MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed' });
+    expect(r.stderr).toBe('');
+    const ids = r.devices.map((d) => d.id);
+    expect(ids).toEqual(['cuda:0', 'hip:0']);
+    for (const d of r.devices) {
+      expect(d.verdict.kind).toBe('Usable');
+      for (const id of CORE) expect(byId(d)[id], `${d.id} ${id}`).toBe('pass');
+      expect(byId(d)['timing.link']).toBe('skip'); // the double has no PCIe link in sysfs
+      expect(d.timing!.registeredGBps).toBeGreaterThan(0);
+      expect(d.processes).toBe(1);
+    }
+  });
+
+  it('static.verdict proves that a refused device reaches no op (integrated double)', () => {
+    const r = runCli(['--device', 'cuda:0'], { MAPPED_REG_DOUBLE_FAULTS: 'integrated' });
+    const d = r.devices[0]!;
+    expect(d.verdict).toMatchObject({ kind: 'Refused', refusal: 'Integrated_gpu' });
+    const s = d.checks.find((c) => c.id === 'static.verdict')!;
+    expect(s.status).toBe('pass');
+    expect(s.data).toMatchObject({ opsOpened: 0 });
+    expect(byId(d)['probe.verdict']).toBe('skip');
+    expect(r.code).toBe(0);
+  });
+
+  it('wrong bytes: probe.verdict fails with Refused Wrong_bytes, the run exits 1', () => {
+    const r = runCli(['--device', 'cuda:0'], { MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
+    expect(r.devices[0]!.verdict).toMatchObject({ kind: 'Refused', refusal: 'Wrong_bytes' });
+    expect(byId(r.devices[0]!)['probe.verdict']).toBe('fail');
+    expect(r.code).toBe(1);
+  });
+
+  it('slow registered copies: timing.margin fails and the verdict is Too_slow', () => {
+    const r = runCli(['--device', 'cuda:0'], { MAPPED_REG_DOUBLE_FAULTS: 'slow_registered=8' });
+    expect(r.devices[0]!.verdict.kind).toBe('Too_slow');
+    expect(byId(r.devices[0]!)['timing.margin']).toBe('fail');
+    expect(byId(r.devices[0]!)['probe.verdict']).toBe('warn');
+  });
+
+  it('a forced crash in one check is reported as crash, with its signal, while the other checks and the other device still report', () => {
+    const r = runCli(['--backend', 'cuda', '--backend', 'hip', '--backend', 'cpu'], { MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed', MAPPED_REG_FORCE_CRASH: 'cuda:0/probe.release' });
+    const cuda = r.devices.find((d) => d.id === 'cuda:0')!;
+    const crashed = cuda.checks.find((c) => c.id === 'probe.release')!;
+    expect(crashed.status).toBe('crash');
+    expect(crashed.message).toMatch(/SIGSEGV/);
+    expect(byId(cuda)['timing.margin']).toBe('pass'); // after the crash, in a new process
+    expect(byId(cuda)['static.verdict']).toBe('pass');
+    expect(cuda.processes).toBe(2);
+    const hip = r.devices.find((d) => d.id === 'hip:0')!;
+    for (const id of CORE) expect(byId(hip)[id]).toBe('pass');
+    expect(r.devices.find((d) => d.id === 'cpu')!.checks.length).toBeGreaterThan(0);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/cuda:0 probe\.release crash/);
+  });
+
+  it('a check that hangs past --timeout is killed and reported as timeout; the rest still run', () => {
+    const r = runCli(['--device', 'cuda:0', '--timeout', '2'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
+    const d = r.devices[0]!;
+    expect(byId(d)['probe.release']).toBe('timeout');
+    expect(byId(d)['timing.margin']).toBe('pass');
+    expect(r.code).toBe(1);
+  });
+});
