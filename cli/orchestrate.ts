@@ -31,6 +31,18 @@ export interface DeviceRun {
   processes: number;
   /** The last lines the runner processes printed (for a crash's context). */
   output: string;
+  /** The run was interrupted (SIGINT) before every check reported. */
+  incomplete?: boolean;
+}
+
+/** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
+const live = new Set<import('node:child_process').ChildProcess>();
+let interrupted = false;
+
+/** Stops every device's run: its processes are killed (the driver releases what a dead process held). */
+export function interruptAll(): void {
+  interrupted = true;
+  for (const child of live) child.kill('SIGKILL');
 }
 
 export interface OrchestrateOptions {
@@ -62,6 +74,8 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options) },
     });
+    live.add(child);
+    if (interrupted) child.kill('SIGKILL');
     const a: Attempt = { results: [], errors: [], output: '', timedOut: false, code: null, signal: null, ended: false };
     const keep = (chunk: Buffer): void => {
       a.output = (a.output + chunk.toString()).slice(-8000);
@@ -103,6 +117,7 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
           }, 100)
         : undefined;
     child.on('close', (code, signal) => {
+      live.delete(child);
       if (watchdog) clearInterval(watchdog);
       take(pending);
       a.code = code;
@@ -126,6 +141,10 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
       reported.add(r.id);
     }
     run.errors.push(...a.errors);
+    if (interrupted) {
+      run.incomplete = true;
+      return run;
+    }
     if (a.unfinished) {
       const { id, suite, title, startedAt } = a.unfinished;
       const durationMs = performance.now() - startedAt;

@@ -9,7 +9,7 @@ import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
 import type { CheckStatus } from '../suites/check.js';
-import { type CheckResult, type DeviceRun, runDevices } from './orchestrate.js';
+import { type CheckResult, type DeviceRun, interruptAll, runDevices } from './orchestrate.js';
 
 export type { CheckResult } from './orchestrate.js';
 
@@ -30,6 +30,8 @@ export interface DeviceResult {
   /** Errors outside any check, and how many processes the device's run needed. */
   errors?: string[];
   processes?: number;
+  /** Interrupted before every check of the device reported. */
+  incomplete?: boolean;
 }
 
 export interface RunOptions {
@@ -58,6 +60,8 @@ export interface RunResult {
   options: Record<string, unknown>;
   backends: Discovery['backends'];
   gpuDriverFound: boolean;
+  /** The run was interrupted (SIGINT): what finished is here, the rest is missing. */
+  incomplete?: boolean;
   devices: DeviceResult[];
 }
 
@@ -131,6 +135,7 @@ function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOpt
   result.cacheable = verdictCacheable;
   if (run.errors.length) result.errors = run.errors;
   result.processes = run.processes;
+  if (run.incomplete) result.incomplete = true;
   return result;
 }
 
@@ -164,7 +169,14 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   if (!found.gpuDriverFound) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
   let runs: DeviceRun[] = [];
+  let interrupted = false;
+  const onInterrupt = (): void => {
+    interrupted = true;
+    o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
+    interruptAll();
+  };
   if (!o.listOnly) {
+    process.once('SIGINT', onInterrupt);
     for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
     o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
     runs = await runDevices(
@@ -185,6 +197,15 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
         },
       },
     );
+    process.removeListener('SIGINT', onInterrupt);
+    // the scratch files of the runner processes, if any was killed before it could remove its own
+    for (const dir of [o.scratchDir, '/dev/shm']) {
+      try {
+        removeStaleScratch(dir);
+      } catch {
+        // a folder we cannot read holds nothing of ours
+      }
+    }
   }
   const devices = selected.map((d) => deviceResult(d, runs.find((r) => r.device === d.id), o, fsType));
 
@@ -210,10 +231,12 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     options: { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, devices: o.devices, backends: o.backends, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, timeoutS: o.timeoutS, list: o.listOnly },
     backends: found.backends,
     gpuDriverFound: found.gpuDriverFound,
+    ...(interrupted ? { incomplete: true } : {}),
     devices,
   };
   if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  if (interrupted) return { result, exitCode: 130 };
   const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));
   return { result, exitCode: failed ? 1 : 0 };
 }

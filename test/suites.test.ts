@@ -115,3 +115,34 @@ describe('the suites against the doubles', () => {
     expect(r.code).toBe(1);
   });
 });
+
+describe('SIGINT', () => {
+  it('stops every device, removes scratch files, writes what finished marked incomplete, exits 130', async () => {
+    const { spawn } = await import('node:child_process');
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'interrupted.json');
+    const base = { ...process.env };
+    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+    const child = spawn(process.execPath, [main, '--device', 'cuda:0', '--size', '8', '--scratch-dir', scratch, '--json', json, '--timeout', '60'], {
+      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: 'probe.release' },
+    });
+    let out = '';
+    const code = await new Promise<number | null>((done) => {
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        // the hang has begun once probe.verdict reported: interrupt then
+        if (/cuda:0 probe\.verdict pass/.test(out) && !child.killed) setTimeout(() => child.kill('SIGINT'), 300);
+      });
+      child.on('close', (c) => done(c));
+    });
+    expect(code).toBe(130);
+    expect(out).toMatch(/interrupted/);
+    const result = JSON.parse(readFileSync(json, 'utf8')) as { incomplete?: boolean; devices: (Device & { incomplete?: boolean })[] };
+    expect(result.incomplete).toBe(true);
+    const d = result.devices[0]!;
+    expect(d.incomplete).toBe(true);
+    expect(byId(d)).toEqual({ 'static.verdict': 'pass', 'probe.verdict': 'pass' });
+    expect(readdirSync(scratch)).toEqual([]);
+    expect(readdirSync(work).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+});
