@@ -51,6 +51,31 @@ function runCli(args: string[], env: Record<string, string>): { code: number | n
 const byId = (d: Device): Record<string, string> => Object.fromEntries(d.checks.map((c) => [c.id, c.status]));
 const CORE = ['static.verdict', 'probe.verdict', 'probe.release', 'timing.margin'];
 
+const ROCM724_FAILS = [
+  'hazard.prot_none_refused',
+  'hazard.tmpfs_bytes',
+  'hazard.double_registration_refused',
+  'hazard.overlap_refused',
+  'hazard.release_after_double_registration',
+];
+
+describe('the hazard suite through the command', () => {
+  it('CUDA profile: every hazard check passes; ROCm 7.2.4 profile: exactly the five behaviours of the spec fail', () => {
+    const r = runCli(['--backend', 'cuda', '--backend', 'hip'], { MAPPED_REG_DOUBLE_PROFILE: 'rocm724' });
+    const cuda = r.devices.find((d) => d.id === 'cuda:0')!;
+    const hip = r.devices.find((d) => d.id === 'hip:0')!;
+    const hazards = (d: Device): Check[] => d.checks.filter((c) => c.id.startsWith('hazard.'));
+    expect(hazards(cuda)).toHaveLength(15);
+    expect(hazards(cuda).filter((c) => c.status !== 'pass').map((c) => `${c.id} ${c.status} ${c.observed ?? c.message}`)).toEqual([]);
+    expect(hazards(hip)).toHaveLength(15);
+    expect(hazards(hip).filter((c) => c.status !== 'pass').map((c) => c.id).sort()).toEqual([...ROCM724_FAILS].sort());
+    expect(hazards(hip).filter((c) => c.status === 'fail')).toHaveLength(5);
+    // the probe on an ext4 scratch file works on ROCm 7.2.4 all the same: the lies are in the hazards
+    expect(hip.verdict.kind).toBe('Usable');
+    expect(r.code).toBe(1);
+  });
+});
+
 describe('the suites against the doubles', () => {
   it('a CUDA and a fixed-ROCm HIP device both probe Usable; every core check passes on each', () => {
     const r = runCli(['--backend', 'cuda', '--backend', 'hip'], { MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed' });

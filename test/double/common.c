@@ -568,7 +568,8 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
   if (!fast_check(ps, pe)) {
     range_info info;
     if (probe_range(ps, pe, &info) != 0) return DR_UNKNOWN;
-    if (!info.mapped || !info.readable || info.beyond_eof) return DR_INVALID_VALUE;
+    int cpu_read = info.beyond_eof && n <= g.prof.cpu_copy_max && info.mapped && info.readable;
+    if (!info.mapped || !info.readable || (info.beyond_eof && !cpu_read)) return DR_INVALID_VALUE;
   }
   int registered = 0;
   for (size_t i = 0; i < g.nregs; i++) {

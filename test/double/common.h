@@ -53,6 +53,10 @@ typedef struct {
   int stuck_unregister;   /* rocm724: unregister of an overlap/PROT_NONE registration fails (713) */
   int unregister_fault_result; /* fault unregister_fails: what the failing call returns */
   int integrated_fail_result;  /* fault integrated_query_fails: what the query returns */
+  /* cuda: a copy of at most this many bytes is read by the CPU (facts: a 4 KiB copy from the cut tail of a
+   * truncated registered file died of SIGBUS), so the double reads it too, past the end of the file if need
+   * be: the process gets the same SIGBUS. 0: every copy is checked and refused instead. */
+  size_t cpu_copy_max;
 } profile_t;
 
 /* Single faults, from MAPPED_REG_DOUBLE_FAULTS. */

@@ -79,6 +79,7 @@ static int parse_profile(const char *name, profile_t *p) {
                    CU_MEMHOSTREGISTER_READ_ONLY;
   p->readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY;
   p->readonly_needs_flag = 1;
+  p->cpu_copy_max = 64 * 1024;
   p->unregister_fault_result = DR_UNKNOWN;
   p->integrated_fail_result = DR_NOT_SUPPORTED;
   p->name = "cuda";
