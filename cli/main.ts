@@ -32,6 +32,7 @@ interface Args {
   runs: number;
   minRelativeSpeed: number;
   json?: string;
+  junit?: string;
   timeout: number;
 }
 
@@ -49,13 +50,13 @@ function options(a: Args, listOnly: boolean) {
     const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
     if (problem) throw new UsageError(problem);
   }
-  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
+  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
 }
 
 async function execute(a: Args, listOnly: boolean): Promise<void> {
   try {
     const o = options(a, listOnly);
-    process.exitCode = (await run(o, pkg)).exitCode;
+    process.exitCode = (await run(o, { name: pkg.name, version: pkg.version })).exitCode;
   } catch (e) {
     if (e instanceof UsageError) fail(e.message);
     throw e;
@@ -71,6 +72,7 @@ const common = {
   'min-relative-speed': { type: 'number', default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
   timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
   json: { type: 'string', describe: 'write the results as JSON to this file' },
+  junit: { type: 'string', describe: 'write JUnit XML to this file: one testsuite per device, with its verdict' },
 } as const;
 
 await yargs(hideBin(process.argv))

@@ -9,6 +9,9 @@ import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
 import type { CheckStatus } from '../suites/check.js';
+import { appendFileSync } from 'node:fs';
+import { junitXml } from '../reporters/junit.js';
+import { markdownSummary } from '../reporters/markdown.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevices } from './orchestrate.js';
 
 export type { CheckResult } from './orchestrate.js';
@@ -43,6 +46,7 @@ export interface RunOptions {
   minRelativeSpeed: number;
   timeoutS: number;
   json?: string;
+  junit?: string;
   /** list: static verdicts only, nothing registered or copied. */
   listOnly: boolean;
   /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
@@ -235,6 +239,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     devices,
   };
   if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
+  if (o.junit) writeAtomically(o.junit, junitXml(result));
+  const summary = process.env.GITHUB_STEP_SUMMARY;
+  if (summary && !o.listOnly) appendFileSync(summary, `${markdownSummary(result)}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
   if (interrupted) return { result, exitCode: 130 };
   const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));

@@ -12,7 +12,6 @@ const work = mkdtempSync(join(tmpdir(), 'mapped-reg-cli-'));
 let doubles: { cuda: string; hip: string };
 
 beforeAll(() => {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   doubles = buildDoubles();
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -44,6 +43,23 @@ describe('with no GPU', () => {
     expect(vk.verdict).toMatchObject({ kind: 'Refused', refusal: 'Kernel_hazard' });
     expect(readdirSync(scratch)).toEqual([]);
     expect(readdirSync(work).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('writes JUnit (one testsuite per device, with its verdict) and appends a Markdown summary to GITHUB_STEP_SUMMARY', () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const junit = join(work, 'j.xml');
+    const summary = join(work, 'summary.md');
+    writeFileSync(summary, '# earlier step\n');
+    const r = cli(['--scratch-dir', scratch, '--junit', junit], { GITHUB_STEP_SUMMARY: summary });
+    expect(r.code).toBe(0);
+    const xml = readFileSync(junit, 'utf8');
+    const suites = [...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1]);
+    expect(suites).toEqual(expect.arrayContaining([expect.stringMatching(/^cpu /), expect.stringMatching(/^opencl:0 /), expect.stringMatching(/^vulkan:0 /)]));
+    expect(xml).toMatch(/<property name="verdict" value="Refused \(Kernel_hazard/);
+    expect(xml).toMatch(/<testcase classname="cpu\.static" name="static\.verdict"/);
+    const md = readFileSync(summary, 'utf8');
+    expect(md.startsWith('# earlier step\n')).toBe(true);
+    expect(md).toMatch(/^\| `cpu` \| /m);
   });
 
   it('list registers and copies nothing', () => {

@@ -13,7 +13,6 @@ const work = mkdtempSync(join(tmpdir(), 'mapped-reg-suites-'));
 let doubles: { cuda: string; hip: string };
 
 beforeAll(() => {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   doubles = buildDoubles();
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));

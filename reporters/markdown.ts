@@ -1,0 +1,66 @@
+// A GitHub-flavoured Markdown summary of a run (the command appends it to $GITHUB_STEP_SUMMARY): a table of the
+// devices, their verdicts, bandwidths and check counts, then the checks that failed, timed out or crashed and the
+// errors outside any check. Text from drivers and checks is escaped: it renders as text, never as Markdown or HTML.
+import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+
+const FAILING: readonly CheckResult['status'][] = ['fail', 'timeout', 'crash'];
+
+/** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */
+export function markdownText(s: string): string {
+  return s
+    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, '\uFFFD')
+    .replace(/[\\`*_[\]<>|~$]/g, (c) => `\\${c}`)
+    .replace(/&/g, '&amp;')
+    .replace(/\t/g, ' ')
+    .replace(/\r\n|\r|\n/g, '<br>');
+}
+
+const fixed = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
+const count = (d: DeviceResult, ...statuses: CheckResult['status'][]): number => d.checks.filter((c) => statuses.includes(c.status)).length;
+
+function row(cells: string[]): string {
+  return `| ${cells.join(' | ')} |`;
+}
+
+/** The run as GitHub-flavoured Markdown. */
+export function markdownSummary(result: RunResult): string {
+  const out: string[] = [];
+  const host = `${result.host.hostname} (${result.host.platform}, kernel ${result.host.kernel})`;
+  out.push(`### ${markdownText(`${result.tool.name} ${result.tool.version}`)} on ${markdownText(host)}`, '');
+  if (result.incomplete) out.push('**Interrupted**: the run stopped before every check reported; what is missing was not run.', '');
+  if (result.devices.length === 0) {
+    out.push('No device was found or selected.', '');
+    return `${out.join('\n')}\n`;
+  }
+  out.push(row(['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'passed', 'warned', 'failed', 'skipped']));
+  out.push(row(['---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
+  for (const d of result.devices) {
+    const failed = count(d, ...FAILING);
+    out.push(
+      row([
+        `\`${d.id.replace(/`/g, "'").replace(/\|/g, '\\|')}\``,
+        markdownText(d.name),
+        markdownText(d.verdict.text) + (d.incomplete ? ' (incomplete)' : ''),
+        fixed(d.timing?.registeredGBps),
+        fixed(d.timing?.stagedGBps),
+        fixed(d.timing?.ratio),
+        String(count(d, 'pass')),
+        String(count(d, 'warn')),
+        failed > 0 ? `**${failed}**` : '0',
+        String(count(d, 'skip')),
+      ]),
+    );
+  }
+  const failures: string[] = [];
+  for (const d of result.devices) {
+    for (const c of d.checks.filter((c) => FAILING.includes(c.status))) {
+      const said = c.message ?? (c.expected !== undefined || c.observed !== undefined ? '' : 'no message');
+      const eo = [c.expected !== undefined ? `expected ${c.expected}` : '', c.observed !== undefined ? `observed ${c.observed}` : ''].filter(Boolean).join('; ');
+      const text = [said, eo].filter(Boolean).join(' — ');
+      failures.push(`- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (${c.status}): ${markdownText(text)}`);
+    }
+    for (const e of d.errors ?? []) failures.push(`- \`${d.id.replace(/`/g, "'")}\` **run error**: ${markdownText(e)}`);
+  }
+  if (failures.length > 0) out.push('', `#### Failing checks (${failures.length})`, '', ...failures);
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,565 @@
+// The reports of a run: the JSON results against reporters/results.schema.json, the JUnit XML (well-formed, one
+// <testsuite> per device, the right <failure>/<error>/<skipped>), the Markdown summary. On results built by hand
+// (every status, device errors, odd characters) and on real runs of the built command (no GPU; the CUDA double).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Ajv } from 'ajv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import { junitXml, xmlSafe } from '../reporters/junit.js';
+import { markdownSummary } from '../reporters/markdown.js';
+import { buildDoubles } from './double/build.js';
+
+const root = resolve(import.meta.dirname, '..');
+const main = join(root, 'dist', 'cli', 'main.js');
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-reporters-'));
+const schema = JSON.parse(readFileSync(join(root, 'reporters', 'results.schema.json'), 'utf8')) as object;
+const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
+
+// ---------------------------------------------------------------------------------------------------------------
+// A strict, self-contained XML 1.0 well-formedness check (no XML parser is a dependency): it parses the document
+// into a tree, and throws on anything a conforming parser must reject that a serializer could produce.
+
+interface XmlElement {
+  name: string;
+  attrs: Record<string, string>;
+  children: XmlElement[];
+  /** Character data and CDATA of this element (not of its children), decoded. */
+  text: string;
+}
+
+const NAME_START = 'A-Za-z_:\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD';
+const NAME = new RegExp(`[${NAME_START}][${NAME_START}\\-.0-9\\u00B7\\u0300-\\u036F\\u203F-\\u2040]*`, 'y');
+/** A code point XML 1.0 allows. */
+const legal = (cp: number): boolean => cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
+
+export function parseXml(doc: string): XmlElement {
+  let i = 0;
+  const fail = (why: string): never => {
+    const line = doc.slice(0, i).split('\n').length;
+    throw new Error(`not well-formed XML at offset ${i} (line ${line}): ${why}: ${JSON.stringify(doc.slice(i, i + 40))}`);
+  };
+  for (const ch of doc) if (!legal(ch.codePointAt(0)!)) fail(`illegal character U+${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+  const at = (s: string): boolean => doc.startsWith(s, i);
+  const expect_ = (s: string): void => {
+    if (!at(s)) fail(`expected ${JSON.stringify(s)}`);
+    i += s.length;
+  };
+  const space = (required = false): void => {
+    const start = i;
+    while (i < doc.length && ' \t\r\n'.includes(doc[i]!)) i++;
+    if (required && i === start) fail('expected white space');
+  };
+  const name = (): string => {
+    NAME.lastIndex = i;
+    const m = NAME.exec(doc);
+    if (!m) return fail('expected a name');
+    i += m[0].length;
+    return m[0];
+  };
+  const reference = (): string => {
+    expect_('&');
+    const end = doc.indexOf(';', i);
+    if (end < 0) fail('unterminated reference');
+    const ref = doc.slice(i, end);
+    i = end + 1;
+    const named: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+    if (ref in named) return named[ref]!;
+    const m = /^#(?:x([0-9a-fA-F]+)|([0-9]+))$/.exec(ref);
+    if (!m) return fail(`unknown entity &${ref};`);
+    const cp = m[1] !== undefined ? Number.parseInt(m[1], 16) : Number.parseInt(m[2]!, 10);
+    if (!legal(cp)) fail(`character reference to an illegal character &${ref};`);
+    return String.fromCodePoint(cp);
+  };
+  const comment = (): void => {
+    expect_('<!--');
+    const end = doc.indexOf('-->', i);
+    if (end < 0) fail('unterminated comment');
+    if (doc.slice(i, end).includes('--') || doc[end - 1] === '-') fail('"--" in a comment');
+    i = end + 3;
+  };
+  const pi = (): void => {
+    expect_('<?');
+    if (/^xml[\s?]/i.test(doc.slice(i, i + 4))) fail('an XML declaration is allowed only at the very start');
+    name();
+    const end = doc.indexOf('?>', i);
+    if (end < 0) fail('unterminated processing instruction');
+    i = end + 2;
+  };
+  const misc = (): void => {
+    for (;;) {
+      space();
+      if (at('<!--')) comment();
+      else if (at('<?')) pi();
+      else return;
+    }
+  };
+  const element = (): XmlElement => {
+    expect_('<');
+    const e: XmlElement = { name: name(), attrs: {}, children: [], text: '' };
+    for (;;) {
+      const before = i;
+      space();
+      if (at('/>')) {
+        i += 2;
+        return e;
+      }
+      if (at('>')) {
+        i += 1;
+        break;
+      }
+      if (i === before) fail('expected white space before an attribute');
+      const attr = name();
+      if (attr in e.attrs) fail(`duplicate attribute ${attr}`);
+      space();
+      expect_('=');
+      space();
+      const quote = doc[i];
+      if (quote !== '"' && quote !== "'") fail('attribute value not quoted');
+      i++;
+      let value = '';
+      while (doc[i] !== quote) {
+        if (i >= doc.length) fail('unterminated attribute value');
+        const c = doc[i]!;
+        if (c === '<') fail('"<" in an attribute value');
+        if (c === '&') value += reference();
+        else {
+          value += ' \t\r\n'.includes(c) && c !== ' ' ? ' ' : c; // attribute-value normalization
+          i++;
+        }
+      }
+      i++;
+      e.attrs[attr] = value;
+    }
+    for (;;) {
+      if (i >= doc.length) fail(`element <${e.name}> not closed`);
+      if (at('</')) {
+        i += 2;
+        const closing = name();
+        if (closing !== e.name) fail(`</${closing}> closes <${e.name}>`);
+        space();
+        expect_('>');
+        return e;
+      }
+      if (at('<![CDATA[')) {
+        i += 9;
+        const end = doc.indexOf(']]>', i);
+        if (end < 0) fail('unterminated CDATA section');
+        e.text += doc.slice(i, end);
+        i = end + 3;
+      } else if (at('<!--')) comment();
+      else if (at('<?')) pi();
+      else if (at('<')) e.children.push(element());
+      else if (at('&')) e.text += reference();
+      else {
+        if (at(']]>')) fail('"]]>" in character data');
+        e.text += doc[i];
+        i++;
+      }
+    }
+  };
+  if (doc.charCodeAt(0) === 0xfeff) i = 1;
+  if (at('<?xml')) {
+    const end = doc.indexOf('?>', i);
+    if (end < 0) fail('unterminated XML declaration');
+    const decl = doc.slice(i, end + 2);
+    if (!/^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*\?>$/.test(decl)) fail('bad XML declaration');
+    i = end + 2;
+  }
+  misc();
+  if (!at('<')) fail('expected the root element');
+  const rootElement = element();
+  misc();
+  if (i !== doc.length) fail('content after the root element');
+  return rootElement;
+}
+
+const all = (e: XmlElement, name: string): XmlElement[] => [...(e.name === name ? [e] : []), ...e.children.flatMap((c) => all(c, name))];
+const child = (e: XmlElement, name: string): XmlElement | undefined => e.children.find((c) => c.name === name);
+const props = (suite: XmlElement): Record<string, string> =>
+  Object.fromEntries((child(suite, 'properties')?.children ?? []).map((p) => [p.attrs.name!, p.attrs.value ?? p.text]));
+
+/** A second opinion where the machine has a real XML parser (xmllint, else Python's expat); null when it has neither. */
+function externalWellFormed(xml: string): { ok: boolean; output: string } | null {
+  const xmllint = spawnSync('xmllint', ['--noout', '-'], { input: xml, encoding: 'utf8' });
+  if (!xmllint.error) return { ok: xmllint.status === 0, output: xmllint.stderr };
+  const python = spawnSync('python3', ['-c', 'import sys, xml.dom.minidom; xml.dom.minidom.parseString(sys.stdin.buffer.read())'], { input: xml, encoding: 'utf8' });
+  if (!python.error) return { ok: python.status === 0, output: python.stderr };
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Results by hand.
+
+const ODD = 'q"uo\'te <tag> & &amp; ]]> ]]> \u0000\u0007\u001b[31mred\u001b[0m \ud800 lone \udc00 \uFFFE\uFFFF &\udc00"\udc00 Ã© café 日本 😀 | pipe\nline\r\nCRLF\ttab';
+
+function check(id: string, suite: CheckResult['suite'], status: CheckResult['status'], extra: Partial<CheckResult> = {}): CheckResult {
+  return { id, suite, title: `the ${id} check`, status, durationMs: 12.5, ...extra };
+}
+
+function handResult(): RunResult {
+  const cuda: DeviceResult = {
+    id: 'cuda:0',
+    backend: 'cuda',
+    name: 'NVIDIA H200 | "fast" <gpu>',
+    pciBusId: '0000:19:00.0',
+    driver: { name: 'CUDA', version: '13.0 (580.159.04)' },
+    integrated: false,
+    attributes: { computeCapability: '9.0', canUseHostPointerForRegisteredMem: 1 },
+    staticVerdict: 'Self_test_required',
+    verdict: { kind: 'Usable', text: 'Usable' },
+    cacheable: true,
+    checks: [
+      check('static.verdict', 'static', 'pass', { expected: 'Self_test_required', observed: 'Self_test_required', data: { opsOpened: 0 } }),
+      check('probe.verdict', 'probe', 'warn', { expected: 'Usable', observed: 'Usable', message: 'the second window was slow', log: ['window 0 equal', 'window 1 equal'] }),
+      check('probe.release', 'probe', 'crash', { message: 'the check killed its process: SIGSEGV', data: { signal: 'SIGSEGV' }, durationMs: 1500 }),
+      check('timing.margin', 'timing', 'fail', { expected: 'registered >= 0.8 x staged', observed: `${ODD} registered 2.1 GB/s`, message: ODD }),
+      check('timing.link', 'timing', 'skip', { message: 'no PCIe link in sysfs for "0000:19:00.0" <none>' }),
+      check('hazard.double_registration_refused', 'hazards', 'timeout', { message: 'no result after 2 s: the check was killed', durationMs: 2003.7 }),
+    ],
+    timing: { registeredGBps: 55.12, stagedGBps: 5.47, ratio: 10.07, minRelativeSpeed: 0.8, runs: 7, bytes: 134217728, linkGBps: 63.0 },
+    scratch: { dir: '/var/tmp/scratch', fsType: 'ext4', sizeBytes: 8388608 },
+    errors: ['unreadable event: {"type":', `the device's process exited with status 1 before the end of the run ${ODD}`],
+    processes: 3,
+  };
+  const cpu: DeviceResult = {
+    id: 'cpu',
+    backend: 'cpu',
+    name: 'AMD EPYC',
+    pciBusId: null,
+    driver: { name: 'none (host memory)', version: 'Linux 6.8.0' },
+    integrated: null,
+    staticVerdict: 'Not_needed (a CPU device reads host memory directly)',
+    verdict: { kind: 'Not_needed', reason: 'a CPU device reads host memory directly', text: 'Not_needed (a CPU device reads host memory directly)' },
+    cacheable: false,
+    checks: [
+      check('static.verdict', 'static', 'pass', { expected: 'Not_needed', observed: 'Not_needed' }),
+      check('probe.verdict', 'probe', 'skip', { message: 'Not_needed: nothing to probe' }),
+      check('timing.margin', 'timing', 'skip', { message: 'no probe' }),
+    ],
+    scratch: { dir: '/var/tmp/scratch', fsType: 'ext4' },
+    processes: 1,
+  };
+  return {
+    schemaVersion: 1,
+    tool: { name: 'mapped-reg-conformance', version: '0.1.0' },
+    host: { hostname: 'gpu-node-1', kernel: '6.8.0-45-generic', platform: 'linux-x64' },
+    startedAt: '2026-01-02T03:04:05.678Z',
+    finishedAt: '2026-01-02T03:04:15.001Z',
+    options: { scratchDir: '/var/tmp/scratch', sizeMiB: 8, devices: [], backends: ['cuda', 'cpu'], runs: 7, minRelativeSpeed: 0.8, timeoutS: 2, list: false },
+    backends: [
+      { backend: 'cuda', library: 'libcuda.so.1', devices: 1 },
+      { backend: 'cpu', library: null, devices: 1 },
+    ],
+    gpuDriverFound: true,
+    devices: [cuda, cpu],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// What every report of a result must satisfy, hand-made or real.
+
+function expectJunitMatches(result: RunResult, xml: string): XmlElement {
+  const doc = parseXml(xml);
+  expect(doc.name).toBe('testsuites');
+  const suites = all(doc, 'testsuite');
+  expect(suites).toHaveLength(result.devices.length);
+  result.devices.forEach((d, n) => {
+    const suite = suites[n]!;
+    expect(suite.attrs.name).toBe(xmlSafe(`${d.id} ${d.name}`));
+    const p = props(suite);
+    expect(p).toMatchObject({
+      verdict: xmlSafe(d.verdict.text),
+      'verdict.kind': d.verdict.kind,
+      backend: d.backend,
+      'driver.name': xmlSafe(d.driver.name),
+      'driver.version': xmlSafe(d.driver.version),
+      pciBusId: d.pciBusId ?? '',
+      'scratch.fsType': d.scratch.fsType,
+      'scratch.dir': d.scratch.dir,
+      cacheable: String(d.cacheable),
+      staticVerdict: xmlSafe(d.staticVerdict),
+    });
+    if (d.timing) {
+      expect(Number(p.registeredGBps)).toBe(d.timing.registeredGBps);
+      expect(Number(p.stagedGBps)).toBe(d.timing.stagedGBps);
+      expect(Number(p.ratio)).toBe(d.timing.ratio);
+      expect(p.linkGBps === undefined ? undefined : Number(p.linkGBps)).toBe(d.timing.linkGBps);
+    } else expect(p.registeredGBps).toBeUndefined();
+
+    const cases = suite.children.filter((c) => c.name === 'testcase');
+    const extra = d.errors?.length ? 1 : 0;
+    expect(cases).toHaveLength(d.checks.length + extra);
+    const of = (s: CheckResult['status']): number => d.checks.filter((c) => c.status === s).length;
+    expect(suite.attrs).toMatchObject({
+      tests: String(d.checks.length + extra),
+      failures: String(of('fail')),
+      errors: String(of('crash') + of('timeout') + extra),
+      skipped: String(of('skip')),
+    });
+    d.checks.forEach((c, k) => {
+      const tc = cases[k]!;
+      expect(tc.attrs.classname).toBe(`${d.id}.${c.suite}`);
+      expect(tc.attrs.name).toBe(c.id);
+      expect(Number(tc.attrs.time)).toBeCloseTo(c.durationMs / 1000, 2);
+      const failure = child(tc, 'failure');
+      const error = child(tc, 'error');
+      const skipped = child(tc, 'skipped');
+      const out = child(tc, 'system-out')?.text ?? '';
+      expect(!!failure, `${c.id} <failure>`).toBe(c.status === 'fail');
+      expect(!!error, `${c.id} <error>`).toBe(c.status === 'crash' || c.status === 'timeout');
+      expect(!!skipped, `${c.id} <skipped>`).toBe(c.status === 'skip');
+      if (failure && c.message) expect(failure.attrs.message).toBe(xmlSafe(c.message));
+      if (error) {
+        expect(error.attrs.type).toBe(c.status);
+        if (c.message) expect(error.attrs.message).toBe(xmlSafe(c.message));
+      }
+      if (skipped) expect(skipped.attrs.message).toBe(xmlSafe(c.message ?? 'does not apply'));
+      if (c.status === 'warn') expect(out.split('\n')[0]).toMatch(/^warn: /);
+      if (c.expected !== undefined) expect(out).toContain(`expected: ${xmlSafe(c.expected).split(']]>')[0]}`);
+      if (c.observed !== undefined) expect(out).toContain(`observed: ${xmlSafe(c.observed).split(']]>')[0]}`);
+    });
+    if (extra) {
+      const run = cases.at(-1)!;
+      expect(run.attrs).toMatchObject({ name: 'run.errors', classname: `${d.id}.run` });
+      expect(child(run, 'error')!.attrs.type).toBe('run');
+      expect(child(run, 'error')!.text.split('\n')).toHaveLength(d.errors!.join('\n').split('\n').length);
+    }
+  });
+  const external = externalWellFormed(xml);
+  if (external) expect(external.ok, external.output).toBe(true);
+  return doc;
+}
+
+function expectMarkdownMatches(result: RunResult, md: string): string[] {
+  const rows = md.split('\n').filter((l) => l.startsWith('| '));
+  expect(rows).toHaveLength(2 + result.devices.length); // header, delimiter, a row a device
+  // Unescaped pipes split cells: every row has exactly the header's ten cells.
+  for (const r of rows) expect(r.replace(/\\\|/g, '').match(/\|/g)).toHaveLength(11);
+  result.devices.forEach((d, n) => expect(rows[2 + n]).toMatch(new RegExp(`^\\| \`${d.id}\` \\| `)));
+  const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
+  const errors = result.devices.reduce((n, d) => n + (d.errors?.length ?? 0), 0);
+  const items = md.split('\n').filter((l) => l.startsWith('- '));
+  expect(items).toHaveLength(failing.length + errors);
+  return rows;
+}
+
+describe('hand-made results', () => {
+  const result = handResult();
+
+  it('validate against the schema', () => {
+    expect(validate(result), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate(JSON.parse(JSON.stringify(result)))).toBe(true);
+  });
+
+  it('a broken result does not validate: a wrong status, a missing verdict, a wrong schemaVersion, a Refused without its refusal', () => {
+    const wrongStatus = structuredClone(result) as unknown as { devices: { checks: { status: string }[] }[] };
+    wrongStatus.devices[0]!.checks[0]!.status = 'passed';
+    expect(validate(wrongStatus)).toBe(false);
+    expect(validate.errors!.some((e) => e.instancePath === '/devices/0/checks/0/status')).toBe(true);
+
+    const noVerdict = structuredClone(result) as unknown as { devices: Record<string, unknown>[] };
+    delete noVerdict.devices[1]!.verdict;
+    expect(validate(noVerdict)).toBe(false);
+    expect(validate.errors!.some((e) => e.instancePath === '/devices/1' && e.params && (e.params as { missingProperty?: string }).missingProperty === 'verdict')).toBe(true);
+
+    const cases: [string, (r: Record<string, any>) => void][] = [
+      ['schemaVersion 2', (r) => (r.schemaVersion = 2)],
+      ['a backend not known', (r) => (r.devices[0].backend = 'metal')],
+      ['a verdict kind not known', (r) => (r.devices[0].verdict.kind = 'Fine')],
+      ['Refused without a refusal', (r) => (r.devices[0].verdict = { kind: 'Refused', text: 'Refused' })],
+      ['a refusal on a Usable verdict', (r) => (r.devices[0].verdict.refusal = 'Wrong_bytes')],
+      ['a refusal not known', (r) => (r.devices[0].verdict = { kind: 'Refused', refusal: 'Too_hot', text: 'x' })],
+      ['pciBusId a number', (r) => (r.devices[0].pciBusId = 25)],
+      ['integrated a string', (r) => (r.devices[0].integrated = 'no')],
+      ['durationMs a string', (r) => (r.devices[0].checks[0].durationMs = '12')],
+      ['a check without an id', (r) => delete r.devices[0].checks[0].id],
+      ['timing without its ratio', (r) => delete r.devices[0].timing.ratio],
+      ['scratch missing', (r) => delete r.devices[1].scratch],
+      ['errors not strings', (r) => (r.devices[0].errors = [{ message: 'x' }])],
+      ['no host', (r) => delete r.host],
+      ['startedAt not a timestamp', (r) => (r.startedAt = 'yesterday')],
+    ];
+    for (const [what, breakIt] of cases) {
+      const broken = structuredClone(result) as unknown as Record<string, any>;
+      breakIt(broken);
+      expect(validate(broken), what).toBe(false);
+    }
+  });
+
+  it('new properties at the top, device and check levels still validate (forward compatible)', () => {
+    const r = structuredClone(result) as unknown as Record<string, any>;
+    r.someFutureField = { x: 1 };
+    r.devices[0].numaNode = 1;
+    r.devices[0].checks[0].retries = 0;
+    expect(validate(r), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('JUnit: well-formed, a testsuite per device, failure/error/skipped per status, run.errors, odd characters kept as text', () => {
+    const xml = junitXml(result);
+    const doc = expectJunitMatches(result, xml);
+    expect(xml.startsWith('<?xml version="1.0" encoding="UTF-8"?>')).toBe(true);
+    // counted without the parser too
+    expect(xml.match(/<testsuite[\s>]/g)).toHaveLength(2);
+    expect(xml.match(/<testcase[\s>]/g)).toHaveLength(6 + 1 + 3);
+    expect(xml.match(/<failure[\s>/]/g)).toHaveLength(1);
+    expect(xml.match(/<error[\s>/]/g)).toHaveLength(3);
+    expect(xml.match(/<skipped[\s>/]/g)).toHaveLength(3);
+    expect(xml.match(/<error [^>]*type="crash"/g)).toHaveLength(1);
+    expect(xml.match(/<error [^>]*type="timeout"/g)).toHaveLength(1);
+    expect(xml.match(/<error [^>]*type="run"/g)).toHaveLength(1);
+
+    // the odd message survives as text: quotes, <, &, newlines, tabs, CRLF, non-ASCII; controls and non-characters replaced, visibly
+    const failure = all(doc, 'failure')[0]!;
+    expect(failure.attrs.message).toBe(xmlSafe(ODD));
+    expect(failure.attrs.message).toContain('q"uo\'te <tag> & &amp; ]]> ]]> \\x00\\x07\\x1b[31mred\\x1b[0m \uFFFD lone \uFFFD \uFFFD\uFFFD &\uFFFD"\uFFFD Ã© café 日本 😀 | pipe\nline\r\nCRLF\ttab');
+    const out = child(all(doc, 'testcase').find((t) => t.attrs.name === 'timing.margin')!, 'system-out')!.text;
+    expect(out).toContain('<tag> & &amp; ]]&gt; ]]&gt;'); // "]]>" cannot end the CDATA section early
+    expect(failure.text).toContain('expected: registered >= 0.8 x staged');
+
+    const warn = all(doc, 'testcase').find((t) => t.attrs.name === 'probe.verdict' && t.attrs.classname === 'cuda:0.probe')!;
+    expect(child(warn, 'failure') ?? child(warn, 'error') ?? child(warn, 'skipped')).toBeUndefined();
+    expect(child(warn, 'system-out')!.text).toBe(
+      'warn: the second window was slow\nexpected: Usable\nobserved: Usable\nlog: window 0 equal\nlog: window 1 equal',
+    );
+    const passing = all(doc, 'testcase').find((t) => t.attrs.name === 'static.verdict' && t.attrs.classname === 'cuda:0.static')!;
+    expect(child(passing, 'system-out')!.text).toBe('expected: Self_test_required\nobserved: Self_test_required\ndata: {"opsOpened":0}');
+    expect(props(all(doc, 'testsuite')[0]!)).toMatchObject({ linkGBps: '63', registeredGBps: '55.12', 'integrated': 'false', processes: '3' });
+  });
+
+  it('JUnit: independent builds (no state carried between calls)', () => {
+    const a = junitXml(result);
+    const b = junitXml(result);
+    expect(b).toBe(a);
+    const one = junitXml({ ...result, devices: [result.devices[1]!] });
+    expect(parseXml(one).children.filter((c) => c.name === 'testsuite')).toHaveLength(1);
+    const none = parseXml(junitXml({ ...result, devices: [] }));
+    expect(none.attrs).toMatchObject({ tests: '0', failures: '0', errors: '0' });
+  });
+
+  it('Markdown: a row a device, counts, pipes and newlines escaped, the failing checks listed with their messages', () => {
+    const md = markdownSummary(result);
+    const rows = expectMarkdownMatches(result, md);
+    expect(rows[0]).toBe('| device | name | verdict | registered GB/s | staged GB/s | ratio | passed | warned | failed | skipped |');
+    expect(rows[2]).toBe('| `cuda:0` | NVIDIA H200 \\| "fast" \\<gpu\\> | Usable | 55.12 | 5.47 | 10.07 | 1 | 1 | **3** | 1 |');
+    expect(rows[3]).toBe('| `cpu` | AMD EPYC | Not\\_needed (a CPU device reads host memory directly) | - | - | - | 1 | 0 | 0 | 2 |');
+    const items = md.split('\n').filter((l) => l.startsWith('- '));
+    expect(items[0]).toBe('- `cuda:0` **probe.release** (crash): the check killed its process: SIGSEGV');
+    expect(items[1]).toContain('**timing.margin** (fail): q"uo\'te \\<tag\\> &amp; &amp;amp; \\]\\]\\> ');
+    expect(items[1]).toContain('\\| pipe<br>line<br>CRLF tab — expected registered \\>= 0.8 x staged');
+    expect(items[1]).not.toMatch(/[\u0000-\u0008\u000B-\u001F]/);
+    expect(items[2]).toContain('**hazard.double\\_registration\\_refused** (timeout): no result after 2 s');
+    expect(items.filter((l) => l.includes('**run error**'))).toHaveLength(2);
+    expect(md).toContain('#### Failing checks (5)');
+    expect(md.split('\n').every((l) => !l.includes('\r'))).toBe(true);
+  });
+
+  it('Markdown: no failing section when nothing failed; a note when there are no devices', () => {
+    const ok = { ...handResult(), devices: [handResult().devices[1]!] };
+    expect(markdownSummary(ok)).not.toContain('Failing');
+    expect(markdownSummary({ ...ok, devices: [] })).toContain('No device');
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Real runs of the built command.
+
+let doubles: { cuda: string; hip: string };
+
+beforeAll(() => {
+  doubles = buildDoubles();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function runCommand(args: string[], env: Record<string, string> = {}): { code: number | null; stderr: string; result: RunResult } {
+  const scratch = mkdtempSync(join(work, 'scratch-'));
+  const json = join(work, `r-${Math.random().toString(36).slice(2)}.json`);
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+  const r = spawnSync(process.execPath, [main, '--scratch-dir', scratch, '--size', '8', '--json', json, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work });
+  return { code: r.status, stderr: r.stderr, result: JSON.parse(readFileSync(json, 'utf8')) as RunResult };
+}
+
+describe('real runs of the command', () => {
+  it('no GPU (OpenCL, Vulkan, CPU devices): the JSON validates, the JUnit and Markdown match it', () => {
+    const { code, stderr, result } = runCommand([]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(validate(result), JSON.stringify(validate.errors)).toBe(true);
+    expect(result.devices.length).toBeGreaterThan(0);
+    expect(result.devices.map((d) => d.id)).toContain('cpu');
+    expectJunitMatches(result, junitXml(result));
+    expectMarkdownMatches(result, markdownSummary(result));
+  });
+
+  it('the CUDA double, cuda:0 Usable: validates, its testsuite carries the bandwidths', () => {
+    const { code, stderr, result } = runCommand(['--device', 'cuda:0'], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(validate(result), JSON.stringify(validate.errors)).toBe(true);
+    expect(result.devices).toHaveLength(1);
+    expect(result.devices[0]!.verdict.kind).toBe('Usable');
+    const doc = expectJunitMatches(result, junitXml(result));
+    const p = props(all(doc, 'testsuite')[0]!);
+    expect(Number(p.registeredGBps)).toBeGreaterThan(0);
+    expect(Number(p.stagedGBps)).toBeGreaterThan(0);
+    expect(p['verdict.kind']).toBe('Usable');
+    expectMarkdownMatches(result, markdownSummary(result));
+  });
+
+  it('the CUDA double with a real crash, a slow registered copy (warn, fail) and skips: validates; failure, error and skipped elements', () => {
+    const { code, result } = runCommand(['--device', 'cuda:0'], {
+      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
+      MAPPED_REG_DOUBLE_FAULTS: 'slow_registered=8',
+      MAPPED_REG_FORCE_CRASH: 'cuda:0/probe.release',
+    });
+    expect(code).toBe(1);
+    expect(validate(result), JSON.stringify(validate.errors)).toBe(true);
+    const statuses = new Set(result.devices[0]!.checks.map((c) => c.status));
+    for (const s of ['warn', 'fail', 'crash', 'skip'] as const) expect(statuses, s).toContain(s);
+    const xml = junitXml(result);
+    expectJunitMatches(result, xml);
+    expect(xml).toMatch(/<error [^>]*type="crash"/);
+    expect(xml).toMatch(/<failure /);
+    expect(xml).toMatch(/<skipped message="/);
+    const md = markdownSummary(result);
+    expectMarkdownMatches(result, md);
+    expect(md).toMatch(/probe\.release\*\* \(crash\): the check killed its process: SIGSEGV/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// The well-formedness check itself: it must reject what a broken serializer would produce.
+
+describe('the XML well-formedness check', () => {
+  it('accepts well-formed documents', () => {
+    const e = parseXml('<?xml version="1.0" encoding="UTF-8"?>\n<!-- c --><a x="1 &amp; &#xA;&#10;" y=\'"\'><b/><![CDATA[<&]]>t&lt;<?pi x?></a>\n');
+    expect(e.attrs).toEqual({ x: '1 & \n\n', y: '"' });
+    expect(e.text).toBe('<&t<');
+  });
+
+  it.each([
+    ['an unescaped &', '<a>&</a>'],
+    ['an unknown entity', '<a>&nbsp;</a>'],
+    ['< in an attribute', '<a x="<"/>'],
+    ['an unquoted attribute', '<a x=1/>'],
+    ['a duplicate attribute', '<a x="1" x="2"/>'],
+    ['no space between attributes', '<a x="1"y="2"/>'],
+    ['mismatched tags', '<a><b></a></b>'],
+    ['an unclosed element', '<a><b/>'],
+    ['two roots', '<a/><b/>'],
+    ['text after the root', '<a/>x'],
+    [']]> in character data', '<a>]]></a>'],
+    ['a control character', '<a>\u0007</a>'],
+    ['a reference to a control character', '<a>&#x1b;</a>'],
+    ['a lone surrogate', '<a>\ud800</a>'],
+    ['an unterminated CDATA section', '<a><![CDATA[x</a>'],
+    ['-- in a comment', '<a><!-- a -- b --></a>'],
+    ['a late XML declaration', '<a><?xml version="1.0"?></a>'],
+    ['a bad name', '<1a/>'],
+  ])('rejects %s', (_what, doc) => {
+    expect(() => parseXml(doc)).toThrow(/not well-formed/);
+  });
+});
