@@ -189,7 +189,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
           hook?.includes('/') ? (hook.startsWith(`${d.id}/`) ? hook.slice(d.id.length + 1) : undefined) : hook;
         const crash = forDevice(o.forceCrash);
         const hang = forDevice(o.forceHang);
-        return { device: d.id, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
+        const { device: model, native: _native, ...plain } = d;
+        return { device: d.id, discovered: { ...plain, framework: model.framework }, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
       }),
       {
         timeoutS: o.timeoutS,

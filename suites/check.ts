@@ -40,6 +40,12 @@ export interface Check {
 /** The options of a run, given to the suites with Vitest's provide/inject (key `mappedReg`). */
 export interface SuiteOptions {
   device: string;
+  /**
+   * What the command's discovery found of a device that never registers (OpenCL, Vulkan, CPU): such a device is
+   * rebuilt from this instead of being discovered again (its checks need no driver, and an ICD may not load the
+   * same way in the runner's worker thread). CUDA and HIP devices are always discovered again, for their ops.
+   */
+  discovered?: PlainDevice;
   scratchDir: string;
   sizeMiB: number;
   runs: number;
@@ -51,6 +57,9 @@ export interface SuiteOptions {
   /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns). */
   forceHang?: string;
 }
+
+/** The JSON-safe part of a discovered device. */
+export type PlainDevice = Omit<DiscoveredDevice, 'device' | 'native'> & { framework: string };
 
 declare module 'vitest' {
   interface ProvidedContext {

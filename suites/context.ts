@@ -19,6 +19,13 @@ export function deviceContext(): CheckContext {
   if (!shared) {
     const options = inject('mappedReg');
     const backend = options.device.split(':')[0] as Backend;
+    const plain = options.discovered;
+    if (plain && plain.id === options.device && !['cuda', 'hip'].includes(plain.backend)) {
+      const { framework, ...rest } = plain;
+      const device: DiscoveredDevice = { ...rest, device: { id: plain.id, framework, name: plain.name, type: plain.type } };
+      shared = { device, options, log: () => {} };
+      return shared;
+    }
     if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${options.device}`);
     const found = discover([backend]);
     const device = found.devices.find((d) => d.id === options.device);
