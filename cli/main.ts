@@ -50,7 +50,7 @@ function options(a: Args, listOnly: boolean) {
     const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
     if (problem) throw new UsageError(problem);
   }
-  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
+  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), tty: process.stdout.isTTY === true, write: (t: string) => process.stdout.write(t), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
 }
 
 async function execute(a: Args, listOnly: boolean): Promise<void> {

@@ -12,6 +12,7 @@ import type { CheckStatus } from '../suites/check.js';
 import { appendFileSync } from 'node:fs';
 import { junitXml } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
+import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevices } from './orchestrate.js';
 
 export type { CheckResult } from './orchestrate.js';
@@ -53,6 +54,10 @@ export interface RunOptions {
   forceCrash?: string;
   forceHang?: string;
   out: (line: string) => void;
+  /** stdout is a terminal: progress is redrawn in place rather than printed a line a check. */
+  tty?: boolean;
+  /** Raw output for the redrawn progress (default: through `out`, a line at a time). */
+  write?: (text: string) => void;
 }
 
 export interface RunResult {
@@ -183,6 +188,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     process.once('SIGINT', onInterrupt);
     for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
     o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
+    const write = o.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => o.out(l)));
+    const progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
     runs = await runDevices(
       selected.map((d) => {
         const forDevice = (hook: string | undefined): string | undefined =>
@@ -192,16 +199,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
         const { device: model, native: _native, ...plain } = d;
         return { device: d.id, discovered: { ...plain, framework: model.framework }, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
       }),
-      {
-        timeoutS: o.timeoutS,
-        onEvent: (device, e) => {
-          if (e.type === 'result') {
-            const detail = e.status === 'skip' ? '' : ` ${e.observed ?? e.message ?? ''}`;
-            o.out(`  [${((performance.now() - t0) / 1000).toFixed(1)} s] ${device} ${e.id} ${e.status}${detail ? ` -${detail.slice(0, 140)}` : ''}`);
-          } else if (e.type === 'error') o.out(`  ${device} error: ${e.message}`);
-        },
-      },
+      { timeoutS: o.timeoutS, onEvent: (device, e) => progress.event(device, e) },
     );
+    progress.finish();
     process.removeListener('SIGINT', onInterrupt);
     // the scratch files of the runner processes, if any was killed before it could remove its own
     for (const dir of [o.scratchDir, '/dev/shm']) {

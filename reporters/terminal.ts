@@ -1,0 +1,106 @@
+// Progress while the checks run. On a terminal: one status line per device, redrawn in place (checks done, the
+// one running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
+// terminal (CI logs, pipes): one plain line per check result.
+import type { CheckStatus } from '../suites/check.js';
+
+export interface ProgressEvent {
+  type: string;
+  id?: string;
+  status?: CheckStatus;
+  observed?: string;
+  message?: string;
+}
+
+interface DeviceState {
+  done: number;
+  running?: string;
+  counts: Record<CheckStatus, number>;
+  finished: boolean;
+}
+
+const emptyCounts = (): Record<CheckStatus, number> => ({ pass: 0, warn: 0, fail: 0, timeout: 0, crash: 0, skip: 0 });
+
+export class Progress {
+  readonly #devices = new Map<string, DeviceState>();
+  readonly #t0 = performance.now();
+  #drawn = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly write: (text: string) => void,
+    private readonly tty: boolean,
+    devices: string[],
+  ) {
+    for (const d of devices) this.#devices.set(d, { done: 0, counts: emptyCounts(), finished: false });
+    if (tty) {
+      this.#draw();
+      this.#timer = setInterval(() => this.#draw(), 250);
+      this.#timer.unref();
+    }
+  }
+
+  #elapsed(): string {
+    return `${((performance.now() - this.#t0) / 1000).toFixed(1)} s`;
+  }
+
+  /** A line printed for good (above the status block on a terminal). */
+  #line(text: string): void {
+    if (this.tty) {
+      this.#clear();
+      this.write(`${text}\n`);
+      this.#draw();
+    } else {
+      this.write(`${text}\n`);
+    }
+  }
+
+  #clear(): void {
+    if (this.#drawn > 0) this.write(`\x1b[${this.#drawn}A\x1b[0J`);
+    this.#drawn = 0;
+  }
+
+  #draw(): void {
+    this.#clear();
+    const width = Math.max(...[...this.#devices.keys()].map((d) => d.length), 6);
+    const lines = [...this.#devices].map(([device, s]) => {
+      const c = s.counts;
+      const failing = c.fail + c.timeout + c.crash;
+      const what = s.finished ? 'done' : (s.running ?? 'starting');
+      return `  ${device.padEnd(width)}  ${String(s.done).padStart(3)} checks  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip  ${what}`;
+    });
+    lines.push(`  ${this.#elapsed()}`);
+    this.write(`${lines.join('\n')}\n`);
+    this.#drawn = lines.length;
+  }
+
+  event(device: string, e: ProgressEvent): void {
+    const s = this.#devices.get(device);
+    if (!s) return;
+    if (e.type === 'start' && e.id) {
+      s.running = e.id;
+    } else if (e.type === 'result' && e.id && e.status) {
+      s.done += 1;
+      s.counts[e.status] += 1;
+      if (s.running === e.id) delete s.running;
+      const detail = e.status === 'skip' ? '' : (e.observed ?? e.message ?? '');
+      const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail.slice(0, 140)}` : ''}`;
+      // on a terminal only what did not pass stays on screen; in a log every check has its line
+      if (!this.tty || (e.status !== 'pass' && e.status !== 'skip')) this.#line(text);
+      else this.#draw();
+    } else if (e.type === 'error' && e.message) {
+      this.#line(`  ${device} error: ${e.message}`);
+    } else if (e.type === 'end') {
+      s.finished = true;
+      if (this.tty) this.#draw();
+    }
+  }
+
+  /** Stops redrawing; the status block stays as the last state. */
+  finish(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.tty) {
+      for (const s of this.#devices.values()) s.finished = true;
+      this.#draw();
+    }
+  }
+}
