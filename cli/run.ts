@@ -71,6 +71,8 @@ export interface RunResult {
   gpuDriverFound: boolean;
   /** The run was interrupted (SIGINT): what finished is here, the rest is missing. */
   incomplete?: boolean;
+  /** Wall time of the command's phases (ms): discovery, the devices' checks (all at once), the reports. */
+  phasesMs?: { discovery: number; checks: number; reports: number };
   devices: DeviceResult[];
 }
 
@@ -152,6 +154,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const found = discover(o.backends);
+  const tDiscovered = performance.now();
   // A driver library named by the user that did not load is bad input, refused before anything runs.
   for (const [env, backend] of [['MAPPED_REG_CUDA_LIBRARY', 'cuda'], ['MAPPED_REG_HIP_LIBRARY', 'hip']] as const) {
     const report = found.backends.find((b) => b.backend === backend);
@@ -212,6 +215,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
       }
     }
   }
+  const tChecked = performance.now();
   const devices = selected.map((d) => deviceResult(d, runs.find((r) => r.device === d.id), o, fsType));
 
   o.out('');
@@ -237,12 +241,16 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     backends: found.backends,
     gpuDriverFound: found.gpuDriverFound,
     ...(interrupted ? { incomplete: true } : {}),
+    phasesMs: { discovery: tDiscovered - t0, checks: tChecked - tDiscovered, reports: 0 },
     devices,
   };
+  const tReports = performance.now();
+  const junit = o.junit ? junitXml(result) : undefined;
+  const markdown = process.env.GITHUB_STEP_SUMMARY && !o.listOnly ? markdownSummary(result) : undefined;
+  result.phasesMs!.reports = performance.now() - tReports; // building them; the writes follow
   if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
-  if (o.junit) writeAtomically(o.junit, junitXml(result));
-  const summary = process.env.GITHUB_STEP_SUMMARY;
-  if (summary && !o.listOnly) appendFileSync(summary, `${markdownSummary(result)}\n`);
+  if (o.junit && junit !== undefined) writeAtomically(o.junit, junit);
+  if (markdown !== undefined) appendFileSync(process.env.GITHUB_STEP_SUMMARY!, `${markdown}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
   if (interrupted) return { result, exitCode: 130 };
   const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));

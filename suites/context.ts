@@ -38,21 +38,28 @@ export function deviceContext(): CheckContext {
   return shared;
 }
 
-let probed: ProbeReport | undefined;
-let probedScratch: { dir: string; fsType: string; sizeBytes: number } | undefined;
+export interface Probed {
+  report: ProbeReport;
+  scratch: { dir: string; fsType: string; sizeBytes: number };
+  /** Where the time went: making, mapping and reading back the scratch file; the self-test itself. */
+  phasesMs: { scratchFile: number; probe: number };
+}
+let probed: Probed | undefined;
 
 /** The self-test on a scratch region of `--size` MiB, run once per process; later callers get its report. */
-export function probeOnce(ctx: CheckContext): { report: ProbeReport; scratch: { dir: string; fsType: string; sizeBytes: number } } {
-  if (!probed || !probedScratch) {
+export function probeOnce(ctx: CheckContext): Probed {
+  if (!probed) {
+    const t0 = performance.now();
     const region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+    const t1 = performance.now();
     try {
-      probed = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
-      probedScratch = { dir: region.dir, fsType: region.fsType, sizeBytes: region.size };
+      const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
+      probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size }, phasesMs: { scratchFile: t1 - t0, probe: performance.now() - t1 } };
     } finally {
       region.close();
     }
   }
-  return { report: probed, scratch: probedScratch };
+  return probed;
 }
 
 /** The device's raw ops, or undefined for a device without any (not CUDA or HIP). */

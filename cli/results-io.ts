@@ -1,0 +1,98 @@
+// Reading a results file (what `run --json FILE` wrote) for compare, merge and report: parsed, checked against
+// reporters/results.schema.json, or refused with one line that names the file and the reason.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ValidateFunction } from 'ajv';
+import type { DeviceResult, RunResult } from './run.js';
+
+/** Bad input (a results or expectations file): the command prints the message, one line, and exits 2. */
+export class InputError extends Error {
+  constructor(message: string) {
+    super(oneLine(message));
+    this.name = 'InputError';
+  }
+}
+
+/** The machine a device was run on: a device of a merged file carries the `host` of the file it came from. */
+export interface Host {
+  hostname: string;
+  kernel: string;
+  platform: string;
+}
+
+/** A device as read from a results file: a merged file adds its host. */
+export type DeviceWithHost = DeviceResult & { host?: Host };
+
+/** The only schemaVersion this tool reads and writes. */
+export const SCHEMA_VERSION = 1;
+
+const oneLine = (s: string): string => s.replace(/\s+/g, ' ').trim();
+
+// The schema ships in the npm package as reporters/results.schema.json, beside dist/: from the compiled
+// dist/cli/results-io.js it is ../../reporters/, from this source file (under Vitest) ../reporters/.
+const SCHEMA_CANDIDATES = ['../../reporters/results.schema.json', '../reporters/results.schema.json'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+
+/** Where the schema was found (the first candidate that exists). */
+export function schemaPath(): string {
+  const found = SCHEMA_CANDIDATES.find((p) => existsSync(p));
+  if (!found) throw new Error(`results.schema.json not found (looked at ${SCHEMA_CANDIDATES.join(', ')}): the package is incomplete`);
+  return found;
+}
+
+let validator: ValidateFunction | undefined;
+
+/** The schema's validator (compiled once). */
+export function resultsValidator(): ValidateFunction {
+  if (!validator) {
+    const schema = JSON.parse(readFileSync(schemaPath(), 'utf8')) as object;
+    validator = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
+  }
+  return validator;
+}
+
+/** The schema's complaints about `data`, on one line; undefined when it validates. */
+export function schemaProblems(data: unknown): string | undefined {
+  const validate = resultsValidator();
+  if (validate(data)) return undefined;
+  const errors = validate.errors ?? [];
+  // `if`/`then` failures repeat what the failure inside them says
+  const useful = errors.filter((e) => e.keyword !== 'if');
+  const shown = (useful.length ? useful : errors).slice(0, 3).map((e) => {
+    const where = e.instancePath || '/';
+    if (e.keyword === 'required') return `${e.instancePath || ''}/${String((e.params as { missingProperty?: string }).missingProperty)} is required`;
+    if (e.keyword === 'enum') return `${where} ${e.message ?? 'is invalid'} (${((e.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')})`;
+    return `${where} ${e.message ?? 'is invalid'}`;
+  });
+  const more = errors.length > shown.length ? ` (and ${errors.length - shown.length} more)` : '';
+  return `${shown.join('; ')}${more}`;
+}
+
+/** A results file's text, parsed and checked; `file` names it in the errors. */
+export function parseResults(text: string, file: string): RunResult {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new InputError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InputError(`${file}: not a results file (the top level is not a JSON object)`);
+  if ('schemaVersion' in data && (data as { schemaVersion: unknown }).schemaVersion !== SCHEMA_VERSION) {
+    const v = JSON.stringify((data as { schemaVersion: unknown }).schemaVersion);
+    throw new InputError(`${file}: unknown schemaVersion ${v} (this version of mapped-reg-conformance reads schemaVersion ${SCHEMA_VERSION})`);
+  }
+  const problems = schemaProblems(data);
+  if (problems) throw new InputError(`${file}: not a valid results file: ${problems}`);
+  return data as RunResult;
+}
+
+/** Reads and checks a results file: not readable, not JSON, another schemaVersion or not the schema's shape: InputError. */
+export function readResults(file: string): RunResult {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new InputError(`${file}: cannot read it (${err.code ?? err.message})`);
+  }
+  return parseResults(text, file);
+}
