@@ -9,18 +9,8 @@ import type { RunnerEvent } from '../reporters/events.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
 
-export interface CheckResult {
-  id: string;
-  suite: SuiteName | 'run';
-  title: string;
-  status: CheckStatus;
-  durationMs: number;
-  expected?: string;
-  observed?: string;
-  message?: string;
-  data?: Record<string, unknown>;
-  log?: string[];
-}
+/** A check's result as reported: what the check wrote, or what the command saw of its process (crash, timeout). */
+export type CheckResult = Omit<ResultEvent, 'type'>;
 
 export interface DeviceRun {
   device: string;
