@@ -76,6 +76,8 @@ export interface FileSummary {
   finishedAt: string;
   tool: string;
   devices: number;
+  /** The run was interrupted: checks it did not reach show as missing. */
+  incomplete?: boolean;
 }
 
 export interface Comparison {
@@ -216,7 +218,7 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
 }
 
 function summary(r: RunResult): FileSummary {
-  return { hostname: r.host.hostname, startedAt: r.startedAt, finishedAt: r.finishedAt, tool: `${r.tool.name} ${r.tool.version}`, devices: r.devices.length };
+  return { hostname: r.host.hostname, startedAt: r.startedAt, finishedAt: r.finishedAt, tool: `${r.tool.name} ${r.tool.version}`, devices: r.devices.length, ...(r.incomplete ? { incomplete: true } : {}) };
 }
 
 function pairs(old: RunResult, neu: RunResult): { matchedByHost: boolean; pairs: [string, Pair][] } {
@@ -301,7 +303,8 @@ export async function gate(old: RunResult, neu: RunResult, expectations: Expecta
       if (!(flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict'))) continue;
       const r = await once(p.new.id, ch.check);
       const oldCheck = p.old?.checks.find((x) => x.id === ch.check);
-      const again = r ? classify(oldCheck, r).kind : 'regression';
+      // a re-run that skipped proves nothing
+      const again = r && r.status !== 'skip' ? classify(oldCheck, r).kind : 'regression';
       const rerunInfo = r ? { status: r.status, ...(r.observed ? { observed: short(r.observed)! } : {}) } : undefined;
       d.changes[i] = again === 'regression'
         ? { ...ch, note: `${ch.note ? `${ch.note}, ` : ''}${r ? `re-run: ${r.status}` : 'could not be re-run'}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) }
@@ -330,10 +333,9 @@ const driverChange = (d: DeviceComparison): string => {
   const { old: o, new: n } = d.driver;
   if (o === undefined || n === undefined) return arrow(o, n);
   if (o === n) return o;
-  const [on, ...ov] = o.split(' ');
-  const [nn, ...nv] = n.split(' ');
-  return on === nn ? `${o} -> ${nv.join(' ')}` : `${o} -> ${n}`;
-  void ov;
+  const oName = o.split(' ')[0];
+  const nWords = n.split(' ');
+  return oName === nWords[0] ? `${o} -> ${nWords.slice(1).join(' ')}` : `${o} -> ${n}`;
 };
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
@@ -367,7 +369,7 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
   const out: string[] = [];
   const head = (which: 'old' | 'new'): string => {
     const s = c[which];
-    return `${which === 'old' ? 'OLD' : 'NEW'}: ${labels ? `${labels[which]} ` : ''}(${s.hostname}, ${s.startedAt}, ${s.tool}, ${plural(s.devices, 'device')})`;
+    return `${which === 'old' ? 'OLD' : 'NEW'}: ${labels ? `${labels[which]} ` : ''}(${s.hostname}, ${s.startedAt}, ${s.tool}, ${plural(s.devices, 'device')}${s.incomplete ? ', INCOMPLETE: interrupted' : ''})`;
   };
   out.push(head('old'), head('new'));
   if (c.expectations) out.push(`expectations: ${c.expectations}`);
@@ -385,8 +387,8 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
       .filter((ch) => ch.kind !== 'unchanged' && !(d.presence !== 'both' && (ch.kind === 'new' || ch.kind === 'missing')))
       .sort((a, b) => CHANGE_KINDS.indexOf(a.kind) - CHANGE_KINDS.indexOf(b.kind));
     if (shown.length === 0 && d.presence === 'both') continue;
-    out.push('', `${deviceLabel(d)} (${d.pciBusId ?? 'no PCI bus id'}), ${d.driver.old ?? '(none)'} -> ${d.driver.new ?? '(none)'}`);
-    if (d.presence === 'new') out.push(`  new device: ${plural(d.counts.new + d.counts.regression + d.counts.expected + d.counts.unchanged, 'check')}, not in OLD`);
+    out.push('', `${deviceLabel(d)} (${d.pciBusId ?? 'no PCI bus id'}), driver ${driverChange(d)}`);
+    if (d.presence === 'new') out.push(`  new device: ${plural(d.changes.length - 1, 'check')}, not in OLD`);
     if (d.presence === 'missing') out.push(`  missing device: ${plural(d.changes.length - 1, 'check')} in OLD, the device is not in NEW`);
     const rowsD = shown.map((ch) => [`  ${LINE_KIND[ch.kind]}`, ch.check, arrow(ch.old, ch.new), [ch.note, ch.detail].filter(Boolean).join(': ')]);
     if (rowsD.length) out.push(...table(rowsD));

@@ -1,0 +1,47 @@
+// merge FILE.json... -o OUT.json: the results of many machines (a Kubernetes Job per node, a Slurm task per
+// node, a CI matrix) as one results file, for compare and report. Each device carries the `host` of the file it
+// came from; the top-level host is `merged`. The output is a results file of the same schemaVersion and
+// validates against reporters/results.schema.json.
+import { InputError, type DeviceWithHost, type Host } from './results-io.js';
+import type { RunResult } from './run.js';
+
+/** A merged file: a results file whose devices carry their host, with where each part came from. */
+export type MergedResult = Omit<RunResult, 'devices'> & {
+  devices: DeviceWithHost[];
+  merged: { hostname: string; kernel: string; platform: string; startedAt: string; finishedAt: string; tool: string; devices: number; incomplete?: boolean }[];
+};
+
+const unique = (xs: string[]): string => [...new Set(xs)].join(', ');
+
+/**
+ * Merges results files (already read with readResults). `names` (the files' names, same order) only make the
+ * errors clearer. Refuses an empty list and files of different schemaVersion (InputError). A device that
+ * already carries `host` (a file merged before) keeps it, so merged files merge again.
+ */
+export function mergeResults(files: RunResult[], names?: string[]): MergedResult {
+  const name = (i: number): string => names?.[i] ?? `file ${i + 1}`;
+  if (files.length === 0) throw new InputError('merge: no results file given');
+  const version = files[0]!.schemaVersion;
+  files.forEach((f, i) => {
+    if (f.schemaVersion !== version) throw new InputError(`${name(i)}: schemaVersion ${JSON.stringify(f.schemaVersion)} differs from ${name(0)}'s ${JSON.stringify(version)}: files of different schema versions cannot be merged`);
+  });
+  const parts = files.flatMap((f) => ((f as Partial<MergedResult>).merged ? (f as MergedResult).merged : [{ ...f.host, startedAt: f.startedAt, finishedAt: f.finishedAt, tool: `${f.tool.name} ${f.tool.version}`, devices: f.devices.length, ...(f.incomplete ? { incomplete: true } : {}) }]));
+  const hosts: Host[] = parts.map((p) => ({ hostname: p.hostname, kernel: p.kernel, platform: p.platform }));
+  const byTime = (key: 'startedAt' | 'finishedAt', pick: (a: number, b: number) => boolean): string =>
+    files.map((f) => f[key]).reduce((best, t) => (pick(Date.parse(t), Date.parse(best)) ? t : best));
+  const devices: DeviceWithHost[] = files.flatMap((f) => (f.devices as DeviceWithHost[]).map((d) => ({ ...d, host: d.host ?? { ...f.host } })));
+  const incomplete = files.some((f) => f.incomplete);
+  return {
+    schemaVersion: version,
+    tool: { name: files[0]!.tool.name, version: unique(files.map((f) => f.tool.version)) },
+    host: { hostname: 'merged', kernel: unique(hosts.map((h) => h.kernel)), platform: unique(hosts.map((h) => h.platform)) },
+    startedAt: byTime('startedAt', (a, b) => a < b),
+    finishedAt: byTime('finishedAt', (a, b) => a > b),
+    options: { merged: files.map((f) => ({ hostname: f.host.hostname, options: f.options })) },
+    backends: files.flatMap((f) => (f.backends ?? []).map((b) => ({ ...b, host: (b as { host?: string }).host ?? f.host.hostname }))),
+    gpuDriverFound: files.some((f) => f.gpuDriverFound),
+    ...(incomplete ? { incomplete: true } : {}),
+    merged: parts,
+    devices,
+  };
+}
