@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The command: `mapped-reg-conformance [run]` and `mapped-reg-conformance list`.
+// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge` and `report`.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +7,12 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { BACKENDS, type Backend } from '../bindings/discovery.js';
 import { scratchDirProblem } from '../bindings/scratch.js';
-import { run, UsageError } from './run.js';
+import { htmlReport } from '../reporters/html.js';
+import { comparisonJson, compareResults, exitStatus, formatComparison, gate } from './compare.js';
+import { readExpectations, type Expectations } from './expectations.js';
+import { mergeResults } from './merge.js';
+import { InputError, readResults } from './results-io.js';
+import { run, UsageError, writeAtomically, type RunResult } from './run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -34,6 +39,8 @@ interface Args {
   json?: string;
   junit?: string;
   timeout: number;
+  baseline?: string;
+  expectations?: string;
 }
 
 function options(a: Args, listOnly: boolean) {
@@ -53,14 +60,32 @@ function options(a: Args, listOnly: boolean) {
   return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), tty: process.stdout.isTTY === true, write: (t: string) => process.stdout.write(t), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
 }
 
-async function execute(a: Args, listOnly: boolean): Promise<void> {
+/** Bad usage and bad input files end the command with one line on stderr and status 2. */
+async function guarded(body: () => Promise<void> | void): Promise<void> {
   try {
-    const o = options(a, listOnly);
-    process.exitCode = (await run(o, { name: pkg.name, version: pkg.version })).exitCode;
+    await body();
   } catch (e) {
-    if (e instanceof UsageError) fail(e.message);
+    if (e instanceof UsageError || e instanceof InputError) fail(e.message);
     throw e;
   }
+}
+
+const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
+
+function execute(a: Args, listOnly: boolean): Promise<void> {
+  return guarded(async () => {
+    const o = options(a, listOnly);
+    // the baseline and the expectations are read before anything runs: a bad one is refused up front
+    const baseline = !listOnly && a.baseline ? readResults(resolve(a.baseline)) : undefined;
+    const expectations = expectationsOf(a.expectations);
+    const outcome = await run(o, { name: pkg.name, version: pkg.version });
+    process.exitCode = outcome.exitCode;
+    if (baseline && outcome.exitCode !== 130) {
+      const c = await gate(baseline, outcome.result, expectations, outcome.rerun);
+      process.stdout.write(`\n${formatComparison(c, { old: a.baseline!, new: 'this run' })}\n`);
+      process.exitCode = exitStatus(c);
+    }
+  });
 }
 
 const common = {
@@ -73,13 +98,60 @@ const common = {
   timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
   json: { type: 'string', describe: 'write the results as JSON to this file' },
   junit: { type: 'string', describe: 'write JUnit XML to this file: one testsuite per device, with its verdict' },
+  baseline: { type: 'string', describe: 'compare with this earlier results file after the run, as a gate: exit 1 on a regression, else 0' },
+  expectations: { type: 'string', describe: 'known failures and flakes (deqp-runner style) for --baseline' },
 } as const;
 
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, probe the devices that need the self-test', common, (a) => execute(a as unknown as Args, false))
   .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
+  .command(
+    'compare <old> <new>',
+    'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
+    (y) =>
+      y
+        .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
+        .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
+        .option('expectations', common.expectations)
+        .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
+    (a) =>
+      guarded(() => {
+        const c = compareResults(readResults(resolve(a.old)), readResults(resolve(a.new)), expectationsOf(a.expectations));
+        process.stdout.write(a.json ? `${comparisonJson(c)}\n` : `${formatComparison(c, { old: a.old, new: a.new })}\n`);
+        process.exitCode = exitStatus(c);
+      }),
+  )
+  .command(
+    'merge <files..>',
+    'results from many machines into one file, for compare and report',
+    (y) =>
+      y
+        .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
+        .option('o', { alias: 'output', type: 'string', demandOption: true, describe: 'the merged file' }),
+    (a) =>
+      guarded(() => {
+        const files = a.files.map((f) => resolve(f));
+        const merged = mergeResults(files.map(readResults), files);
+        writeAtomically(resolve(a.o), `${JSON.stringify(merged, null, 2)}\n`);
+        process.stdout.write(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${a.o}\n`);
+      }),
+  )
+  .command(
+    'report <files..>',
+    'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
+    (y) =>
+      y
+        .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
+        .option('html', { type: 'string', demandOption: true, describe: 'the page to write' }),
+    (a) =>
+      guarded(() => {
+        const results: RunResult[] = a.files.map((f) => readResults(resolve(f)));
+        writeAtomically(resolve(a.html), htmlReport(results));
+        process.stdout.write(`report of ${results.length} file(s) written to ${a.html}\n`);
+      }),
+  )
   .strict()
   .fail((msg, err) => {
     if (err && !(err instanceof UsageError)) throw err;
@@ -87,7 +159,8 @@ await yargs(hideBin(process.argv))
   })
   .epilogue(
     'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n' +
-      'Exit status: 0 every device conformant; 1 a check failed; 2 bad usage or bad input.',
+      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed (or a regression);\n' +
+      '2 bad usage or bad input; 130 interrupted.',
   )
   .version(pkg.version)
   .help()

@@ -13,7 +13,8 @@ import { appendFileSync } from 'node:fs';
 import { junitXml } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
-import { type CheckResult, type DeviceRun, interruptAll, runDevices } from './orchestrate.js';
+import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
+import type { SuiteOptions } from '../suites/check.js';
 
 export type { CheckResult } from './orchestrate.js';
 
@@ -150,7 +151,14 @@ function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOpt
   return result;
 }
 
-export async function run(o: RunOptions, tool: { name: string; version: string }): Promise<{ result: RunResult; exitCode: number }> {
+export interface RunOutcome {
+  result: RunResult;
+  exitCode: number;
+  /** Runs one check of one device again, in a new process of that device (the baseline gate's flake re-run). */
+  rerun: (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
+}
+
+export async function run(o: RunOptions, tool: { name: string; version: string }): Promise<RunOutcome> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
   const found = discover(o.backends);
@@ -180,6 +188,14 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   }
   if (!found.gpuDriverFound) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
+  const suiteOptions: SuiteOptions[] = selected.map((d) => {
+    const forDevice = (hook: string | undefined): string | undefined =>
+      hook?.includes('/') ? (hook.startsWith(`${d.id}/`) ? hook.slice(d.id.length + 1) : undefined) : hook;
+    const crash = forDevice(o.forceCrash);
+    const hang = forDevice(o.forceHang);
+    const { device: model, native: _native, ...plain } = d;
+    return { device: d.id, discovered: { ...plain, framework: model.framework }, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
+  });
   let runs: DeviceRun[] = [];
   let interrupted = false;
   const onInterrupt = (): void => {
@@ -194,14 +210,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const write = o.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => o.out(l)));
     const progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
     runs = await runDevices(
-      selected.map((d) => {
-        const forDevice = (hook: string | undefined): string | undefined =>
-          hook?.includes('/') ? (hook.startsWith(`${d.id}/`) ? hook.slice(d.id.length + 1) : undefined) : hook;
-        const crash = forDevice(o.forceCrash);
-        const hang = forDevice(o.forceHang);
-        const { device: model, native: _native, ...plain } = d;
-        return { device: d.id, discovered: { ...plain, framework: model.framework }, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
-      }),
+      suiteOptions,
       { timeoutS: o.timeoutS, onEvent: (device, e) => progress.event(device, e) },
     );
     progress.finish();
@@ -252,7 +261,15 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   if (o.junit && junit !== undefined) writeAtomically(o.junit, junit);
   if (markdown !== undefined) appendFileSync(process.env.GITHUB_STEP_SUMMARY!, `${markdown}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
-  if (interrupted) return { result, exitCode: 130 };
+  const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
+    const options = suiteOptions.find((s) => s.device === deviceId);
+    const device = devices.find((d) => d.id === deviceId);
+    if (!options || !device) return undefined;
+    const others = device.checks.map((c) => c.id).filter((id) => id !== checkId);
+    const again = await runDevice({ ...options, skip: others }, { timeoutS: o.timeoutS });
+    return again.checks.find((c) => c.id === checkId);
+  };
+  if (interrupted) return { result, exitCode: 130, rerun };
   const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));
-  return { result, exitCode: failed ? 1 : 0 };
+  return { result, exitCode: failed ? 1 : 0, rerun };
 }
