@@ -1,0 +1,536 @@
+// The history report (`report FILE.json... --html OUT.html`): one self-contained HTML page from several runs'
+// JSON results. A table of every device x driver version (verdict, check counts, failing checks), then, per
+// device, hand-written inline SVG charts of the registered and staged GB/s across driver versions and of their
+// ratio. Nothing on the page is fetched: no script, no external style, font or image; a Content-Security-Policy
+// of `default-src 'none'` says so to the browser too.
+//
+// Devices are told apart by backend, name and PCI bus id (the device id when there is none, as for CPU
+// devices), and by host name when the results come from several hosts. Driver versions are ordered naturally
+// (13.0 < 13.1, 7.2.4 < 7.2.10), runs of the same version by their start time. Every number drawn in a chart is
+// written beside it as text with 2 decimals. All text from results (device names come from drivers) is escaped.
+// Older result files lack fields (verdict.text, backends, timing.ratio...): what is missing is shown as '-'.
+import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+
+type Status = CheckResult['status'];
+const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'skip'];
+const FAILING: readonly Status[] = ['fail', 'timeout', 'crash'];
+
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
+const NOT_A_CHAR = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uFFFE\uFFFF]/g;
+
+/** `s` as HTML text or a quoted attribute value: markup characters as entities, control characters and non-characters as U+FFFD. */
+export function escapeHtml(s: string): string {
+  return String(s)
+    .replace(CONTROL, '\uFFFD')
+    .replace(NOT_A_CHAR, '\uFFFD')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+/**
+ * Natural order of version strings: runs of digits compare as numbers (7.2.4 < 7.2.10, 13.0 < 13.1), anything
+ * else as text; a version that is a prefix of the other comes first.
+ */
+export function compareVersions(a: string, b: string): number {
+  const ta = a.match(/\d+|\D+/g) ?? [];
+  const tb = b.match(/\d+|\D+/g) ?? [];
+  for (let i = 0; i < Math.min(ta.length, tb.length); i++) {
+    const x = ta[i]!;
+    const y = tb[i]!;
+    const dx = /^\d/.test(x);
+    const dy = /^\d/.test(y);
+    if (dx && dy) {
+      // as numbers without loss of precision: strip leading zeros, then longer is larger
+      const nx = x.replace(/^0+(?=\d)/, '');
+      const ny = y.replace(/^0+(?=\d)/, '');
+      if (nx.length !== ny.length) return nx.length - ny.length;
+      if (nx !== ny) return nx < ny ? -1 : 1;
+      if (x.length !== y.length) return x.length - y.length; // 07 after 7, for a total order
+    } else if (dx !== dy) {
+      return dx ? -1 : 1; // a number before text
+    } else if (x !== y) {
+      return x < y ? -1 : 1;
+    }
+  }
+  return ta.length - tb.length;
+}
+
+const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+const fixed = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
+const str = (x: unknown, fallback: string): string => (typeof x === 'string' && x !== '' ? x : fallback);
+
+/** One device in one run: a row of the table, a point of the charts. */
+interface Entry {
+  run: RunResult;
+  device: DeviceResult;
+  driverName: string;
+  version: string;
+  startedAt: string;
+  time: number;
+  registered?: number;
+  staged?: number;
+  ratio?: number;
+  minRelativeSpeed?: number;
+  counts: Record<Status, number>;
+  failing: { id: string; status: Status }[];
+}
+
+interface Group {
+  key: string;
+  name: string;
+  backend: string;
+  where: string;
+  host: string;
+  entries: Entry[];
+}
+
+function entryOf(run: RunResult, d: DeviceResult): Entry {
+  const checks: Partial<CheckResult>[] = Array.isArray(d.checks) ? d.checks : [];
+  const counts = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>;
+  const failing: Entry['failing'] = [];
+  for (const c of checks) {
+    const s = c.status as Status;
+    if (STATUSES.includes(s)) counts[s]++;
+    if (FAILING.includes(s)) failing.push({ id: str(c.id, '(no id)'), status: s });
+  }
+  const t = (d.timing ?? {}) as Partial<NonNullable<DeviceResult['timing']>>;
+  const registered = finite(t.registeredGBps) ? t.registeredGBps : undefined;
+  const staged = finite(t.stagedGBps) ? t.stagedGBps : undefined;
+  // older files may lack the ratio: it is then the quotient of the two speeds
+  const ratio = finite(t.ratio) ? t.ratio : registered !== undefined && staged !== undefined && staged > 0 ? registered / staged : undefined;
+  const startedAt = str(run.startedAt, '');
+  const time = Date.parse(startedAt);
+  return {
+    run,
+    device: d,
+    driverName: str(d.driver?.name, ''),
+    version: str(d.driver?.version, 'unknown'),
+    startedAt,
+    time: Number.isNaN(time) ? 0 : time,
+    ...(registered !== undefined ? { registered } : {}),
+    ...(staged !== undefined ? { staged } : {}),
+    ...(ratio !== undefined ? { ratio } : {}),
+    ...(finite(t.minRelativeSpeed) ? { minRelativeSpeed: t.minRelativeSpeed } : {}),
+    counts,
+    failing,
+  };
+}
+
+function byVersionThenTime(a: Entry, b: Entry): number {
+  return compareVersions(a.version, b.version) || a.time - b.time || (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0);
+}
+
+/** The devices of all runs, each with its entries in version order. */
+function groupDevices(results: RunResult[]): { groups: Group[]; hosts: string[] } {
+  const hosts = [...new Set(results.map((r) => str(r.host?.hostname, 'unknown host')))];
+  const several = hosts.length > 1;
+  const groups = new Map<string, Group>();
+  for (const run of results) {
+    const host = str(run.host?.hostname, 'unknown host');
+    for (const d of Array.isArray(run.devices) ? run.devices : []) {
+      const name = str(d.name, '(no name)');
+      const backend = str(d.backend, '?');
+      const where = str(d.pciBusId, str(d.id, '?'));
+      const key = JSON.stringify([several ? host : '', backend, name, where]);
+      let g = groups.get(key);
+      if (!g) {
+        g = { key, name, backend, where, host: several ? host : '', entries: [] };
+        groups.set(key, g);
+      }
+      g.entries.push(entryOf(run, d));
+    }
+  }
+  const list = [...groups.values()];
+  for (const g of list) g.entries.sort(byVersionThenTime);
+  const backendOrder = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
+  const rank = (b: string): number => (backendOrder.includes(b) ? backendOrder.indexOf(b) : backendOrder.length);
+  list.sort((a, b) => a.host.localeCompare(b.host) || rank(a.backend) - rank(b.backend) || a.name.localeCompare(b.name) || a.where.localeCompare(b.where));
+  return { groups: list, hosts };
+}
+
+function verdictClass(kind: string | undefined): string {
+  switch (kind) {
+    case 'Usable':
+      return 'good';
+    case 'Not_needed':
+      return 'neutral';
+    case 'Too_slow':
+    case 'Inconclusive':
+      return 'warn';
+    case 'Refused':
+    case 'Still_registered':
+      return 'bad';
+    default:
+      return 'neutral';
+  }
+}
+
+function verdictText(d: DeviceResult): string {
+  const v = d.verdict as Partial<DeviceResult['verdict']> | undefined;
+  if (!v) return '-';
+  if (v.text) return v.text;
+  const kind = str(v.kind, '?');
+  if (v.refusal) return `${kind} (${v.refusal}${v.reason ? ` (${v.reason})` : ''})`;
+  return v.reason ? `${kind} (${v.reason})` : kind;
+}
+
+/** A time as `YYYY-MM-DD HH:MM UTC`. */
+const utc = (t: string): string => `${new Date(Date.parse(t)).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+
+/** The start of a run as `YYYY-MM-DD HH:MM UTC`, or the text as given when it is not a time. */
+function when(e: Entry): string {
+  if (!e.startedAt) return 'unknown time';
+  if (Number.isNaN(Date.parse(e.startedAt))) return e.startedAt;
+  return utc(e.startedAt);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Charts
+
+interface Series {
+  name: string;
+  cls: string;
+  values: (number | undefined)[];
+}
+
+interface ChartSpec {
+  id: string;
+  title: string;
+  yLabel: string;
+  /** Lines of each x label: the driver version, and the run's time where a version has several runs. */
+  xLabels: string[][];
+  series: Series[];
+  /** A dashed limit per point (the ratio chart's minimum relative speed). */
+  limit?: { name: string; values: (number | undefined)[] };
+}
+
+/** A round step for about `target` ticks up to `max`: 1, 2, 2.5 or 5 times a power of ten. */
+function niceStep(max: number, target = 5): number {
+  const raw = max / target;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+function decimalsOf(step: number): number {
+  for (let d = 0; d < 6; d++) if (Math.abs(Math.round(step * 10 ** d) - step * 10 ** d) < 1e-9) return d;
+  return 6;
+}
+
+const px = (x: number): string => (Math.round(x * 10) / 10).toString();
+
+function chartSvg(spec: ChartSpec): string {
+  const n = spec.xLabels.length;
+  const longest = Math.max(8, ...spec.xLabels.flat().map((l) => l.length));
+  const band = Math.max(96, Math.ceil(longest * 6.4) + 16);
+  const left = 64;
+  const right = 20;
+  const top = 40;
+  const lines = Math.max(1, ...spec.xLabels.map((l) => l.length));
+  const bottom = 30 + lines * 14;
+  const plotH = 200;
+  const legendW = spec.series.reduce((w, s) => w + 40 + s.name.length * 7, 0) + (spec.limit ? 40 + spec.limit.name.length * 7 : 0);
+  const plotW = Math.max(band * n, legendW);
+  const bandW = plotW / n;
+  const width = left + plotW + right;
+  const height = top + plotH + bottom;
+
+  const all = [...spec.series.flatMap((s) => s.values), ...(spec.limit?.values ?? [])].filter(finite);
+  const max = Math.max(0, ...all);
+  const step = niceStep(max > 0 ? max * 1.12 : 1);
+  const yMax = Math.max(step, Math.ceil((max * 1.12) / step) * step);
+  const dec = decimalsOf(step);
+  const x = (i: number): number => left + (i + 0.5) * bandW;
+  // zero sits a little above the x axis, so that a value's label fits below its point
+  const pad = 20;
+  const y = (v: number): number => top + plotH - pad - (v / yMax) * (plotH - pad);
+
+  const titleId = `${spec.id}-title`;
+  const descId = `${spec.id}-desc`;
+  const desc = spec.xLabels
+    .map((l, i) => {
+      const vals = spec.series.map((s) => `${s.name} ${fixed(s.values[i])}`);
+      const lim = spec.limit?.values[i];
+      if (lim !== undefined) vals.push(`${spec.limit!.name} ${fixed(lim)}`);
+      return `${l.join(' ')}: ${vals.join(', ')}`;
+    })
+    .join('; ');
+
+  const out: string[] = [];
+  out.push(
+    `<svg class="chart" id="${escapeHtml(spec.id)}" role="img" aria-labelledby="${titleId} ${descId}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
+    `<title id="${titleId}">${escapeHtml(spec.title)}</title>`,
+    `<desc id="${descId}">${escapeHtml(desc)}</desc>`,
+    `<rect class="bg" x="0" y="0" width="${width}" height="${height}"/>`,
+  );
+  // grid and y axis
+  for (let k = 0; k * step <= yMax + step / 1e6; k++) {
+    const v = k * step;
+    const yy = px(y(v));
+    out.push(`<line class="grid" x1="${left}" y1="${yy}" x2="${left + plotW}" y2="${yy}"/>`);
+    out.push(`<text class="tick" x="${left - 6}" y="${yy}" text-anchor="end" dominant-baseline="middle">${v.toFixed(dec)}</text>`);
+  }
+  out.push(`<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${top + plotH}"/>`);
+  out.push(`<line class="axis" x1="${left}" y1="${top + plotH}" x2="${left + plotW}" y2="${top + plotH}"/>`);
+  out.push(
+    `<text class="axis-label" x="14" y="${px(top + plotH / 2)}" text-anchor="middle" transform="rotate(-90 14 ${px(top + plotH / 2)})">${escapeHtml(spec.yLabel)}</text>`,
+  );
+  // x labels
+  spec.xLabels.forEach((l, i) => {
+    out.push(`<line class="axis" x1="${px(x(i))}" y1="${top + plotH}" x2="${px(x(i))}" y2="${top + plotH + 5}"/>`);
+    l.forEach((line, j) => {
+      out.push(`<text class="${j === 0 ? 'xlabel' : 'xlabel sub'}" x="${px(x(i))}" y="${top + plotH + 18 + j * 14}" text-anchor="middle">${escapeHtml(line)}</text>`);
+    });
+  });
+  // legend
+  let lx = left;
+  for (const s of spec.series) {
+    out.push(`<line class="line ${s.cls}" x1="${lx}" y1="16" x2="${lx + 22}" y2="16"/><circle class="point ${s.cls}" cx="${lx + 11}" cy="16" r="3.5"/>`);
+    out.push(`<text class="legend" x="${lx + 28}" y="16" dominant-baseline="middle">${escapeHtml(s.name)}</text>`);
+    lx += 40 + s.name.length * 7;
+  }
+  if (spec.limit && spec.limit.values.some(finite)) {
+    out.push(`<line class="limit" x1="${lx}" y1="16" x2="${lx + 22}" y2="16"/>`);
+    out.push(`<text class="legend" x="${lx + 28}" y="16" dominant-baseline="middle">${escapeHtml(spec.limit.name)}</text>`);
+  }
+  // the limit: a dashed line across the bands of the points that share its value, the value written at its right end
+  if (spec.limit) {
+    const lim = spec.limit.values;
+    for (let i = 0; i < lim.length; ) {
+      const v = lim[i];
+      let j = i + 1;
+      while (j < lim.length && v !== undefined && lim[j] === v) j++;
+      if (v !== undefined) {
+        const yy = px(y(v));
+        const x2 = x(j - 1) + bandW / 2 - 4;
+        out.push(`<line class="limit" x1="${px(x(i) - bandW / 2 + 4)}" y1="${yy}" x2="${px(x2)}" y2="${yy}"/>`);
+        out.push(`<text class="value limit-value" data-series="limit" data-index="${i}" x="${px(x2 - 2)}" y="${px(y(v) + 13)}" text-anchor="end">${v.toFixed(2)}</text>`);
+      }
+      i = j;
+    }
+  }
+  // lines, broken where a run has no value
+  for (const s of spec.series) {
+    let run: string[] = [];
+    const flush = (): void => {
+      if (run.length > 1) out.push(`<polyline class="line ${s.cls}" points="${run.join(' ')}"/>`);
+      run = [];
+    };
+    s.values.forEach((v, i) => {
+      if (v === undefined) flush();
+      else run.push(`${px(x(i))},${px(y(v))}`);
+    });
+    flush();
+  }
+  // points and their values: at each x, the higher value's label above its point, the lower's below
+  spec.xLabels.forEach((l, i) => {
+    if (spec.series.every((s) => s.values[i] === undefined)) {
+      out.push(`<text class="missing" x="${px(x(i))}" y="${px(top + plotH / 2)}" text-anchor="middle">not measured</text>`);
+    }
+    const here = spec.series.map((s) => ({ s, v: s.values[i] })).filter((p): p is { s: Series; v: number } => p.v !== undefined);
+    const highest = Math.max(...here.map((p) => p.v));
+    for (const [k, p] of here.entries()) {
+      const above = here.length === 1 || (p.v === highest && here.findIndex((q) => q.v === highest) === k);
+      const label = `${p.s.name} at ${l.join(' ')}: ${p.v.toFixed(2)}`;
+      out.push(`<circle class="point ${p.s.cls}" cx="${px(x(i))}" cy="${px(y(p.v))}" r="4"><title>${escapeHtml(label)}</title></circle>`);
+      // above the point; the lower of two below it, or beside it where the axis leaves no room below
+      const [tx, ty, anchor] = above ? [x(i), y(p.v) - 9, 'middle'] : y(p.v) + 17 <= top + plotH - 3 ? [x(i), y(p.v) + 17, 'middle'] : [x(i) + 7, y(p.v) - 6, 'start'];
+      out.push(
+        `<text class="value ${p.s.cls}" data-series="${escapeHtml(p.s.cls)}" data-index="${i}" x="${px(tx)}" y="${px(ty)}" text-anchor="${anchor}">${p.v.toFixed(2)}</text>`,
+      );
+    }
+  });
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The page
+
+const CSS = `
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: "DejaVu Sans", "Liberation Sans", "Helvetica Neue", Arial, sans-serif; font-size: 13px; color: #1b1f24; background: #fff; margin: 24px; line-height: 1.4; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
+h3 { font-size: 14px; margin: 20px 0 6px; }
+p.meta { color: #57606a; margin: 2px 0; }
+code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12px; }
+table.results { border-collapse: collapse; margin-top: 6px; width: 100%; }
+table.results th, table.results td { border: 1px solid #d0d7de; padding: 3px 7px; vertical-align: top; text-align: left; }
+table.results thead th { background: #f6f8fa; font-weight: 600; vertical-align: bottom; }
+table.results tbody th.device { background: #eef2f6; text-align: left; font-weight: 600; padding-top: 5px; }
+table.results .small { color: #57606a; font-weight: normal; font-size: 12px; }
+table.results td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.results td.count { text-align: right; font-variant-numeric: tabular-nums; color: #8c959f; }
+table.results td.count.nonzero { color: #1b1f24; font-weight: 600; }
+table.results td.count.nonzero.s-fail, table.results td.count.nonzero.s-timeout, table.results td.count.nonzero.s-crash { background: #ffebe9; color: #a40e26; }
+table.results td.count.nonzero.s-warn { background: #fff8c5; color: #7d4e00; }
+table.results td.failing .check { display: block; }
+table.results td.failing code { overflow-wrap: anywhere; }
+table.results td.verdict { min-width: 200px; max-width: 380px; }
+table.results td.driver { min-width: 150px; }
+table.results td.run { white-space: nowrap; }
+table.results td.failing { min-width: 200px; }
+.v-good { color: #116329; font-weight: 600; }
+.v-warn { color: #7d4e00; font-weight: 600; }
+.v-bad { color: #a40e26; font-weight: 600; }
+.v-neutral { color: #424a53; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+.chart-box { overflow-x: auto; max-width: 100%; border: 1px solid #d0d7de; border-radius: 4px; padding: 6px; }
+.chart-box figcaption { font-weight: 600; margin: 0 0 4px 4px; }
+figure { margin: 0; }
+svg.chart { display: block; font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; }
+svg.chart .bg { fill: #fff; }
+svg.chart .grid { stroke: #e6e9ed; stroke-width: 1; }
+svg.chart .axis { stroke: #57606a; stroke-width: 1; }
+svg.chart .tick, svg.chart .xlabel { font-size: 11px; fill: #424a53; }
+svg.chart .xlabel.sub { font-size: 10px; fill: #6e7781; }
+svg.chart .axis-label, svg.chart .legend { font-size: 11px; fill: #24292f; }
+svg.chart .value { font-size: 11px; font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-linejoin: round; }
+svg.chart .missing { font-size: 10px; fill: #8c959f; font-style: italic; }
+svg.chart .line { fill: none; stroke-width: 2; }
+svg.chart .point { stroke: #fff; stroke-width: 1.5; }
+svg.chart .line.registered { stroke: #0969da; }
+svg.chart .line.staged { stroke: #bc4c00; }
+svg.chart .line.ratio { stroke: #1a7f37; }
+svg.chart .point.registered, svg.chart text.registered { fill: #0969da; }
+svg.chart .point.staged, svg.chart text.staged { fill: #bc4c00; }
+svg.chart .point.ratio, svg.chart text.ratio { fill: #1a7f37; }
+svg.chart .limit { stroke: #cf222e; stroke-width: 1.5; stroke-dasharray: 5 4; fill: none; }
+svg.chart text.limit-value { fill: #cf222e; stroke: #fff; stroke-dasharray: none; stroke-width: 3px; font-weight: normal; font-size: 10px; }
+`;
+
+/** The history of `results` (several runs' JSON results) as one self-contained HTML page. */
+export function htmlReport(results: RunResult[], options?: { title?: string }): string {
+  const title = options?.title ?? 'mapped-reg-conformance: results across driver versions';
+  const { groups, hosts } = groupDevices(results);
+  const out: string[] = [];
+  out.push(
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<meta name="referrer" content="no-referrer">',
+    `<title>${escapeHtml(title)}</title>`,
+    `<style>${CSS}</style>`,
+    '</head>',
+    '<body>',
+    `<h1>${escapeHtml(title)}</h1>`,
+  );
+  const times = results.map((r) => str(r.startedAt, '')).filter((t) => !Number.isNaN(Date.parse(t))).sort((a, b) => Date.parse(a) - Date.parse(b));
+  const tools = [...new Set(results.map((r) => `${str(r.tool?.name, '?')} ${str(r.tool?.version, '?')}`))];
+  out.push(
+    `<p class="meta">${results.length} run(s) on ${hosts.length} host(s) (${hosts.map(escapeHtml).join(', ') || 'none'}), ${groups.length} device(s)` +
+      (times.length ? `, from ${utc(times[0]!)} to ${utc(times[times.length - 1]!)}` : '') +
+      `; written by ${tools.map(escapeHtml).join(', ') || 'an unknown tool'}.</p>`,
+  );
+  const incomplete = results.filter((r) => r.incomplete).length;
+  if (incomplete) out.push(`<p class="meta"><strong>${incomplete} run(s) were interrupted</strong>: what they did not finish is missing.</p>`);
+
+  if (groups.length === 0) {
+    out.push('<p>No device in these results.</p>', '</body>', '</html>');
+    return `${out.join('\n')}\n`;
+  }
+
+  // the table
+  out.push('<h2 id="devices">Devices and driver versions</h2>');
+  out.push('<table class="results" aria-label="Verdict, bandwidths and check statuses of each device with each driver version">');
+  out.push(
+    '<thead><tr><th scope="col">driver</th><th scope="col">run</th><th scope="col">verdict</th>' +
+      '<th scope="col">registered<br>GB/s</th><th scope="col">staged<br>GB/s</th><th scope="col">ratio</th>' +
+      STATUSES.map((s) => `<th scope="col">${s}</th>`).join('') +
+      '<th scope="col">failing checks</th></tr></thead>',
+  );
+  const colCount = 7 + STATUSES.length;
+  groups.forEach((g, gi) => {
+    out.push(`<tbody class="device" data-device="${gi}">`);
+    out.push(
+      `<tr><th class="device" scope="rowgroup" colspan="${colCount}">${escapeHtml(g.name)} <span class="small">${escapeHtml(
+        [g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '),
+      )}</span></th></tr>`,
+    );
+    g.entries.forEach((e, ei) => {
+      const d = e.device;
+      out.push(`<tr class="entry" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`);
+      out.push(`<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}</td>`);
+      const runNote = [str(d.id, ''), e.run.incomplete || d.incomplete ? 'incomplete' : ''].filter(Boolean).join(' · ');
+      out.push(`<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}</td>`);
+      out.push(`<td class="verdict v-${verdictClass(d.verdict?.kind)}">${escapeHtml(verdictText(d))}</td>`);
+      out.push(`<td class="num registered">${fixed(e.registered)}</td>`);
+      out.push(`<td class="num staged">${fixed(e.staged)}</td>`);
+      out.push(`<td class="num ratio">${fixed(e.ratio)}</td>`);
+      for (const s of STATUSES) out.push(`<td class="count s-${s}${e.counts[s] ? ' nonzero' : ''}">${e.counts[s]}</td>`);
+      // one check a line, broken after a dot or an underscore where an id is longer than the column
+      const failing = e.failing.map((f) => `<span class="check"><code>${escapeHtml(f.id).replace(/([._])/g, '$1<wbr>')}</code>${f.status === 'fail' ? '' : ` (${f.status})`}</span>`);
+      const errors = (d.errors ?? []).length;
+      if (errors) failing.push(`<span class="check">${errors} run error(s)</span>`);
+      out.push(`<td class="failing">${failing.join('') || '<span class="small">none</span>'}</td>`);
+      out.push('</tr>');
+    });
+    out.push('</tbody>');
+  });
+  out.push('</table>');
+
+  // the charts
+  out.push('<h2 id="charts">Bandwidth across driver versions</h2>');
+  out.push(
+    '<p class="meta">Registered: the copy straight from the registered file mapping; staged: through a pinned buffer. Best of the runs of each copy, in GB/s; the ratio is registered over staged, the dashed line the minimum relative speed asked for.</p>',
+  );
+  const charted = groups.map((g, gi) => ({ g, gi })).filter(({ g }) => g.entries.some((e) => e.registered !== undefined || e.staged !== undefined || e.ratio !== undefined));
+  const uncharted = groups.filter((g) => !charted.some((c) => c.g === g));
+  for (const { g, gi } of charted) {
+    // every run of the device: one that measured nothing is a gap in the lines
+    const entries = g.entries;
+    const repeated = new Set(entries.map((e) => e.version).filter((v, i, a) => a.indexOf(v) !== i));
+    const xLabels = entries.map((e) => {
+      const m = /^(.*?)\s*(\(.*\))$/.exec(e.version);
+      const lines = m && m[1] ? [m[1], m[2]!] : [e.version];
+      if (repeated.has(e.version)) lines.push(when(e));
+      return lines;
+    });
+    const label = `${g.name} (${[g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(', ')})`;
+    out.push(`<section class="device-charts" data-device="${gi}" aria-label="${escapeHtml(`Charts of ${label}`)}">`);
+    out.push(`<h3>${escapeHtml(g.name)} <span class="small">${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '))}</span></h3>`);
+    out.push('<div class="charts">');
+    out.push('<figure class="chart-box">', `<figcaption>Registered and staged GB/s</figcaption>`);
+    out.push(
+      chartSvg({
+        id: `chart-${gi}-gbps`,
+        title: `Registered and staged copy speed (GB/s) of ${label} across driver versions`,
+        yLabel: 'GB/s',
+        xLabels,
+        series: [
+          { name: 'registered GB/s', cls: 'registered', values: entries.map((e) => e.registered) },
+          { name: 'staged GB/s', cls: 'staged', values: entries.map((e) => e.staged) },
+        ],
+      }),
+    );
+    out.push('</figure>', '<figure class="chart-box">', `<figcaption>Ratio registered / staged</figcaption>`);
+    out.push(
+      chartSvg({
+        id: `chart-${gi}-ratio`,
+        title: `Ratio of registered to staged speed of ${label} across driver versions`,
+        yLabel: 'ratio',
+        xLabels,
+        series: [{ name: 'ratio', cls: 'ratio', values: entries.map((e) => e.ratio) }],
+        limit: { name: 'min relative speed', values: entries.map((e) => e.minRelativeSpeed) },
+      }),
+    );
+    out.push('</figure>', '</div>', '</section>');
+  }
+  if (uncharted.length) {
+    out.push(
+      `<p class="meta">No bandwidth was measured in any run for: ${uncharted
+        .map((g) => `${escapeHtml(g.name)} (${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(', '))})`)
+        .join('; ')}.</p>`,
+    );
+  }
+  out.push('</body>', '</html>');
+  return `${out.join('\n')}\n`;
+}
