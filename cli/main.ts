@@ -89,7 +89,7 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
 }
 
 const common = {
-  'scratch-dir': { type: 'string', describe: 'folder for the scratch file (default: the package\'s scratch/)' },
+  'scratch-dir': { type: 'string', describe: 'folder for the scratch files (default: the package\'s scratch/)' },
   size: { type: 'number', default: 256, describe: 'MiB of the region probed' },
   device: { type: 'string', array: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
   backend: { type: 'string', array: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
@@ -105,7 +105,7 @@ const common = {
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')
   .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
-  .command(['run', '$0'], 'discover devices, decide static verdicts, probe the devices that need the self-test', common, (a) => execute(a as unknown as Args, false))
+  .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
   .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
   .command(
     'compare <old> <new>',
