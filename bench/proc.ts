@@ -1,0 +1,152 @@
+// Peak memory of a process tree, sampled from /proc while it runs (Linux). A process's peak resident set is
+// VmHWM in /proc/<pid>/status, which the kernel keeps up to date while the process lives but which is gone
+// once it exits; so the bench polls: every `intervalMs` it walks /proc for the descendants of the root process
+// and keeps, per process, the last VmHWM it read (VmHWM never decreases; where the kernel does not report it,
+// as under some sandboxes, the largest VmRSS seen instead). A peak reached in the last interval of a process's
+// life can be missed; device runners hold their region for seconds, so the interval is far shorter.
+import { readFileSync, readdirSync } from 'node:fs';
+
+export interface ProcessPeak {
+  pid: number;
+  ppid: number;
+  /** The command line, arguments joined by spaces (shortened to 300 characters). */
+  command: string;
+  /** 'command' for the root, 'device-runner' for a dist/cli/device-runner.js process, else 'other'. */
+  role: 'command' | 'device-runner' | 'other';
+  /** The device a runner runs (from its MAPPED_REG_SUITE_OPTIONS), or the runner a descendant belongs to. */
+  device?: string;
+  /** Peak resident set in KiB. */
+  peakKiB: number;
+  source: 'VmHWM' | 'VmRSS';
+  /**
+   * The largest of each part of the resident set seen (KiB; absent where the kernel does not split it): anonymous
+   * memory (the heap, buffers, page-locked memory the driver allocated), file pages (a mapped file's page cache,
+   * shared and reclaimable: the region once touched), shared memory (tmpfs, memfd). Each is a maximum over the
+   * samples, not a part of the peak: they need not add up to it.
+   */
+  rssAnonMaxKiB?: number;
+  rssFileMaxKiB?: number;
+  rssShmemMaxKiB?: number;
+  /** How many times it was read. */
+  samples: number;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** ppid from /proc/<pid>/stat (the fields after the command name, which is in parentheses and may hold spaces). */
+function parentOf(pid: number): number | undefined {
+  const stat = readText(`/proc/${pid}/stat`);
+  if (stat === undefined) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ppid = Number(fields[1]);
+  return Number.isInteger(ppid) ? ppid : undefined;
+}
+
+interface Memory {
+  kib: number;
+  source: 'VmHWM' | 'VmRSS';
+  anon?: number;
+  file?: number;
+  shmem?: number;
+}
+
+function memoryOf(pid: number): Memory | undefined {
+  const status = readText(`/proc/${pid}/status`);
+  if (status === undefined) return undefined;
+  const field = (name: string): number | undefined => {
+    const m = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status);
+    return m ? Number(m[1]) : undefined;
+  };
+  const hwm = field('VmHWM');
+  const rss = field('VmRSS');
+  if (hwm === undefined && rss === undefined) return undefined;
+  const parts = { anon: field('RssAnon'), file: field('RssFile'), shmem: field('RssShmem') };
+  return { kib: hwm ?? rss!, source: hwm !== undefined ? 'VmHWM' : 'VmRSS', ...parts };
+}
+
+const maxOf = (a: number | undefined, b: number | undefined): number | undefined => (b === undefined ? a : Math.max(a ?? 0, b));
+
+function deviceOfRunner(pid: number): string | undefined {
+  const environ = readText(`/proc/${pid}/environ`);
+  const entry = environ?.split('\0').find((e) => e.startsWith('MAPPED_REG_SUITE_OPTIONS='));
+  if (!entry) return undefined;
+  try {
+    const device = (JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { device?: unknown }).device;
+    return typeof device === 'string' ? device : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Samples the peak memory of `root` and of every process descended from it, until stop(). */
+export class TreeSampler {
+  readonly #root: number;
+  readonly #peaks = new Map<number, ProcessPeak>();
+  readonly #timer: NodeJS.Timeout;
+  #ticks = 0;
+
+  constructor(root: number, readonly intervalMs = 25) {
+    this.#root = root;
+    this.sample();
+    this.#timer = setInterval(() => this.sample(), intervalMs);
+  }
+
+  /** One walk of /proc: the root's descendants and their memory. */
+  sample(): void {
+    this.#ticks += 1;
+    const parents = new Map<number, number>();
+    let names: string[];
+    try {
+      names = readdirSync('/proc');
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue;
+      const pid = Number(name);
+      const ppid = parentOf(pid);
+      if (ppid !== undefined) parents.set(pid, ppid);
+    }
+    const inTree = (pid: number): boolean => {
+      for (let p: number | undefined = pid, hops = 0; p !== undefined && hops < 64; p = parents.get(p), hops++) if (p === this.#root) return true;
+      return false;
+    };
+    for (const [pid, ppid] of parents) {
+      if (!inTree(pid)) continue;
+      const mem = memoryOf(pid);
+      if (!mem) continue;
+      // Read every time: between fork and exec a child still shows its parent's command line and memory, so
+      // a process whose command line changed starts afresh.
+      const command = (readText(`/proc/${pid}/cmdline`) ?? '').split('\0').filter((a) => a !== '').join(' ').slice(0, 300);
+      let peak = this.#peaks.get(pid);
+      if (!peak || peak.command !== command) {
+        const role = pid === this.#root ? 'command' : command.includes('device-runner.js') ? 'device-runner' : 'other';
+        const device = role === 'device-runner' ? deviceOfRunner(pid) : this.#peaks.get(ppid)?.device;
+        peak = { pid, ppid, command, role, ...(device ? { device } : {}), peakKiB: 0, source: mem.source, samples: 0 };
+        this.#peaks.set(pid, peak);
+      }
+      peak.samples += 1;
+      peak.source = mem.source;
+      peak.peakKiB = Math.max(peak.peakKiB, mem.kib);
+      const anon = maxOf(peak.rssAnonMaxKiB, mem.anon);
+      const file = maxOf(peak.rssFileMaxKiB, mem.file);
+      const shmem = maxOf(peak.rssShmemMaxKiB, mem.shmem);
+      if (anon !== undefined) peak.rssAnonMaxKiB = anon;
+      if (file !== undefined) peak.rssFileMaxKiB = file;
+      if (shmem !== undefined) peak.rssShmemMaxKiB = shmem;
+    }
+  }
+
+  /** Stops sampling; every process seen, the root first, then in the order they were first seen. */
+  stop(): { intervalMs: number; walks: number; processes: ProcessPeak[] } {
+    clearInterval(this.#timer);
+    const processes = [...this.#peaks.values()].sort((a, b) => (a.pid === this.#root ? -1 : b.pid === this.#root ? 1 : 0));
+    return { intervalMs: this.intervalMs, walks: this.#ticks, processes };
+  }
+}

@@ -1,0 +1,249 @@
+// `npm run bench` (dist/bench/bench.js) against the C driver double: it runs, fills every field, builds and runs
+// the native reference, and copes with no GPU and no compiler. No timing is judged here: figures only have to
+// be there (and positive where a duration or a speed must be).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TreeSampler } from '../bench/proc.js';
+import { buildDoubles } from './double/build.js';
+
+const root = resolve(import.meta.dirname, '..');
+const benchJs = join(root, 'dist', 'bench', 'bench.js');
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-bench-test-'));
+let doubles: { cuda: string; hip: string };
+
+beforeAll(() => {
+  doubles = buildDoubles();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** A whole bench run includes a whole conformance run: it may take minutes on a busy machine (hence the timeouts). */
+function bench(args: string[], env: Record<string, string | undefined> = {}) {
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+  delete base.GITHUB_STEP_SUMMARY;
+  const r = spawnSync(process.execPath, [benchJs, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work, timeout: 240_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The C compiler, as buildDoubles and the bench take it: $CC (may carry arguments), else cc. */
+function cc(args: string[]): void {
+  const [cmd, ...pre] = (process.env.CC ?? '').trim().split(/\s+/).filter((w) => w !== '');
+  execFileSync(cmd ?? 'cc', [...pre, ...args]);
+}
+
+const positive = expect.any(Number);
+function expectPositive(x: unknown, what: string): void {
+  expect(x, what).toEqual(positive);
+  expect(x as number, what).toBeGreaterThan(0);
+  expect(Number.isFinite(x as number), what).toBe(true);
+}
+
+describe('bench against the driver double', () => {
+  it('measures every figure of a CUDA and a HIP device, the native reference and the conformance run', { timeout: 300_000 }, () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'double.json');
+    const r = bench(['--size', '8', '--runs', '2', '--scratch-dir', scratch, '--json', json], {
+      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
+      MAPPED_REG_HIP_LIBRARY: doubles.hip,
+    });
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    const res = JSON.parse(readFileSync(json, 'utf8'));
+    expect(res.schemaVersion).toBe(1);
+    expect(res.gpu.found).toBe(true);
+    expect(res.errors).toEqual([]);
+    expect(res.options).toMatchObject({ runs: 2, sizeMiB: 8 });
+    expect(res.devices.map((d: { id: string }) => d.id)).toEqual(['cuda:0', 'hip:0']);
+    for (const d of res.devices) {
+      const id = d.id as string;
+      expect(d.errors, id).toEqual([]);
+      expect(d.region.bytes).toBe(8 << 20);
+      for (const key of ['registered', 'staged', 'pageLocked', 'pageable', 'stagedHalf']) {
+        const c = d.copies[key];
+        expect(c, `${id} ${key}`).toBeDefined();
+        expect(c.samples, `${id} ${key}`).toBe(2);
+        for (const f of ['bestGBps', 'medianGBps', 'bestMs', 'medianMs']) expectPositive(c[f], `${id} ${key}.${f}`);
+        expect(c.bestGBps).toBeGreaterThanOrEqual(c.medianGBps);
+      }
+      expect(d.copies.registered.bytes).toBe(8 << 20);
+      expect(d.copies.stagedHalf.bytes).toBe(4 << 20); // the probe's window: half the region
+      // the double's PCI bus id may or may not be a device in this machine's sysfs
+      if ('error' in d.link) expect(d.link.error).toMatch(/PCIe link/);
+      else {
+        expectPositive(d.link.gbps, `${id} link`);
+        expectPositive(d.link.registeredShare, `${id} share`);
+      }
+      for (const cache of ['warm', 'cold']) {
+        const c = d.registration[cache];
+        expect(c, `${id} ${cache}`).toBeDefined();
+        expectPositive(c.registerMsPerGiB.best, `${id} ${cache} register`);
+        expectPositive(c.totalMsPerGiB.best, `${id} ${cache} total`);
+        expectPositive(c.totalMsPerGiB.median, `${id} ${cache} total median`);
+        expect(c.unregisterMsPerGiB.best).toBeGreaterThanOrEqual(0);
+        expect(c.register.samples).toBe(2);
+      }
+      expect(d.registration.cold.eviction.methods).toContain('posix_fadvise(DONTNEED)');
+      expect(d.driverCall.call).toBe(id.startsWith('cuda') ? 'cuDeviceGetAttribute' : 'hipDeviceGetAttribute');
+      expectPositive(d.driverCall.meanUs, `${id} driver call`);
+      expect(d.native.status, JSON.stringify(d.native)).toBe('ran');
+      expect(d.native.raw.api).toBe(id.startsWith('cuda') ? 'CUDA' : 'HIP');
+      expect(d.native.raw.bytes).toBe(8 << 20);
+      for (const f of ['registeredGBps', 'stagedGBps', 'registeredRatio', 'stagedRatio']) expectPositive(d.native[f], `${id} native ${f}`);
+    }
+    expect(res.devices[0].registerFlags).toBe(0x08); // READ_ONLY: the double reports READ_ONLY_HOST_REGISTER_SUPPORTED
+    expect(res.devices[0].native.raw.flags).toBe(0x08);
+
+    const k = res.conformance;
+    expect(k.command).toEqual(expect.arrayContaining(['--size', '8', '--device', 'cuda:0', 'hip:0']));
+    expect(k.exitCode).toEqual(expect.any(Number)); // the HIP double's rocm724 profile fails checks: not the bench's business
+    expectPositive(k.wallMs, 'wall');
+    expectPositive(k.phasesMs.discovery, 'discovery');
+    expectPositive(k.phasesMs.checks, 'checks');
+    expect(k.phasesMs.reports).toBeGreaterThanOrEqual(0);
+    for (const id of ['cuda:0', 'hip:0']) {
+      const d = k.devices.find((x: { id: string }) => x.id === id);
+      expect(d, id).toBeDefined();
+      for (const f of ['scratchFileMs', 'probeMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
+      expect(d.hazardChecks).toBeGreaterThan(0);
+      expect(d.timingMs.margin).toBeGreaterThanOrEqual(0);
+      expect(d.timingMs.total).toBeGreaterThanOrEqual(0);
+    }
+    expectPositive(k.memory.command.peakKiB, 'command peak');
+    const runners = k.memory.runners as { device?: string; peakKiB: number; targetMiB: number; withinTarget: boolean; rssAnonMaxKiB?: number }[];
+    expect(new Set(runners.map((p) => p.device))).toEqual(new Set(['cuda:0', 'hip:0']));
+    for (const p of runners) {
+      expectPositive(p.peakKiB, `runner ${p.device}`);
+      expect(p.targetMiB).toBe(2 * 8 + 200);
+      expect(typeof p.withinTarget).toBe('boolean');
+      expect(p.rssAnonMaxKiB).toBeGreaterThan(0);
+    }
+    expectPositive(res.nodeStart.medianMs, 'node -e 0');
+    expectPositive(res.runOverNodeStart, 'run / node -e 0');
+
+    for (const text of ['registered (READ_ONLY)', 'staged: memcpy into page-locked + copy', 'page-locked alone', 'pageable (not registered)', 'what the probe times', 'registration, ms per GiB', 'cuDeviceGetAttribute', 'hipDeviceGetAttribute', 'native reference (', 'conformance run:', 'peak memory', 'node -e 0']) {
+      expect(r.stdout).toContain(text);
+    }
+    expect(r.stdout).toMatch(/^cuda:0 {2}Double CUDA Device/m);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it('says so when there is no C compiler, and then takes --native-bin', { timeout: 300_000 }, () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const env = { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, CC: join(work, 'no-such-cc') };
+    const args = ['--size', '4', '--runs', '1', '--scratch-dir', scratch, '--device', 'cuda:0', '--no-drop-caches'];
+    const json = join(work, 'nocc.json');
+    const r = bench([...args, '--json', json], env);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    const res = JSON.parse(readFileSync(json, 'utf8'));
+    expect(res.devices[0].native).toMatchObject({ status: 'no-compiler', message: expect.stringMatching(/no C compiler/) });
+    expect(r.stdout).toMatch(/native reference: no-compiler: no C compiler/);
+    expect(res.devices[0].registration.cold.eviction.methods).toEqual(['posix_fadvise(DONTNEED)']);
+    expect(res.conformance.command).toEqual(expect.arrayContaining(['--device', 'cuda:0']));
+    expect(res.conformance.command).not.toContain('hip:0');
+
+    const bin = join(work, 'staged');
+    cc(['-O2', '-o', bin, join(root, 'bench', 'native', 'staged.c'), '-ldl']);
+    const json2 = join(work, 'nativebin.json');
+    const r2 = bench([...args, '--json', json2, '--native-bin', bin], env);
+    expect(r2.code, r2.stderr + r2.stdout).toBe(0);
+    const native = JSON.parse(readFileSync(json2, 'utf8')).devices[0].native;
+    expect(native.status).toBe('ran');
+    expect(native.binary.how).toMatch(/--native-bin/);
+    expectPositive(native.registeredGBps, 'native registered');
+  });
+});
+
+describe('bench with no GPU', () => {
+  it('says no CUDA/HIP device was found, and still times the conformance run and node -e 0', { timeout: 300_000 }, () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'nogpu.json');
+    const r = bench(['--size', '4', '--runs', '2', '--scratch-dir', scratch, '--json', json], {
+      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
+      MAPPED_REG_HIP_LIBRARY: doubles.hip,
+      MAPPED_REG_DOUBLE_PROFILE: 'nodevice',
+    });
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+    expect(r.stdout).toMatch(/no CUDA\/HIP device was found/);
+    expect(r.stdout).toMatch(/target with no GPU: <= 30/);
+    const res = JSON.parse(readFileSync(json, 'utf8'));
+    expect(res.gpu.found).toBe(false);
+    expect(res.gpu.message).toMatch(/no CUDA device here/);
+    expect(res.devices).toEqual([]);
+    expect(res.errors).toEqual([]);
+    expect(res.conformance.exitCode).toBe(0);
+    expect(res.conformance.command).not.toContain('--device');
+    expectPositive(res.conformance.wallMs, 'wall');
+    expectPositive(res.conformance.phasesMs.checks, 'checks');
+    expect(res.conformance.devices.map((d: { id: string }) => d.id)).toContain('cpu');
+    expectPositive(res.nodeStart.medianMs, 'node -e 0');
+    expectPositive(res.runOverNodeStart, 'ratio');
+    expect(res.targets.noGpuRunOverNodeStart).toBe(30);
+    expect(res.conformance.memory.runners.map((p: { device?: string }) => p.device)).toContain('cpu');
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+});
+
+describe('bench usage', () => {
+  it('refuses bad options and unknown devices with exit 2 and one line', () => {
+    for (const args of [['--runs', '0'], ['--size', 'x'], ['--bogus'], ['--scratch-dir', join(work, 'nowhere')]]) {
+      const r = bench(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    const r = bench(['--device', 'cuda:7', '--scratch-dir', work], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown device cuda:7 .*cuda:0/);
+    const help = bench(['--help']);
+    expect(help.code).toBe(0);
+    for (const o of ['--runs', '--size', '--scratch-dir', '--device', '--json', '--native-bin']) expect(help.stdout).toContain(o);
+  });
+});
+
+describe('the native reference (bench/native/staged.c) against the double', () => {
+  it('builds, and prints its lines, or one JSON object with --json, for CUDA and HIP', () => {
+    const bin = join(work, 'staged-direct');
+    cc(['-O2', '-Wall', '-Werror', '-o', bin, join(root, 'bench', 'native', 'staged.c'), '-ldl']);
+    const file = join(work, 'native.bin');
+    writeFileSync(file, Buffer.alloc(4 << 20, 7));
+    const run = (args: string[], env: Record<string, string>) => execFileSync(bin, args, { encoding: 'utf8', env: { ...process.env, ...env } });
+    const text = run([file, '4', '2'], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    const lines = text.trim().split('\n');
+    expect(lines).toHaveLength(6);
+    for (const l of lines) expect(l).toMatch(/^.{34} +\d+\.\d\d GB\/s {2}\(best of 2, 4 MiB\)$/);
+    expect(text).toMatch(/^registered \(READ_ONLY\) /m);
+    for (const [api, env] of [['cuda', { MAPPED_REG_CUDA_LIBRARY: doubles.cuda }], ['hip', { MAPPED_REG_HIP_LIBRARY: doubles.hip }]] as const) {
+      const j = JSON.parse(run(['--json', '--api', api, file, '4', '3'], env));
+      expect(j).toMatchObject({ api: api.toUpperCase(), device: 0, bytes: 4 << 20, runs: 3, flags: api === 'cuda' ? 8 : 0 });
+      expect(Object.keys(j.results)).toEqual(['pageable', 'staged', 'memcpy', 'pageLocked', 'registered', 'stagedSourceRegistered']);
+      for (const v of Object.values(j.results) as { bestS: number; medianS: number; gbps: number }[]) {
+        expect(v.bestS).toBeGreaterThan(0);
+        expect(v.medianS).toBeGreaterThanOrEqual(v.bestS);
+        expect(v.gbps).toBeGreaterThan(0);
+      }
+    }
+    const bad = spawnSync(bin, ['--api', 'opencl', file, '4']);
+    expect(bad.status).toBe(2);
+    const noDriver = spawnSync(bin, [file, '4'], { env: { ...process.env, MAPPED_REG_CUDA_LIBRARY: join(work, 'no-such.so') }, encoding: 'utf8' });
+    expect(noDriver.status).toBe(1);
+  });
+});
+
+describe('TreeSampler (bench/proc.ts)', () => {
+  it('records the peak memory of a process and of its children, by role', async () => {
+    const script = "const b = Buffer.alloc(96 << 20, 1); setTimeout(() => process.exit(b[0] - 1), 400);";
+    const child = spawn(process.execPath, ['-e', `require('child_process').spawnSync(process.execPath, ['-e', ${JSON.stringify(script)}], { stdio: 'inherit' }); process.exit(0);`], { stdio: 'ignore' });
+    const sampler = new TreeSampler(child.pid!, 10);
+    await new Promise((done) => child.on('exit', done));
+    const { processes, walks } = sampler.stop();
+    expect(walks).toBeGreaterThan(5);
+    expect(processes[0]).toMatchObject({ pid: child.pid, role: 'command' });
+    const grandchild = processes.find((p) => p.ppid !== undefined && p.pid !== child.pid && p.command.includes('Buffer.alloc'));
+    expect(grandchild, JSON.stringify(processes)).toBeDefined();
+    expect(grandchild!.role).toBe('other');
+    expect(grandchild!.peakKiB / 1024).toBeGreaterThan(96);
+    expect(grandchild!.rssAnonMaxKiB! / 1024).toBeGreaterThan(96); // a filled Buffer is anonymous memory
+    expect(grandchild!.rssFileMaxKiB).toBeGreaterThan(0); // the node binary's pages at least
+  });
+});
