@@ -6,6 +6,7 @@ import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { inject, it } from 'vitest';
 import type { DiscoveredDevice } from '../bindings/discovery.js';
 import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
+import { registrations } from '../src/ops.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'timeout' | 'crash' | 'skip';
 export type SuiteName = 'static' | 'probe' | 'hazards' | 'timing';
@@ -148,7 +149,14 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
       const started = performance.now();
       emit({ type: 'start', id: check.id, suite: check.suite, title: check.title });
       const lines: string[] = [];
+      const heldBefore = registrations.held().length;
       const finish = (r: Omit<ResultEvent, 'type' | 'id' | 'suite' | 'title' | 'durationMs'>): void => {
+        // what the driver may still hold after this check is never unmapped: say so with the check's result
+        const held = registrations.held().length - heldBefore;
+        if (held > 0) {
+          const note = `${held} range(s) the driver refused to release stay registered and mapped until the device's process ends`;
+          r = { ...r, message: r.message ? `${r.message}; ${note}` : note };
+        }
         const event: ResultEvent = { type: 'result', id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
         t.task.meta.check = event;
         emit(event);

@@ -62,11 +62,6 @@ export function probeOnce(ctx: CheckContext): Probed {
   return probed;
 }
 
-/** The device's raw ops, or undefined for a device without any (not CUDA or HIP). */
-export function nativeOf(device: DiscoveredDevice): DiscoveredDevice['native'] {
-  return device.native;
-}
-
 /**
  * The device's raw ops (with the hazard extras) for `f`, every successful registration recorded in the model's
  * table and every release that worked removed from it: what stays in the table afterwards is what the driver

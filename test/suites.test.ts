@@ -69,6 +69,9 @@ describe('the hazard suite through the command', () => {
     expect(hazards(hip)).toHaveLength(15);
     expect(hazards(hip).filter((c) => c.status !== 'pass').map((c) => c.id).sort()).toEqual([...ROCM724_FAILS].sort());
     expect(hazards(hip).filter((c) => c.status === 'fail')).toHaveLength(5);
+    // what the driver kept is reported with the check that left it, never unmapped
+    expect(hip.checks.find((c) => c.id === 'hazard.double_registration_refused')!.message).toMatch(/stay registered and mapped until the device's process ends/);
+    expect(cuda.checks.every((c) => !/stay registered/.test(c.message ?? ''))).toBe(true);
     // the probe on an ext4 scratch file works on ROCm 7.2.4 all the same: the lies are in the hazards
     expect(hip.verdict.kind).toBe('Usable');
     expect(r.code).toBe(1);
