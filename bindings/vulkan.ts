@@ -3,6 +3,7 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle, TypeObject } from 'koffi';
+import { type ApiLibrary, candidates, loadApi } from './api-library.js';
 
 export interface DiscoveredDevice {
   /** Position in this backend's list (stable order: the order vkEnumeratePhysicalDevices gives). */
@@ -393,61 +394,7 @@ function bind(lib: LibraryHandle): VulkanApi {
 // ---------------------------------------------------------------------------------------------------------
 // Loading
 
-/** Bound libraries by the name they were loaded under: loaded once, kept for the life of the process. */
-const bound = new Map<string, VulkanApi>();
-
-interface Loaded {
-  api: VulkanApi | null;
-  library: string | null;
-  tried: string[];
-  error?: string;
-}
-
-function candidates(libraryPath: string | undefined): string[] {
-  if (libraryPath !== undefined && libraryPath !== '') return [libraryPath];
-  const fromEnv = process.env[VULKAN_LIBRARY_ENV];
-  if (fromEnv !== undefined && fromEnv !== '') return [fromEnv];
-  return [...VULKAN_DEFAULT_LIBRARIES];
-}
-
-function messageOf(e: unknown): string {
-  const text = e instanceof Error ? e.message : String(e);
-  return text.replace(/^Failed to load shared library: /, '');
-}
-
-function load(names: string[]): Loaded {
-  const tried: string[] = [];
-  const failures: string[] = [];
-  let allMissing = true;
-  for (const name of names) {
-    tried.push(name);
-    const cached = bound.get(name);
-    if (cached) return { api: cached, library: name, tried };
-    let lib: LibraryHandle;
-    try {
-      lib = koffi.load(name);
-    } catch (e) {
-      const reason = messageOf(e);
-      if (!/No such file or directory/.test(reason)) allMissing = false;
-      failures.push(`${name}: ${reason}`);
-      continue;
-    }
-    try {
-      const api = bind(lib);
-      bound.set(name, api);
-      return { api, library: name, tried };
-    } catch (e) {
-      allMissing = false;
-      failures.push(`${name}: not a Vulkan library (${messageOf(e)})`);
-      lib.unload();
-    }
-  }
-  const first = names[0] ?? '(none)';
-  const error = allMissing
-    ? `Vulkan: ${first} not found (tried ${tried.join(', ')})`
-    : `Vulkan: could not load ${first} (tried ${tried.join(', ')}): ${failures.join('; ')}`;
-  return { api: null, library: null, tried, error };
-}
+const LIBRARY: ApiLibrary<VulkanApi> = { label: 'Vulkan', what: 'a Vulkan library', env: VULKAN_LIBRARY_ENV, defaults: VULKAN_DEFAULT_LIBRARIES, bind };
 
 // ---------------------------------------------------------------------------------------------------------
 // Queries
@@ -572,7 +519,7 @@ function enumeratePhysicalDevices(api: VulkanApi, instance: Handle, errors: stri
  * VK_ERROR_INCOMPATIBLE_DRIVER) means zero devices, not an error.
  */
 export function discoverVulkan(libraryPath?: string): Discovery {
-  const loaded = load(candidates(libraryPath));
+  const loaded = loadApi(LIBRARY, candidates(LIBRARY, libraryPath));
   if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? 'Vulkan: not loaded' };
   const api = loaded.api;
   const devices: DiscoveredDevice[] = [];

@@ -1,0 +1,74 @@
+// Loading a discovery-only API library (OpenCL, Vulkan): the candidates to try, and one load that never throws:
+// a missing library is a note ("OpenCL: libOpenCL.so.1 not found (tried ...)"), not an error.
+import koffi from 'koffi';
+import type { LibraryHandle } from 'koffi';
+
+export interface Loaded<Api> {
+  api: Api | null;
+  library: string | null;
+  tried: string[];
+  error?: string;
+}
+
+export interface ApiLibrary<Api> {
+  /** "OpenCL", "Vulkan": the start of every message. */
+  readonly label: string;
+  /** "an OpenCL library", "a Vulkan library". */
+  readonly what: string;
+  readonly env: string;
+  readonly defaults: readonly string[];
+  /** Declares the functions; throws when a symbol is missing. */
+  bind(lib: LibraryHandle): Api;
+}
+
+/** The path given, else the environment variable, else the default names in order. */
+export function candidates(library: ApiLibrary<unknown>, libraryPath: string | undefined): string[] {
+  if (libraryPath !== undefined && libraryPath !== '') return [libraryPath];
+  const fromEnv = process.env[library.env];
+  if (fromEnv !== undefined && fromEnv !== '') return [fromEnv];
+  return [...library.defaults];
+}
+
+function messageOf(e: unknown): string {
+  const text = e instanceof Error ? e.message : String(e);
+  return text.replace(/^Failed to load shared library: /, '');
+}
+
+/** Bound libraries by the name they were loaded under: loaded once, kept for the life of the process. */
+const bound = new Map<string, unknown>();
+
+/** The first of `names` that loads and binds. */
+export function loadApi<Api>(library: ApiLibrary<Api>, names: string[]): Loaded<Api> {
+  const tried: string[] = [];
+  const failures: string[] = [];
+  let allMissing = true;
+  for (const name of names) {
+    tried.push(name);
+    const key = `${library.label}\0${name}`;
+    const cached = bound.get(key) as Api | undefined;
+    if (cached) return { api: cached, library: name, tried };
+    let lib: LibraryHandle;
+    try {
+      lib = koffi.load(name);
+    } catch (e) {
+      const reason = messageOf(e);
+      if (!/No such file or directory/.test(reason)) allMissing = false;
+      failures.push(`${name}: ${reason}`);
+      continue;
+    }
+    try {
+      const api = library.bind(lib);
+      bound.set(key, api);
+      return { api, library: name, tried };
+    } catch (e) {
+      allMissing = false;
+      failures.push(`${name}: not ${library.what} (${messageOf(e)})`);
+      lib.unload();
+    }
+  }
+  const first = names[0] ?? '(none)';
+  const error = allMissing
+    ? `${library.label}: ${first} not found (tried ${tried.join(', ')})`
+    : `${library.label}: could not load ${first} (tried ${tried.join(', ')}): ${failures.join('; ')}`;
+  return { api: null, library: null, tried, error };
+}
