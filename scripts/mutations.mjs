@@ -32,7 +32,7 @@ const mutations = [
 
 const rows = [];
 // Vitest's global setup builds dist/ from the (mutated) sources: build it again from the real ones at the end.
-process.on('exit', () => execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' }));
+process.on('exit', () => execFileSync(process.execPath, ['scripts/prepare.mjs'], { stdio: 'inherit' }));
 for (const [name, file, mutate] of mutations) {
   const original = readFileSync(file, 'utf8');
   const mutated = mutate(original);

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// npm's prepare step: builds dist/ with tsc. An install that carries a built dist/ but no TypeScript (the GPU
+// The build (npm's prepare step, `npm run build`, the tests' global setup): dist/ with tsc, and the command's
+// file made executable (tsc writes it 0644; npx runs the bin it links, which must be executable). An install that carries a built dist/ but no TypeScript (the GPU
 // machine, where shared/device/pack.sh leaves the compiler out, and npx's self-install of this package there)
 // keeps the dist/ it has instead of failing.
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -20,3 +21,4 @@ try {
   process.exit(1);
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: new URL('..', import.meta.url) });
+chmodSync(new URL('../dist/cli/main.js', import.meta.url), 0o755);

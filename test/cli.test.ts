@@ -1,6 +1,6 @@
 // The command as a user runs it: built with tsc, started as a process.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -60,6 +60,13 @@ describe('with no GPU', () => {
     const md = readFileSync(summary, 'utf8');
     expect(md.startsWith('# earlier step\n')).toBe(true);
     expect(md).toMatch(/^\| `cpu` \| /m);
+  });
+
+  it('the built command is an executable with its shebang (npx runs the bin it links; a rebuild keeps it so)', () => {
+    expect(statSync(main).mode & 0o111).not.toBe(0);
+    const r = spawnSync(main, ['list', '--backend', 'cpu'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^cpu .*Not_needed/m);
   });
 
   it('list registers and copies nothing', () => {

@@ -6,6 +6,6 @@ import { buildDoubles } from './double/build.js';
 
 export default function setup(): void {
   const root = resolve(import.meta.dirname, '..');
-  execFileSync(process.execPath, [resolve(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [resolve(root, 'scripts/prepare.mjs')], { cwd: root, stdio: 'inherit' });
   buildDoubles();
 }
