@@ -27,6 +27,8 @@ if (!raw) {
   process.exit(2);
 }
 const options = JSON.parse(raw) as SuiteOptions;
+// test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
+if (options.forceHang === '@runner') for (;;);
 
 const vitest = await startVitest(
   'test',

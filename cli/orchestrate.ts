@@ -8,6 +8,8 @@ import type { CheckStatus, ResultEvent, SuiteName, SuiteOptions } from '../suite
 import type { RunnerEvent } from '../reporters/events.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
+/** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
+export const STALL_GRACE_S = 10;
 
 /** A check's result as reported: what the check wrote, or what the command saw of its process (crash, timeout). */
 export type CheckResult = Omit<ResultEvent, 'type'>;
@@ -53,6 +55,8 @@ interface Attempt {
   /** The check that started and did not finish, if any. */
   unfinished?: { id: string; suite: SuiteName; title: string; startedAt: number };
   timedOut: boolean;
+  /** Killed for making no progress outside any check (a runner stuck starting or between checks). */
+  stalled: boolean;
   code: number | null;
   signal: NodeJS.Signals | null;
   ended: boolean;
@@ -66,7 +70,8 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
     });
     live.add(child);
     if (interrupted) child.kill('SIGKILL');
-    const a: Attempt = { results: [], errors: [], output: '', timedOut: false, code: null, signal: null, ended: false };
+    const a: Attempt = { results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
+    let lastEvent = performance.now();
     const keep = (chunk: Buffer): void => {
       a.output = (a.output + chunk.toString()).slice(-8000);
     };
@@ -83,6 +88,7 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
         a.errors.push(`unreadable event: ${line.slice(0, 200)}`);
         return;
       }
+      lastEvent = performance.now();
       o.onEvent?.(options.device, e);
       if (e.type === 'start') a.unfinished = { id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
       else if (e.type === 'result') {
@@ -100,8 +106,13 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
     const watchdog =
       o.timeoutS > 0
         ? setInterval(() => {
-            if (a.unfinished && performance.now() - a.unfinished.startedAt > o.timeoutS * 1000) {
+            const now = performance.now();
+            if (a.unfinished && now - a.unfinished.startedAt > o.timeoutS * 1000) {
               a.timedOut = true;
+              child.kill('SIGKILL');
+            } else if (!a.unfinished && !a.ended && now - lastEvent > (o.timeoutS + STALL_GRACE_S) * 1000) {
+              // stuck outside any check (starting Vitest, between two checks): the same limit applies
+              a.stalled = true;
               child.kill('SIGKILL');
             }
           }, 100)
@@ -151,7 +162,11 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
     }
     if (!a.ended) {
       run.errors.push(
-        a.signal ? `the device's process was killed by ${a.signal} outside any check` : `the device's process exited with status ${a.code} before the end of the run`,
+        a.stalled
+          ? `the device's process made no progress for ${o.timeoutS + STALL_GRACE_S} s outside any check and was killed`
+          : a.signal
+            ? `the device's process was killed by ${a.signal} outside any check`
+            : `the device's process exited with status ${a.code} before the end of the run`,
       );
     }
     return run;

@@ -55,7 +55,7 @@ export interface SuiteOptions {
   skip: string[];
   /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
   forceCrash?: string;
-  /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns). */
+  /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns); `@runner`: the runner itself, before any check. */
   forceHang?: string;
 }
 

@@ -143,6 +143,17 @@ describe('the suites against the doubles', () => {
   });
 });
 
+describe('a runner stuck outside any check', () => {
+  it('is killed after --timeout (plus a grace for starting) with no progress, reported as an error of its device; the other devices report', () => {
+    const r = runCli(['--backend', 'cuda', '--backend', 'cpu', '--timeout', '2'], { MAPPED_REG_FORCE_HANG: 'cuda:0/@runner' });
+    const cuda = r.devices.find((d) => d.id === 'cuda:0')!;
+    expect(cuda.errors?.join('\n')).toMatch(/no progress for 12 s outside any check/); // --timeout + 10 s of grace
+    expect(cuda.checks).toEqual([]);
+    expect(r.devices.find((d) => d.id === 'cpu')!.checks.length).toBeGreaterThan(0);
+    expect(r.code).toBe(1);
+  });
+});
+
 describe('SIGINT', () => {
   it('stops every device, removes scratch files, writes what finished marked incomplete, exits 130', async () => {
     const { spawn } = await import('node:child_process');
