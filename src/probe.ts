@@ -187,15 +187,15 @@ export function probeWithReport(ops: Ops, map: Host, reference: Uint8Array, opti
   let fatal: unknown;
   let verdict: Verdict;
   try {
-    const into = t.allocHost(w);
-    buffers.push(into);
-    const staging = t.allocHost(w);
-    buffers.push(staging);
+    // One page-locked buffer of a window: the round trips bring the windows back into it, then the staged copy
+    // uses it as its staging buffer (the round trips are over by then): half a region less pinned memory.
+    const pinned = t.allocHost(w);
+    buffers.push(pinned);
     for (const i of [0, 1] as const) {
       t.register(windows[i]);
       registered.push(i);
     }
-    verdict = selfTest(t, windows, refs, into, staging, result, { runs, minRelativeSpeed, now: options.now, log });
+    verdict = selfTest(t, windows, refs, pinned, result, { runs, minRelativeSpeed, now: options.now, log });
     reachedCheckedRelease = true;
   } catch (e) {
     if (isFatal(e)) fatal = e;
@@ -277,17 +277,16 @@ function selfTest(
   t: Ops,
   windows: readonly [Host, Host],
   refs: readonly [Uint8Array, Uint8Array],
-  into: Host,
-  staging: Host,
+  pinned: Host,
   result: ProbeReport,
   o: SelfTestOptions,
 ): Verdict {
   // Round trip each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
   // nothing, or serves the previous window again, leaves bytes that differ from the reference.
   for (const i of [0, 1] as const) {
-    into.bytes.set(refs[1 - i]!);
-    t.roundTrip(windows[i], into);
-    const d = firstDifference(into.bytes, refs[i]);
+    pinned.bytes.set(refs[1 - i]!);
+    t.roundTrip(windows[i], pinned);
+    const d = firstDifference(pinned.bytes, refs[i]);
     result.windows[i]!.equal = d < 0;
     result.windows[i]!.firstDifference = d < 0 ? null : d;
     o.log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
@@ -304,8 +303,8 @@ function selfTest(
   const [reg, staged] = timeBoth(
     () => t.upload(windows[0]),
     () => {
-      staging.bytes.set(windows[0].bytes);
-      t.upload(staging);
+      pinned.bytes.set(windows[0].bytes);
+      t.upload(pinned);
     },
     o.runs,
     o.now,

@@ -46,7 +46,7 @@ it('discovery + probe 50 times leaves descriptors, mappings and registrations wh
     expect([...verdicts]).toEqual(['true/first true/first']);
     expect(state()).toEqual(before);
     expect(before).toMatchObject({ scratchMaps: 0, double: 0, table: 0, pinned: 0, device: 0 });
-    expect(cuda.calls('cuMemHostAlloc')).toBeGreaterThanOrEqual(2 * 51);
+    expect(cuda.calls('cuMemHostAlloc')).toBeGreaterThanOrEqual(51); // one page-locked buffer a probe
     // one leaked mapping per round would add at least 50; V8's own heap moves by less
     expect(mappingCount() - mapsBefore).toBeLessThan(50);
     expect(readdirSync(scratch)).toEqual([]);
