@@ -3,6 +3,31 @@
 import koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 
+/** A device as a discovery-only API describes it. */
+export interface DiscoveredDevice {
+  /** Position in this backend's list (stable order: OpenCL platform then device order; Vulkan's enumeration order). */
+  index: number;
+  name: string;
+  type: 'cpu' | 'gpu' | 'integrated-gpu' | 'virtual-gpu' | 'accelerator' | 'other';
+  /** true for integrated GPUs, false for discrete, null when unknown/not applicable. */
+  integrated: boolean | null;
+  /** Vendor name or id text. */
+  vendor: string;
+  /** As the API gives it (Vulkan: decoded with the vendor's packing). */
+  driverVersion: string;
+  /** "0000:00:06.0" form when the API exposes it (Vulkan: VK_EXT_pci_bus_info). */
+  pciBusId: string | null;
+  /** OpenCL platform name; Vulkan: api version text. */
+  platform?: string;
+}
+
+export interface Discovery {
+  library: string | null;
+  tried: string[];
+  devices: DiscoveredDevice[];
+  error?: string;
+}
+
 export interface Loaded<Api> {
   api: Api | null;
   library: string | null;

@@ -3,31 +3,9 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle, TypeObject } from 'koffi';
-import { type ApiLibrary, candidates, loadApi } from './api-library.js';
+import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, loadApi } from './api-library.js';
 
-export interface DiscoveredDevice {
-  /** Position in this backend's list (stable order: platform order, then device order). */
-  index: number;
-  name: string;
-  type: 'cpu' | 'gpu' | 'integrated-gpu' | 'virtual-gpu' | 'accelerator' | 'other';
-  /** true for integrated GPUs, false for discrete, null when unknown/not applicable. */
-  integrated: boolean | null;
-  /** Vendor name or id text. */
-  vendor: string;
-  /** As the API gives it. */
-  driverVersion: string;
-  /** "0000:00:06.0" form when the API exposes it. */
-  pciBusId: string | null;
-  /** OpenCL platform name; Vulkan: api version text. */
-  platform?: string;
-}
-
-export interface Discovery {
-  library: string | null;
-  tried: string[];
-  devices: DiscoveredDevice[];
-  error?: string;
-}
+export type { DiscoveredDevice, Discovery } from './api-library.js';
 
 /** Environment variable naming the OpenCL library to load instead of the defaults. */
 export const OPENCL_LIBRARY_ENV = 'MAPPED_REG_OPENCL_LIBRARY';

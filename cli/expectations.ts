@@ -10,9 +10,8 @@
 // `device=hip:*`); `driver=` the driver's version (`driver=7.2.4*`), or name and version (`driver="HIP 7.2.*"`);
 // `host=` the hostname of a merged file's device (or of the file). A value with spaces is quoted with "...".
 // Keys left out match anything. The device-level verdict entry of a comparison has the check id `verdict`.
-import { readFileSync } from 'node:fs';
 import type { DeviceResult } from './run.js';
-import { InputError, type Host } from './results-io.js';
+import { InputError, type Host, readInput } from './results-io.js';
 
 export type ExpectationKind = 'fail' | 'flake';
 
@@ -102,14 +101,7 @@ export function parseExpectations(text: string, file: string): Expectations {
 
 /** Reads and parses an expectations file (unreadable: InputError). */
 export function readExpectations(file: string): Expectations {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    throw new InputError(`${file}: cannot read it (${err.code ?? err.message})`);
-  }
-  return parseExpectations(text, file);
+  return parseExpectations(readInput(file), file);
 }
 
 function matches(e: Expectation, device: ExpectationSubject, checkId: string, fallbackHost?: string): boolean {

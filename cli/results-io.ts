@@ -85,14 +85,17 @@ export function parseResults(text: string, file: string): RunResult {
   return data as RunResult;
 }
 
-/** Reads and checks a results file: not readable, not JSON, another schemaVersion or not the schema's shape: InputError. */
-export function readResults(file: string): RunResult {
-  let text: string;
+/** The text of an input file given on the command line; one that cannot be read is an InputError. */
+export function readInput(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new InputError(`${file}: cannot read it (${err.code ?? err.message})`);
   }
-  return parseResults(text, file);
+}
+
+/** Reads and checks a results file: not readable, not JSON, another schemaVersion or not the schema's shape: InputError. */
+export function readResults(file: string): RunResult {
+  return parseResults(readInput(file), file);
 }
