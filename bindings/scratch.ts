@@ -1,11 +1,13 @@
-// A scratch file of random bytes, mapped read-only and shared (as model weights are), with a reference copy
-// of the same bytes read independently by pread. The file lives in a private folder named after the process
+// A scratch file of random bytes, mapped read-only and shared (as model weights are), with a reference: the
+// same bytes read independently, by pread, when the probe compares them (a chunk at a time, never a whole
+// region in memory). The file lives in a private folder named after the process
 // (`.mapped-reg-<pid>-XXXXXX`), removed by close(), at process exit, or, after a crash, by the next run that
 // finds the folder of a process that no longer exists.
 import { randomFillSync } from 'node:crypto';
 import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, readdirSync, rmSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
 import { registrations, type RegistrationTable } from '../src/ops.js';
+import type { ReferenceReader } from '../src/probe.js';
 import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, statfs } from './libc.js';
 
 const MiB = 1024 * 1024;
@@ -22,8 +24,11 @@ export interface ScratchRegion {
   readonly fd: number;
   /** MAP_SHARED, PROT_READ mapping of the whole file. */
   readonly map: Mapping;
-  /** The same bytes, read by pread into ordinary memory. */
-  readonly reference: Uint8Array;
+  /**
+   * The same bytes, read by pread from the file's descriptor when asked (the probe reads a chunk at a time);
+   * it throws once close() has run.
+   */
+  readonly reference: ReferenceReader;
   /**
    * Closes the descriptor, removes the file, and unmaps it unless any part of the mapping is still registered
    * in `table` (a range the driver may hold is never unmapped: it is kept until the process ends). Returns true
@@ -81,7 +86,7 @@ export function removeStaleScratch(dir: string): string[] {
   return removed;
 }
 
-/** Makes, maps and reads back a scratch file of `bytes` random bytes in `dir`. */
+/** Makes and maps a scratch file of `bytes` random bytes in `dir`; its reference reads the file on demand. */
 export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
   if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`scratch size must be a positive number of bytes, not ${bytes}`);
   const problem = scratchDirProblem(dir, bytes);
@@ -104,17 +109,25 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
     }
     fsyncSync(fd);
     map = mmap(bytes, PROT_READ, MAP_SHARED, fd, 0);
-    const reference = Buffer.allocUnsafe(bytes);
-    let read = 0;
-    while (read < bytes) {
-      const n = readSync(fd, reference, read, Math.min(1 << 30, bytes - read), read);
-      if (n === 0) throw new Error(`scratch file ${path} ended at ${read} of ${bytes} bytes`);
-      read += n;
-    }
     const m = map;
     const openFd = fd;
     let closed = false;
     let unmapped = false;
+    const reference: ReferenceReader = {
+      length: bytes,
+      read(offset: number, into: Uint8Array): void {
+        if (closed) throw new Error(`scratch file ${path} is closed: its reference cannot be read`);
+        if (!Number.isSafeInteger(offset) || offset < 0 || offset + into.length > bytes) {
+          throw new RangeError(`reference read of ${into.length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
+        }
+        let done = 0;
+        while (done < into.length) {
+          const n = readSync(openFd, into, done, into.length - done, offset + done);
+          if (n === 0) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
+          done += n;
+        }
+      },
+    };
     return {
       dir,
       fsType,
@@ -122,7 +135,7 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
       size: bytes,
       fd,
       map: m,
-      reference: new Uint8Array(reference.buffer, reference.byteOffset, bytes),
+      reference,
       close(table: RegistrationTable = registrations): boolean {
         if (!closed) {
           closed = true;

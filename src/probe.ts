@@ -32,6 +32,23 @@ export const CLEANUP_RELEASE_TRIES = 2;
 /** Tries of freeHost for each page-locked buffer the probe allocated. */
 export const FREE_TRIES = 2;
 
+/**
+ * The reference read on demand instead of held in memory: `read(offset, into)` fills `into` with the bytes at
+ * `offset` of the same file region, read independently of the map (pread on the file), and throws when it
+ * cannot. Each byte is read when a comparison needs it, a chunk at a time, so the probe holds a few MiB of
+ * the reference instead of a whole region: the spec's `reference: host` is the Uint8Array form.
+ */
+export interface ReferenceReader {
+  readonly length: number;
+  read(offset: number, into: Uint8Array): void;
+}
+
+/** The bytes of the same file region, read independently of the map: held in memory, or read on demand. */
+export type Reference = Uint8Array | ReferenceReader;
+
+/** The most of a ReferenceReader's bytes the probe holds at a time (a multiple of UNIT). */
+export const REFERENCE_CHUNK = 4 * 1024 * 1024;
+
 export interface ProbeOptions {
   log?: (message: string) => void;
   /** Fraction of the staged copy's speed the registered copy must reach (default 0.8). A margin for noise. */
@@ -102,8 +119,60 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
   return a.length === b.length ? -1 : n;
 }
 
+/**
+ * A window of a Reference: compared with bytes, copied into bytes, or compared with another window of it. A
+ * reader's bytes go through one buffer of at most REFERENCE_CHUNK (two when two windows are compared), made on
+ * first use and kept for the probe.
+ */
+class ReferenceWindows {
+  private buffers: Uint8Array[] = [];
+  constructor(private readonly ref: Reference) {}
+
+  private buffer(k: number, length: number): Uint8Array {
+    this.buffers[k] ??= new Uint8Array(Math.min(REFERENCE_CHUNK, length));
+    return this.buffers[k]!;
+  }
+
+  /** First offset at which `bytes` differs from the reference's bytes at `offset`, or -1. */
+  diff(bytes: Uint8Array, offset: number): number {
+    const ref = this.ref;
+    if (ref instanceof Uint8Array) return firstDifference(bytes, ref.subarray(offset, offset + bytes.length));
+    const chunk = this.buffer(0, bytes.length);
+    for (let at = 0; at < bytes.length; at += chunk.length) {
+      const n = Math.min(chunk.length, bytes.length - at);
+      ref.read(offset + at, chunk.subarray(0, n));
+      const d = firstDifference(bytes.subarray(at, at + n), chunk.subarray(0, n));
+      if (d >= 0) return at + d;
+    }
+    return -1;
+  }
+
+  /** First offset at which the reference's `length` bytes at `a` and at `b` differ, or -1. */
+  diffWithin(a: number, b: number, length: number): number {
+    const ref = this.ref;
+    if (ref instanceof Uint8Array) return firstDifference(ref.subarray(a, a + length), ref.subarray(b, b + length));
+    const x = this.buffer(0, length);
+    const y = this.buffer(1, length);
+    for (let at = 0; at < length; at += x.length) {
+      const n = Math.min(x.length, length - at);
+      ref.read(a + at, x.subarray(0, n));
+      ref.read(b + at, y.subarray(0, n));
+      const d = firstDifference(x.subarray(0, n), y.subarray(0, n));
+      if (d >= 0) return at + d;
+    }
+    return -1;
+  }
+
+  /** The reference's bytes at `offset` into all of `into`. */
+  copy(into: Uint8Array, offset: number): void {
+    const ref = this.ref;
+    if (ref instanceof Uint8Array) into.set(ref.subarray(offset, offset + into.length));
+    else ref.read(offset, into);
+  }
+}
+
 /** Why map and reference cannot be probed, or undefined when they can. Reads no bytes. */
-export function checkInputs(map: Host, reference: Uint8Array): string | undefined {
+export function checkInputs(map: Host, reference: Reference): string | undefined {
   const length = map.bytes.length;
   if (reference.length !== length) return `map (${length} bytes) and reference (${reference.length} bytes) differ in length`;
   if (length < 2 * UNIT) return `the region is too small: ${length} bytes, at least two units of 64 KiB (${2 * UNIT} bytes) are needed`;
@@ -141,7 +210,7 @@ const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
  * copied to the device and back, compared with `reference` (the same file region read independently), timed
  * against a staged copy, and released.
  */
-export function probeWithReport(ops: Ops, map: Host, reference: Uint8Array, options: ProbeOptions = {}): ProbeReport {
+export function probeWithReport(ops: Ops, map: Host, reference: Reference, options: ProbeOptions = {}): ProbeReport {
   const lines: string[] = [];
   const log = (message: string): void => {
     lines.push(message);
@@ -157,16 +226,21 @@ export function probeWithReport(ops: Ops, map: Host, reference: Uint8Array, opti
   if (invalid !== undefined) return report(Inconclusive(invalid), lines);
   const w = windowSize(map.bytes.length);
   const windows = [hostSlice(map, 0, w), hostSlice(map, w, w)] as const;
-  const refs = [reference.subarray(0, w), reference.subarray(w, 2 * w)] as const;
+  const refs = new ReferenceWindows(reference);
 
   // The reference is checked against the map before anything is registered: a reference that differs is the
-  // caller's fault, and nothing is registered or allocated.
-  for (const i of [0, 1] as const) {
-    const d = firstDifference(windows[i].bytes, refs[i]);
-    if (d >= 0) return report(Inconclusive(`the reference differs from the map at offset ${i * w + d}: nothing was registered`), lines, w);
-  }
-  if (firstDifference(refs[0], refs[1]) < 0) {
-    return report(Inconclusive('the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region'), lines, w);
+  // caller's fault, and nothing is registered or allocated. So is one that cannot be read.
+  try {
+    for (const i of [0, 1] as const) {
+      const d = refs.diff(windows[i].bytes, i * w);
+      if (d >= 0) return report(Inconclusive(`the reference differs from the map at offset ${i * w + d}: nothing was registered`), lines, w);
+    }
+    if (refs.diffWithin(0, w, w) < 0) {
+      return report(Inconclusive('the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region'), lines, w);
+    }
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    return report(Inconclusive(`the reference could not be read: ${errorText(e)}: nothing was registered`), lines, w);
   }
   const live = table.overlapping(map.address, map.bytes.length);
   if (live.length > 0) {
@@ -276,30 +350,31 @@ interface SelfTestOptions {
 function selfTest(
   t: Ops,
   windows: readonly [Host, Host],
-  refs: readonly [Uint8Array, Uint8Array],
+  refs: ReferenceWindows,
   pinned: Host,
   result: ProbeReport,
   o: SelfTestOptions,
 ): Verdict {
   // Round trip each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
   // nothing, or serves the previous window again, leaves bytes that differ from the reference.
+  const w = windows[0].bytes.length;
   for (const i of [0, 1] as const) {
-    pinned.bytes.set(refs[1 - i]!);
+    refs.copy(pinned.bytes, (1 - i) * w);
     t.roundTrip(windows[i], pinned);
-    const d = firstDifference(pinned.bytes, refs[i]);
+    const d = refs.diff(pinned.bytes, i * w);
     result.windows[i]!.equal = d < 0;
     result.windows[i]!.firstDifference = d < 0 ? null : d;
     o.log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
   }
   if (result.windows.some((w) => w.equal === false)) {
     for (const i of [0, 1] as const) {
-      const d = firstDifference(windows[i].bytes, refs[i]);
+      const d = refs.diff(windows[i].bytes, i * w);
       if (d >= 0) return Inconclusive(`the map changed during the probe (window ${i + 1} differs from the reference at offset ${d})`);
     }
     return Refused(Wrong_bytes);
   }
 
-  const bytes = windows[0].bytes.length;
+  const bytes = w;
   const [reg, staged] = timeBoth(
     () => t.upload(windows[0]),
     () => {
@@ -335,7 +410,7 @@ function selfTest(
 }
 
 /** The self-test's verdict (spec: probe_with). */
-export function probeWith(ops: Ops, map: Host, reference: Uint8Array, options: ProbeOptions = {}): Verdict {
+export function probeWith(ops: Ops, map: Host, reference: Reference, options: ProbeOptions = {}): Verdict {
   return probeWithReport(ops, map, reference, options).verdict;
 }
 
@@ -370,7 +445,7 @@ export function withDeviceOps<T>(device: Device, bytes: number, f: (ops: Ops) =>
  * The capability with everything the self-test saw: the static verdict, then, if it asks for it, the self-test
  * on the device. A device decided statically is answered without reading map or reference and without any op.
  */
-export function probeReport(device: Device, map: Host, reference: Uint8Array, options: ProbeOptions = {}): ProbeReport {
+export function probeReport(device: Device, map: Host, reference: Reference, options: ProbeOptions = {}): ProbeReport {
   const s = staticVerdict(device);
   if (s.kind === 'Decided') return report(s.verdict, []);
   const invalid = checkInputs(map, reference);
@@ -384,6 +459,6 @@ export function probeReport(device: Device, map: Host, reference: Uint8Array, op
 }
 
 /** The capability (spec: probe). */
-export function probe(device: Device, map: Host, reference: Uint8Array, options: ProbeOptions = {}): Verdict {
+export function probe(device: Device, map: Host, reference: Reference, options: ProbeOptions = {}): Verdict {
   return probeReport(device, map, reference, options).verdict;
 }

@@ -11,8 +11,10 @@ import {
   probeWith,
   probeWithReport,
   windowSize,
+  REFERENCE_CHUNK,
   type Host,
   type ProbeOptions,
+  type ReferenceReader,
 } from '../src/index.js';
 import { type Faults, MemoryOps, memHost, randomBytes } from './support/memory-ops.js';
 
@@ -431,5 +433,124 @@ describe('probeWith: exceptions', () => {
   it('a non-RangeError mentioning the stack is not fatal', () => {
     const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: new Error('Maximum call stack size exceeded') } });
     expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Inconclusive');
+  });
+});
+
+/** A reader over `bytes` that records every read (and can fail on its n-th read): the pread form, in memory. */
+function reader(bytes: Uint8Array, fail?: { onRead: number; error: unknown }) {
+  const reads: { offset: number; length: number; into: Uint8Array }[] = [];
+  const r: ReferenceReader = {
+    length: bytes.length,
+    read(offset, into) {
+      reads.push({ offset, length: into.length, into });
+      if (fail && reads.length === fail.onRead) throw fail.error;
+      if (offset < 0 || offset + into.length > bytes.length) throw new RangeError(`read past the end: ${offset} + ${into.length}`);
+      into.set(bytes.subarray(offset, offset + into.length));
+    },
+  };
+  return { r, reads };
+}
+
+describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
+  // windows of 2 chunks + 2 units: every comparison crosses chunk boundaries and ends on a short chunk
+  const LENGTH = 2 * (2 * REFERENCE_CHUNK + 2 * UNIT);
+
+  it('REFERENCE_CHUNK is a few MiB and a multiple of the unit', () => {
+    expect(REFERENCE_CHUNK % UNIT).toBe(0);
+    expect(REFERENCE_CHUNK).toBeGreaterThanOrEqual(UNIT);
+    expect(REFERENCE_CHUNK).toBeLessThanOrEqual(16 * 1024 * 1024);
+  });
+
+  it('Usable, the same report as with the reference in memory, never more than a chunk read outside the page-locked buffer', () => {
+    const s = setup(LENGTH);
+    const inMemory = probeWithReport(new MemoryOps(windowSize(LENGTH)), s.map, s.reference, { table: new RegistrationTable(), now: () => 0 });
+    const { r, reads } = reader(s.reference);
+    const report = probeWithReport(s.ops, s.map, r, s.options);
+    expect(report.verdict).toEqual({ kind: 'Usable' });
+    expect(report.windows).toEqual(inMemory.windows);
+    const pinnedReads = reads.filter((x) => x.length === windowSize(LENGTH));
+    expect(pinnedReads.map((x) => x.offset)).toEqual([windowSize(LENGTH), 0]); // each round trip's buffer filled with the other window
+    const chunked = reads.filter((x) => x.length !== windowSize(LENGTH));
+    expect(chunked.length).toBeGreaterThan(0);
+    expect(Math.max(...chunked.map((x) => x.length))).toBeLessThanOrEqual(REFERENCE_CHUNK);
+    // every byte of both windows was read for the map check and again for the round trips
+    const covered = (from: number) => chunked.filter((x) => x.offset >= from && x.offset < from + windowSize(LENGTH)).reduce((a, x) => a + x.length, 0);
+    expect(covered(0)).toBeGreaterThanOrEqual(2 * windowSize(LENGTH));
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('wrong bytes past the first chunk of the second window: Refused Wrong_bytes, at the exact offset', () => {
+    const s = setup(LENGTH);
+    const w = windowSize(LENGTH);
+    s.ops.faults.corruptWindows = [s.map.address + BigInt(w)];
+    const report = probeWithReport(s.ops, s.map, reader(s.reference).r, s.options);
+    expect(report.verdict).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+    const inMemory = probeWithReport(new MemoryOps(w, { corruptWindows: [s.map.address + BigInt(w)] }), s.map, s.reference, { table: new RegistrationTable(), now: () => 0 });
+    expect(report.windows.map((x) => [x.equal, x.firstDifference])).toEqual(inMemory.windows.map((x) => [x.equal, x.firstDifference]));
+    expect(report.windows[1]!.equal).toBe(false);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a reference that differs from the map in a later chunk: Inconclusive at that offset, nothing registered', () => {
+    const s = setup(LENGTH);
+    const at = windowSize(LENGTH) + REFERENCE_CHUNK + 17;
+    flip(s.reference, at, 0x40);
+    const v = probeWith(s.ops, s.map, reader(s.reference).r, s.options);
+    expect(v).toEqual({ kind: 'Inconclusive', reason: `the reference differs from the map at offset ${at}: nothing was registered` });
+    expect(totalCalls(s.ops)).toBe(0);
+  });
+
+  it('two windows that agree up to the last chunk still differ; two equal windows are Inconclusive', () => {
+    const w = windowSize(LENGTH);
+    const bytes = randomBytes(LENGTH);
+    bytes.copyWithin(w, 0, w - 1); // the windows differ in their last byte only
+    bytes[2 * w - 1] = bytes[w - 1]! ^ 1;
+    const s1 = { ...setup(LENGTH), map: memHost(bytes) };
+    expect(probeWith(s1.ops, s1.map, reader(bytes.slice()).r, s1.options).kind).toBe('Usable');
+    const same = bytes.slice();
+    same[2 * w - 1] = same[w - 1]!;
+    const s2 = { ...setup(LENGTH), map: memHost(same) };
+    expect(probeWith(s2.ops, s2.map, reader(same.slice()).r, s2.options)).toEqual({
+      kind: 'Inconclusive',
+      reason: 'the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region',
+    });
+    expect(totalCalls(s2.ops)).toBe(0);
+  });
+
+  it('a reader of the wrong length is refused before any read', () => {
+    const s = setup(LENGTH);
+    const { r, reads } = reader(s.reference.subarray(1));
+    expect(probeWith(s.ops, s.map, r, s.options).kind).toBe('Inconclusive');
+    expect(reads).toHaveLength(0);
+    expect(totalCalls(s.ops)).toBe(0);
+  });
+
+  it('a read that fails before registration: Inconclusive, nothing registered or allocated', () => {
+    const s = setup(LENGTH);
+    const v = probeWith(s.ops, s.map, reader(s.reference, { onRead: 2, error: new Error('EIO: i/o error, read') }).r, s.options);
+    expect(v).toEqual({ kind: 'Inconclusive', reason: 'the reference could not be read: EIO: i/o error, read: nothing was registered' });
+    expect(totalCalls(s.ops)).toBe(0);
+  });
+
+  it('a read that fails during the round trips: Inconclusive, everything released', () => {
+    const s = setup(LENGTH);
+    const { r, reads } = reader(s.reference);
+    probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
+    const firstPinnedRead = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    const v = probeWith(s.ops, s.map, reader(s.reference, { onRead: firstPinnedRead + 1, error: new Error('EIO') }).r, s.options);
+    expect(v.kind).toBe('Inconclusive');
+    expect(s.ops.calls.register).toBe(2);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a fatal error from the reader is rethrown, before or after registration, with everything released', () => {
+    const s = setup(LENGTH);
+    expect(() => probeWith(s.ops, s.map, reader(s.reference, { onRead: 1, error: new OutOfMemory() }).r, s.options)).toThrow(OutOfMemory);
+    expect(totalCalls(s.ops)).toBe(0);
+    const { r, reads } = reader(s.reference);
+    probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
+    const pinned = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    expect(() => probeWith(s.ops, s.map, reader(s.reference, { onRead: pinned, error: new Interrupted() }).r, s.options)).toThrow(Interrupted);
+    expectAllReleased(s.ops, s.table);
   });
 });
