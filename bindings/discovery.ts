@@ -48,6 +48,13 @@ export interface DiscoveredDevice {
 export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver } | { readonly api: 'HIP'; readonly driver: HipDriver }) & {
   readonly ordinal: number;
   withOps<T>(bytes: number, f: (ops: DeviceOps) => T): T;
+  /**
+   * Keeps the device's context for the rest of the process, so that each withOps does not create it again
+   * (CUDA: one primary context retain, never released: the last release destroys the context, and making it
+   * again cost about 0.2 s on the H200, once per check; HIP keeps its context for the process anyway: nothing
+   * to do). Idempotent. For a process that uses the device until it exits, such as a device's runner.
+   */
+  keepContext(): void;
 };
 
 export interface BackendReport {
@@ -64,6 +71,16 @@ export interface Discovery {
   readonly backends: BackendReport[];
   /** True when a CUDA or HIP driver library was loaded. */
   readonly gpuDriverFound: boolean;
+}
+
+/** NativeDevice.keepContext for CUDA device `ordinal`: one primary context retain, taken once, never released. */
+function keepCudaContext(driver: CudaDriver, ordinal: number): () => void {
+  let kept = false;
+  return () => {
+    if (kept) return;
+    driver.primaryCtxRetain(ordinal);
+    kept = true;
+  };
 }
 
 /** A query answered once, at discovery, and replayed to the model (which asks the backend's hook once). */
@@ -139,7 +156,7 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; l
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withCudaOps(driver, i, bytes, f),
         },
-        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f) => withCudaOps(driver, i, bytes, f) },
+        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f) => withCudaOps(driver, i, bytes, f), keepContext: keepCudaContext(driver, i) },
       });
     }
     return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) }, loaded: true };
@@ -181,7 +198,7 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; lo
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withHipOps(driver, i, bytes, f),
         },
-        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f) => withHipOps(driver, i, bytes, f) },
+        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f) => withHipOps(driver, i, bytes, f), keepContext: () => {} },
       });
     }
     const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;

@@ -33,6 +33,8 @@ export function deviceContext(): CheckContext {
       const note = found.backends.find((b) => b.backend === backend)?.note;
       throw new Error(`device ${options.device} not found${note ? `: ${note}` : ''}`);
     }
+    // one context for all the checks of this process (else CUDA makes it again for each check's ops)
+    device.native?.keepContext();
     shared = { device, options, log: () => {} };
   }
   return shared;

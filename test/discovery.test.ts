@@ -110,6 +110,47 @@ describe('the Vulkan device never reaches a driver register call', () => {
   });
 });
 
+describe("the scratch region's reference: pread from the file on demand", () => {
+  it('reads the bytes the mapping shows, at any offset and length; refuses past the end and after close()', () => {
+    const region = makeScratchRegion(scratch, 12 * MiB);
+    try {
+      for (const [offset, length] of [
+        [0, 12 * MiB],
+        [5 * MiB + 3, 4097],
+        [12 * MiB - 1, 1],
+        [7 * MiB, 0],
+      ] as const) {
+        const into = new Uint8Array(length);
+        region.reference.read(offset, into);
+        expect(Buffer.compare(into, region.map.bytes.subarray(offset, offset + length))).toBe(0);
+      }
+      expect(region.reference.length).toBe(12 * MiB);
+      expect(() => region.reference.read(12 * MiB - 1, new Uint8Array(2))).toThrow(/outside the 12582912 bytes/);
+      expect(() => region.reference.read(-1, new Uint8Array(1))).toThrow(RangeError);
+    } finally {
+      region.close();
+    }
+    expect(() => region.reference.read(0, new Uint8Array(1))).toThrow(/is closed/);
+  });
+
+  it('a 12 MiB region (windows over a chunk) probes Usable against the CUDA double, with the reference read in chunks', () => {
+    const cuda = loadDouble('cuda', { profile: 'cuda' });
+    const d = only(cuda.discovery.devices, 'cuda');
+    const region = makeScratchRegion(scratch, 12 * MiB);
+    const reads: number[] = [];
+    const reference = { length: region.reference.length, read: (o: number, into: Uint8Array) => (reads.push(into.length), region.reference.read(o, into)) };
+    try {
+      const r = probeReport(d.device, region.map, reference);
+      expect(r.verdict).toEqual({ kind: 'Usable' });
+      expect(r.windows.map((w) => w.equal)).toEqual([true, true]);
+      expect(Math.max(...reads.filter((n) => n !== r.windowBytes))).toBeLessThanOrEqual(4 * MiB);
+    } finally {
+      region.close();
+    }
+    expect(cuda.registrationCount()).toBe(0);
+  });
+});
+
 describe('the probe through the bindings and the CUDA double', () => {
   it('a CUDA-profile device lists its attributes and probes Usable, both windows equal, released at the first try', () => {
     const cuda = loadDouble('cuda', { profile: 'cuda' });
@@ -125,6 +166,22 @@ describe('the probe through the bindings and the CUDA double', () => {
     ]);
     expect(r.timing!.registeredGBps).toBeGreaterThan(0);
     expect(cuda.registrationCount()).toBe(0);
+  });
+
+  it('keepContext: the primary context is made once for the process instead of once per withOps', () => {
+    const cuda = loadDouble('cuda', { profile: 'cuda' });
+    const d = only(cuda.discovery.devices, 'cuda');
+    const native = d.native!;
+    const before = cuda.contextsCreated(0);
+    native.withOps(4096, (ops) => ops.synchronize());
+    native.withOps(4096, (ops) => ops.synchronize());
+    expect(cuda.contextsCreated(0) - before).toBe(2); // each withOps's last release destroyed it
+    native.keepContext();
+    native.keepContext(); // idempotent: one retain
+    native.withOps(4096, (ops) => ops.synchronize());
+    native.withOps(4096, (ops) => ops.synchronize());
+    expect(cuda.contextsCreated(0) - before).toBe(3);
+    expect(cuda.calls('cuDevicePrimaryCtxRetain') - cuda.calls('cuDevicePrimaryCtxRelease_v2')).toBe(1);
   });
 
   it('wrong bytes from a registered range: Refused Wrong_bytes', () => {

@@ -114,6 +114,8 @@ static int check_ctx(int *dev) {
 
 /* A context handle is the address of its device's slot in this table. */
 static char ctx_handles[DBL_MAX_DEVICES];
+/* How many times each device's primary context was created (a retain that found no live context). */
+static int ctx_created[DBL_MAX_DEVICES];
 
 /* ---------------------------------------------------------------- init and devices */
 
@@ -212,7 +214,7 @@ DBL_API CUresult cuDevicePrimaryCtxRetain(void **pctx, CUdevice dev) {
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
-  g.ctx_refcount[dev]++;
+  if (g.ctx_refcount[dev]++ == 0) ctx_created[dev]++;
   *pctx = &ctx_handles[dev];
   return CUDA_SUCCESS;
 }
@@ -380,12 +382,20 @@ DBL_API CUresult cuGetErrorString(CUresult error, const char **pstr) {
 DBL_API void double_reset(void) {
   pthread_mutex_lock(&g_mu);
   dbl_reset_all();
+  memset(ctx_created, 0, sizeof ctx_created);
   pthread_mutex_unlock(&g_mu);
 }
 
 DBL_API int double_registration_count(void) {
   pthread_mutex_lock(&g_mu);
   int n = dbl_live_registrations();
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API int double_contexts_created(int dev) {
+  pthread_mutex_lock(&g_mu);
+  int n = dev >= 0 && dev < DBL_MAX_DEVICES ? ctx_created[dev] : -1;
   pthread_mutex_unlock(&g_mu);
   return n;
 }

@@ -23,6 +23,8 @@ export interface Loaded {
   path: string;
   registrationCount(): number;
   calls(name: string): number;
+  /** CUDA: how many times device `dev`'s primary context was created (0 for HIP, which has no such count). */
+  contextsCreated(dev: number): number;
 }
 
 const ENV = ['MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_HIP_VERSION'] as const;
@@ -53,5 +55,6 @@ export function loadDouble(backend: 'cuda' | 'hip', config: DoubleConfig = {}): 
   const lib = koffi.load(path);
   const count = lib.func('int double_registration_count(void)') as () => number;
   const calls = lib.func('int double_calls(const char *name)') as (name: string) => number;
-  return { discovery, path, registrationCount: () => count(), calls: (name) => calls(name) };
+  const created = backend === 'cuda' ? (lib.func('int double_contexts_created(int dev)') as (dev: number) => number) : () => 0;
+  return { discovery, path, registrationCount: () => count(), calls: (name) => calls(name), contextsCreated: (dev) => created(dev) };
 }
