@@ -54,6 +54,8 @@ interface Memory {
   anon?: number;
   file?: number;
   shmem?: number;
+  /** VmRSS now. */
+  rss?: number;
 }
 
 function memoryOf(pid: number): Memory | undefined {
@@ -67,7 +69,25 @@ function memoryOf(pid: number): Memory | undefined {
   const rss = field('VmRSS');
   if (hwm === undefined && rss === undefined) return undefined;
   const parts = { anon: field('RssAnon'), file: field('RssFile'), shmem: field('RssShmem') };
-  return { kib: hwm ?? rss!, source: hwm !== undefined ? 'VmHWM' : 'VmRSS', ...parts };
+  return { kib: hwm ?? rss!, source: hwm !== undefined ? 'VmHWM' : 'VmRSS', ...parts, ...(rss !== undefined ? { rss } : {}) };
+}
+
+/** Proportional set size (KiB) from /proc/<pid>/smaps_rollup: shared pages split among the processes mapping them. */
+function pssOf(pid: number): number | undefined {
+  const m = /^Pss:\s+(\d+)\s+kB/m.exec(readText(`/proc/${pid}/smaps_rollup`) ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * The whole run at the walk where its processes together held the most: the sum of their proportional set sizes
+ * (PSS: a page mapped by several of them, such as Node's own code, is counted once in all; the region's
+ * pages, mapped by its runner only, in full), the sum of their resident sets (which counts shared pages once
+ * per process), and what each process held then.
+ */
+export interface TreePeak {
+  pssKiB: number;
+  rssSumKiB: number;
+  processes: { pid: number; role: ProcessPeak['role']; device?: string; pssKiB: number; rssKiB: number }[];
 }
 
 const maxOf = (a: number | undefined, b: number | undefined): number | undefined => (b === undefined ? a : Math.max(a ?? 0, b));
@@ -90,6 +110,7 @@ export class TreeSampler {
   readonly #peaks = new Map<number, ProcessPeak>();
   readonly #timer: NodeJS.Timeout;
   #ticks = 0;
+  #tree: TreePeak | undefined;
 
   constructor(root: number, readonly intervalMs = 25) {
     this.#root = root;
@@ -117,13 +138,18 @@ export class TreeSampler {
       for (let p: number | undefined = pid, hops = 0; p !== undefined && hops < 64; p = parents.get(p), hops++) if (p === this.#root) return true;
       return false;
     };
+    const now: TreePeak = { pssKiB: 0, rssSumKiB: 0, processes: [] };
     for (const [pid, ppid] of parents) {
       if (!inTree(pid)) continue;
       const mem = memoryOf(pid);
       if (!mem) continue;
+      const rss = mem.rss;
+      const pss = pssOf(pid);
       // Read every time: between fork and exec a child still shows its parent's command line and memory, so
       // a process whose command line changed starts afresh.
       const command = (readText(`/proc/${pid}/cmdline`) ?? '').split('\0').filter((a) => a !== '').join(' ').slice(0, 300);
+      // an exiting process (a zombie) has no command line any more, and nothing left to measure
+      if (command === '') continue;
       let peak = this.#peaks.get(pid);
       if (!peak || peak.command !== command) {
         const role = pid === this.#root ? 'command' : command.includes('device-runner.js') ? 'device-runner' : 'other';
@@ -140,13 +166,19 @@ export class TreeSampler {
       if (anon !== undefined) peak.rssAnonMaxKiB = anon;
       if (file !== undefined) peak.rssFileMaxKiB = file;
       if (shmem !== undefined) peak.rssShmemMaxKiB = shmem;
+      if (pss !== undefined && rss !== undefined) {
+        now.pssKiB += pss;
+        now.rssSumKiB += rss;
+        now.processes.push({ pid, role: peak.role, ...(peak.device ? { device: peak.device } : {}), pssKiB: pss, rssKiB: rss });
+      }
     }
+    if (now.processes.length > 0 && now.pssKiB > (this.#tree?.pssKiB ?? -1)) this.#tree = now;
   }
 
   /** Stops sampling; every process seen, the root first, then in the order they were first seen. */
-  stop(): { intervalMs: number; walks: number; processes: ProcessPeak[] } {
+  stop(): { intervalMs: number; walks: number; processes: ProcessPeak[]; tree?: TreePeak } {
     clearInterval(this.#timer);
     const processes = [...this.#peaks.values()].sort((a, b) => (a.pid === this.#root ? -1 : b.pid === this.#root ? 1 : 0));
-    return { intervalMs: this.intervalMs, walks: this.#ticks, processes };
+    return { intervalMs: this.intervalMs, walks: this.#ticks, processes, ...(this.#tree ? { tree: this.#tree } : {}) };
   }
 }
