@@ -19,7 +19,7 @@ import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, statfs } from '../bi
 import { makeScratchRegion, scratchDirProblem } from '../bindings/scratch.js';
 import { type Host, hostSlice, registrations, windowSize } from '../src/index.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
-import { type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
+import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -659,6 +659,18 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
       if (link !== undefined) out.timingMs.link = link;
       return out;
     });
+    // A discovering runner kept one device of its backends: the first CUDA/HIP device, else the first
+    // (cli/select.ts pickDevice), which is the first such device of the results.
+    const kept = (label: string | undefined): string | undefined => {
+      if (!label?.startsWith(DISCOVERING)) return label;
+      const group = label.slice(DISCOVERING.length).split('+');
+      const mine = r.devices.filter((d) => group.includes(d.id.split(':')[0]!));
+      return (mine.find((d) => /^(cuda|hip):/.test(d.id)) ?? mine[0])?.id ?? label;
+    };
+    for (const p of [...result.memory.runners, ...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
+      const device = kept(p.device);
+      if (device !== undefined) p.device = device;
+    }
   } catch (e) {
     result.error = `no results from the conformance run (exit ${code ?? signal}): ${(e as Error).message}`;
     result.outputTail = output.slice(-1500);

@@ -92,13 +92,18 @@ export interface TreePeak {
 
 const maxOf = (a: number | undefined, b: number | undefined): number | undefined => (b === undefined ? a : Math.max(a ?? 0, b));
 
+/** The device of a discovering runner, as the sampler names it: this, then its backends joined by '+'. */
+export const DISCOVERING = 'discovering:';
+
 function deviceOfRunner(pid: number): string | undefined {
   const environ = readText(`/proc/${pid}/environ`);
   const entry = environ?.split('\0').find((e) => e.startsWith('MAPPED_REG_SUITE_OPTIONS='));
   if (!entry) return undefined;
   try {
-    const device = (JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { device?: unknown }).device;
-    return typeof device === 'string' ? device : undefined;
+    const o = JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { device?: unknown; discover?: { backends?: unknown } };
+    // a discovering runner picks its device later: named by its backends until the caller knows which it was
+    if (o.device === '' && Array.isArray(o.discover?.backends)) return `${DISCOVERING}${o.discover.backends.join('+')}`;
+    return typeof o.device === 'string' ? o.device : undefined;
   } catch {
     return undefined;
   }

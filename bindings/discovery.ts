@@ -264,3 +264,38 @@ export function discover(backends: readonly Backend[] = BACKENDS): Discovery {
   }
   return { devices, backends: reports, gpuDriverFound };
 }
+
+// ---- discovery as data: what one process found, handed to another ----
+
+/** The JSON-safe part of a discovered device, with its framework. */
+export type PlainDevice = Omit<DiscoveredDevice, 'device' | 'native'> & { framework: string };
+
+/** A Discovery as data (no driver handles, no hooks): what the discovering process reports to the command. */
+export interface PlainDiscovery {
+  readonly devices: PlainDevice[];
+  readonly backends: BackendReport[];
+  readonly gpuDriverFound: boolean;
+}
+
+export function plainDevice(d: DiscoveredDevice): PlainDevice {
+  const { device, native: _native, ...plain } = d;
+  return { ...plain, framework: device.framework };
+}
+
+export function plainDiscovery(found: Discovery): PlainDiscovery {
+  return { devices: found.devices.map(plainDevice), backends: found.backends, gpuDriverFound: found.gpuDriverFound };
+}
+
+/**
+ * A device rebuilt from its data, for what needs no driver: the static verdict (the integrated answer given at
+ * discovery is replayed, a failed query as the error it gave) and the reports. It has no ops.
+ */
+export function deviceFromPlain(p: PlainDevice): DiscoveredDevice {
+  const { framework, ...rest } = p;
+  const asked = p.backend === 'cuda' || p.backend === 'hip';
+  const sharedMemoryQuery = (): boolean => {
+    if (p.integrated === null) throw new Error(p.integratedError ?? `${p.id}: the integrated query failed at discovery`);
+    return p.integrated;
+  };
+  return { ...rest, device: { id: p.id, framework, name: p.name, type: p.type, ...(asked ? { sharedMemoryQuery } : {}) } };
+}

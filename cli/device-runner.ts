@@ -6,7 +6,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BaseSequencer, type TestSpecification, startVitest } from 'vitest/node';
-import { EventsReporter } from '../reporters/events.js';
+import { writeSync } from 'node:fs';
+import { discover, plainDiscovery } from '../bindings/discovery.js';
+import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
+import { type DiscoveryEvent, EventsReporter } from '../reporters/events.js';
+import { deviceOptions, pickDevice } from './select.js';
 import type { SuiteOptions } from '../suites/check.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
@@ -19,6 +23,24 @@ class SuiteOrder extends BaseSequencer {
   }
 }
 
+/** The first line the command writes on our stdin ('' when it closes it first). */
+function commandSays(): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    const done = (): void => {
+      process.stdin.destroy();
+      resolve(text.split('\n')[0]!.trim());
+    };
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.includes('\n')) done();
+    });
+    process.stdin.on('end', done);
+    process.stdin.on('error', done);
+  });
+}
+
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
 const raw = process.env.MAPPED_REG_SUITE_OPTIONS;
@@ -26,7 +48,26 @@ if (!raw) {
   process.stderr.write('device-runner: MAPPED_REG_SUITE_OPTIONS is not set (this process is started by mapped-reg-conformance)\n');
   process.exit(2);
 }
-const options = JSON.parse(raw) as SuiteOptions;
+let options = JSON.parse(raw) as SuiteOptions;
+if (options.discover) {
+  // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
+  // picks a device, and waits for the command's word ("go", once every group's discovery is in and the selection
+  // is valid) before it checks that device; the command starts a runner for each other device. The suites' own
+  // lookup of a CUDA or HIP device then finds the driver already initialized in this process.
+  const selection = options.discover;
+  // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
+  if (selection.forceCrash === '@discovery') {
+    const page = mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    process.stdout.write(`reading a PROT_NONE page returned ${page.bytes[0]}\n`);
+  }
+  const t0 = performance.now();
+  const found = plainDiscovery(discover(selection.backends));
+  const chosen = pickDevice(found, selection);
+  const event: DiscoveryEvent = { type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: chosen?.id ?? null };
+  writeSync(3, `${JSON.stringify(event)}\n`);
+  if (!chosen || (await commandSays()) !== 'go') process.exit(0);
+  options = deviceOptions(chosen, options, selection);
+}
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (options.forceHang === '@runner') for (;;);
 

@@ -12,7 +12,7 @@ import { comparisonJson, compareResults, exitStatus, formatComparison, gate } fr
 import { readExpectations, type Expectations } from './expectations.js';
 import { mergeResults } from './merge.js';
 import { InputError, readResults } from './results-io.js';
-import { run, UsageError, writeAtomically, type RunResult } from './run.js';
+import { DiscoveryError, run, UsageError, writeAtomically, type RunResult } from './run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -65,7 +65,7 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   try {
     await body();
   } catch (e) {
-    if (e instanceof UsageError || e instanceof InputError) fail(e.message);
+    if (e instanceof UsageError || e instanceof InputError || e instanceof DiscoveryError) fail(e.message);
     throw e;
   }
 }

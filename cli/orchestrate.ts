@@ -5,9 +5,16 @@ import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckStatus, ResultEvent, SuiteName, SuiteOptions } from '../suites/check.js';
-import type { RunnerEvent } from '../reporters/events.js';
+import type { DiscoveryEvent, RunnerEvent } from '../reporters/events.js';
+import { deviceOptions } from './select.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
+/**
+ * Node options of a runner: V8's young generation capped at 1 MiB a semi-space (16 by default, for each of
+ * the runner's two threads): some 20 MiB less resident per runner, for a process that allocates little
+ * once Vitest has started.
+ */
+export const RUNNER_NODE_OPTIONS = ['--max-semi-space-size=1'];
 /** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
 export const STALL_GRACE_S = 10;
 
@@ -25,6 +32,8 @@ export interface DeviceRun {
   output: string;
   /** The run was interrupted (SIGINT) before every check reported. */
   incomplete?: boolean;
+  /** For a run started with `discover`: what its first process found. */
+  discovery?: DiscoveryEvent;
 }
 
 /** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
@@ -44,9 +53,15 @@ export interface OrchestrateOptions {
   onEvent?: (device: string, event: RunnerEvent | { type: 'start'; id: string; suite: SuiteName; title: string }) => void;
   /** Extra environment for the runners. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The discovery of a runner started with `discover`, as soon as it arrives (before any event of the device it
+   * picked). The runner checks nothing until `answer(true)`; `answer(false)` (or no answer, when the command
+   * ends) makes it exit. A runner that picked no device exits by itself: its answer is ignored.
+   */
+  onDiscovery?: (event: DiscoveryEvent, answer: (go: boolean) => void) => void;
 }
 
-type Incoming = RunnerEvent | { type: 'start'; id: string; suite: SuiteName; title: string };
+type Incoming = Exclude<RunnerEvent, DiscoveryEvent> | { type: 'start'; id: string; suite: SuiteName; title: string };
 
 interface Attempt {
   results: ResultEvent[];
@@ -60,18 +75,22 @@ interface Attempt {
   code: number | null;
   signal: NodeJS.Signals | null;
   ended: boolean;
+  /** What a runner started with `discover` found, and the device it picked. */
+  discovery?: DiscoveryEvent;
 }
 
 function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [runner], {
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
+      // a discovering runner waits for the command's word on its stdin
+      stdio: [options.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options) },
     });
     live.add(child);
     if (interrupted) child.kill('SIGKILL');
     const a: Attempt = { results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
     let lastEvent = performance.now();
+    let device = options.device; // '' until a discovering runner has picked its device
     const keep = (chunk: Buffer): void => {
       a.output = (a.output + chunk.toString()).slice(-8000);
     };
@@ -81,15 +100,33 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
     const events = child.stdio[3] as NodeJS.ReadableStream;
     const take = (line: string): void => {
       if (!line.trim()) return;
-      let e: Incoming;
+      let e: Incoming | DiscoveryEvent;
       try {
-        e = JSON.parse(line) as Incoming;
+        e = JSON.parse(line) as Incoming | DiscoveryEvent;
       } catch {
         a.errors.push(`unreadable event: ${line.slice(0, 200)}`);
         return;
       }
       lastEvent = performance.now();
-      o.onEvent?.(options.device, e);
+      if (e.type === 'discovery') {
+        if (!options.discover || a.discovery) {
+          a.errors.push('a discovery from a runner that was not asked for one');
+          return;
+        }
+        a.discovery = e;
+        device = e.device ?? '';
+        let answered = false;
+        const answer = (go: boolean): void => {
+          if (answered) return;
+          answered = true;
+          child.stdin?.end(go ? 'go\n' : 'stop\n');
+        };
+        child.stdin?.on('error', () => {}); // a runner that exited first: nothing to tell it
+        if (o.onDiscovery) o.onDiscovery(e, answer);
+        else answer(true);
+        return;
+      }
+      o.onEvent?.(device, e);
       if (e.type === 'start') a.unfinished = { id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
       else if (e.type === 'result') {
         a.results.push(e);
@@ -128,14 +165,36 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
   });
 }
 
-/** Runs the suites of one device, resuming after crashes and timeouts until every check has reported. */
+/**
+ * Runs the suites of one device, resuming after crashes and timeouts until every check has reported. With
+ * `options.discover`, the first process discovers and picks the device (o.onDiscovery hears of it); the run then
+ * carries that discovery, and no device ('' and no checks) when the runner picked none or ended before its
+ * discovery (`discovery` absent: the errors and the output say why).
+ */
 export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): Promise<DeviceRun> {
   const run: DeviceRun = { device: options.device, checks: [], errors: [], processes: 0, output: '' };
   const reported = new Set<string>(options.skip);
+  let current = options;
   for (;;) {
     run.processes += 1;
-    const a = await attempt({ ...options, skip: [...reported] }, o);
+    const a = await attempt({ ...current, skip: [...reported] }, o);
     run.output = a.output;
+    if (current.discover) {
+      const chosen = a.discovery?.device ? a.discovery.discovery.devices.find((d) => d.id === a.discovery!.device) : undefined;
+      if (a.discovery) run.discovery = a.discovery;
+      if (!chosen) {
+        run.errors.push(...a.errors);
+        if (!a.discovery) {
+          run.errors.push(
+            a.signal ? `the discovering process was killed by ${a.signal} before it reported` : `the discovering process exited with status ${a.code} before it reported`,
+          );
+        }
+        if (interrupted) run.incomplete = true;
+        return run;
+      }
+      current = deviceOptions(chosen, current, current.discover);
+      run.device = chosen.id;
+    }
     for (const r of a.results) {
       const { type: _type, ...result } = r;
       run.checks.push(result);
@@ -156,7 +215,7 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
           ? `the check killed its process: ${a.signal}`
           : `the process exited with status ${a.code} during the check`;
       run.checks.push({ id, suite, title, status, durationMs, message, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
-      o.onEvent?.(options.device, { type: 'result', id, suite, title, status, durationMs, message });
+      o.onEvent?.(run.device, { type: 'result', id, suite, title, status, durationMs, message });
       reported.add(id);
       continue; // the checks after it still run, in a new process
     }

@@ -4,7 +4,7 @@
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { type Backend, type Discovery, type DiscoveredDevice, discover } from '../bindings/discovery.js';
+import { type Backend, type Discovery, type DiscoveredDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
@@ -15,6 +15,8 @@ import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { SuiteOptions } from '../suites/check.js';
+import type { DiscoveryEvent } from '../reporters/events.js';
+import { type Selection, deviceOptions, discoveryGroups, mergeDiscoveries, selectDevices, selectionProblem } from './select.js';
 
 export type { CheckResult } from './orchestrate.js';
 
@@ -158,25 +160,85 @@ export interface RunOutcome {
   rerun: (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
 }
 
+/** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
+export class DiscoveryError extends Error {}
+
 export async function run(o: RunOptions, tool: { name: string; version: string }): Promise<RunOutcome> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
-  const found = discover(o.backends);
+  const selection: Selection = { backends: o.backends, devices: o.devices, ...(o.forceCrash ? { forceCrash: o.forceCrash } : {}), ...(o.forceHang ? { forceHang: o.forceHang } : {}) };
+  const base = { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed };
+  let interrupted = false;
+  const onInterrupt = (): void => {
+    interrupted = true;
+    o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
+    interruptAll();
+  };
+
+  // `list` discovers here. A run leaves the discovery to its first runner processes, one a group of backends
+  // (cli/select.ts), each of which then checks one of the devices it found: this process loads no driver, and
+  // no GPU driver is initialized twice for the device its discovering runner keeps.
+  let found: PlainDiscovery;
+  let firstRuns: Promise<DeviceRun>[] = [];
+  let progress: Progress | undefined;
+  const pending: [string, Parameters<Progress['event']>[1]][] = [];
+  const onEvent = (device: string, e: Parameters<Progress['event']>[1]): void => {
+    if (progress) progress.event(device, e);
+    else pending.push([device, e]);
+  };
+  const answers: ((go: boolean) => void)[] = [];
+  /** The devices the discovering runners keep for themselves. */
+  let kept: string[] = [];
+  const answerAll = (go: boolean): void => answers.forEach((a) => a(go));
+  if (o.listOnly) found = plainDiscovery(discover(o.backends));
+  else {
+    process.once('SIGINT', onInterrupt);
+    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
+    const discoveries = discoveryGroups(o.backends).map((backends) => {
+      let discovered: (e: DiscoveryEvent | undefined) => void = () => {};
+      const discovery = new Promise<DiscoveryEvent | undefined>((resolve) => (discovered = resolve));
+      const onDiscovery = (e: DiscoveryEvent, answer: (go: boolean) => void): void => {
+        answers.push(answer);
+        discovered(e);
+      };
+      const r = runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery });
+      firstRuns.push(r);
+      void r.then(() => discovered(undefined));
+      return discovery;
+    });
+    const events = await Promise.all(discoveries);
+    const failed = events.findIndex((e) => e === undefined);
+    if (failed >= 0 || interrupted) {
+      answerAll(false);
+      const ended = await Promise.all(firstRuns);
+      process.removeListener('SIGINT', onInterrupt);
+      if (!interrupted) {
+        const r = ended[failed]!;
+        const tail = r.output.trim().split('\n').slice(-1)[0];
+        throw new DiscoveryError(`discovery failed: ${r.errors.join('; ')}${tail ? ` (its last output: ${tail})` : ''}`);
+      }
+      firstRuns = [];
+      found = mergeDiscoveries(events.filter((e): e is DiscoveryEvent => e !== undefined).map((e) => e.discovery));
+    } else {
+      found = mergeDiscoveries(events.map((e) => e!.discovery));
+      kept = events.flatMap((e) => (e?.device ? [e.device] : []));
+    }
+  }
   const tDiscovered = performance.now();
-  // A driver library named by the user that did not load is bad input, refused before anything runs.
-  for (const [env, backend] of [['MAPPED_REG_CUDA_LIBRARY', 'cuda'], ['MAPPED_REG_HIP_LIBRARY', 'hip']] as const) {
-    const report = found.backends.find((b) => b.backend === backend);
-    if (process.env[env] && report && report.library === null) throw new UsageError(`${env}=${process.env[env]}: ${report.note ?? 'not loaded'}`);
+  // Bad input the discovery shows (a driver library named that did not load, an unknown device) is refused
+  // before anything runs: the discovering runners are told to stop, and have checked nothing.
+  const problem = selectionProblem(found, selection);
+  if (problem) {
+    answerAll(false);
+    await Promise.all(firstRuns);
+    process.removeListener('SIGINT', onInterrupt);
+    throw new UsageError(problem);
   }
-  if (o.devices.length > 0) {
-    const known = new Set(found.devices.map((d) => d.id));
-    const unknown = o.devices.filter((id) => !known.has(id));
-    if (unknown.length > 0) throw new UsageError(`unknown device ${unknown.join(', ')} (found: ${[...known].join(', ') || 'none'})`);
-  }
-  const selected = found.devices.filter((d) => o.devices.length === 0 || o.devices.includes(d.id));
+  answerAll(true);
+  const selected = selectDevices(found, selection).map(deviceFromPlain);
   const fsType = statfs(o.scratchDir).fsName;
 
-  o.out(`discovery (${(performance.now() - t0).toFixed(0)} ms):`);
+  o.out(`discovery (${(tDiscovered - t0).toFixed(0)} ms):`);
   for (const b of found.backends) {
     const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${b.devices} device(s)` : 'no library';
     o.out(`  ${b.backend}: ${what}${b.note ? ` - ${b.note}` : ''}`);
@@ -186,33 +248,17 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const mem = d.totalMemBytes ? `, ${(d.totalMemBytes / 2 ** 30).toFixed(1)} GiB` : '';
     o.out(`  ${d.id}: ${d.name} [${d.driver.name} ${d.driver.version}${d.pciBusId ? `, ${d.pciBusId}` : ''}${mem}] integrated=${d.integrated ?? `unknown${d.integratedError ? ` (${d.integratedError})` : ''}`}${attrs}`);
   }
-  if (!found.gpuDriverFound) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
+  if (!found.gpuDriverFound && !interrupted) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
-  const suiteOptions: SuiteOptions[] = selected.map((d) => {
-    const forDevice = (hook: string | undefined): string | undefined =>
-      hook?.includes('/') ? (hook.startsWith(`${d.id}/`) ? hook.slice(d.id.length + 1) : undefined) : hook;
-    const crash = forDevice(o.forceCrash);
-    const hang = forDevice(o.forceHang);
-    const { device: model, native: _native, ...plain } = d;
-    return { device: d.id, discovered: { ...plain, framework: model.framework }, scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, skip: [], ...(crash ? { forceCrash: crash } : {}), ...(hang ? { forceHang: hang } : {}) };
-  });
+  const suiteOptions: SuiteOptions[] = selectDevices(found, selection).map((d) => deviceOptions(d, base, selection));
   let runs: DeviceRun[] = [];
-  let interrupted = false;
-  const onInterrupt = (): void => {
-    interrupted = true;
-    o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
-    interruptAll();
-  };
   if (!o.listOnly) {
-    process.once('SIGINT', onInterrupt);
-    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
     o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
     const write = o.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => o.out(l)));
-    const progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
-    runs = await runDevices(
-      suiteOptions,
-      { timeoutS: o.timeoutS, onEvent: (device, e) => progress.event(device, e) },
-    );
+    progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
+    for (const [device, e] of pending.splice(0)) progress.event(device, e);
+    const others = interrupted ? [] : suiteOptions.filter((d) => !kept.includes(d.device));
+    runs = await Promise.all([Promise.all(firstRuns), runDevices(others, { timeoutS: o.timeoutS, onEvent })]).then(([first, rest]) => [...first, ...rest]);
     progress.finish();
     process.removeListener('SIGINT', onInterrupt);
     // the scratch files of the runner processes, if any was killed before it could remove its own

@@ -4,6 +4,7 @@
 // writing one (a Vitest timeout), so that the command never loses a check silently.
 import { writeSync } from 'node:fs';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
+import type { PlainDiscovery } from '../bindings/discovery.js';
 import type { ResultEvent } from '../suites/check.js';
 
 export interface ErrorEvent {
@@ -16,7 +17,15 @@ export interface EndEvent {
   durationMs: number;
 }
 
-export type RunnerEvent = ResultEvent | ErrorEvent | EndEvent;
+/** The first runner's discovery (before any check): what it found, and the device it runs (null: none, it exits). */
+export interface DiscoveryEvent {
+  type: 'discovery';
+  durationMs: number;
+  discovery: PlainDiscovery;
+  device: string | null;
+}
+
+export type RunnerEvent = ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent;
 
 export class EventsReporter implements Reporter {
   readonly #started = performance.now();

@@ -4,7 +4,8 @@
 // kills its process still leaves its "start" line behind, so the command can name it and report `crash`.
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { inject, it } from 'vitest';
-import type { DiscoveredDevice } from '../bindings/discovery.js';
+import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
+import type { Selection } from '../cli/select.js';
 import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
@@ -40,7 +41,14 @@ export interface Check {
 
 /** The options of a run, given to the suites with Vitest's provide/inject (key `mappedReg`). */
 export interface SuiteOptions {
+  /** The device's id; '' in the options of a runner started with `discover` (it picks its device then). */
   device: string;
+  /**
+   * Set for the first runner of a run: it discovers the devices itself (the command does not load any driver),
+   * reports the discovery to the command, and runs the device `firstDevice` picks (cli/select.ts), with the hooks
+   * the selection carries. Never seen by the suites: the runner replaces it with the chosen device's options.
+   */
+  discover?: Selection;
   /**
    * What the command's discovery found of a device that never registers (OpenCL, Vulkan, CPU): such a device is
    * rebuilt from this instead of being discovered again (its checks need no driver, and an ICD may not load the
@@ -59,8 +67,6 @@ export interface SuiteOptions {
   forceHang?: string;
 }
 
-/** The JSON-safe part of a discovered device. */
-export type PlainDevice = Omit<DiscoveredDevice, 'device' | 'native'> & { framework: string };
 
 declare module 'vitest' {
   interface ProvidedContext {

@@ -1,5 +1,5 @@
 // The command as a user runs it: built with tsc, started as a process.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -102,6 +102,32 @@ describe('through the CUDA double', () => {
     expect(readdirSync(scratch)).toEqual([]);
   });
 
+  it('the command itself maps no driver library (its runners discover), and cuda:0 needs one process', async () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'one-init.json');
+    const base = { ...process.env };
+    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+    const child = spawn(process.execPath, [main, '--size', '4', '--scratch-dir', scratch, '--json', json], { env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda }, stdio: 'ignore', cwd: work });
+    const mapped = new Set<string>();
+    const timer = setInterval(() => {
+      try {
+        for (const line of readFileSync(`/proc/${child.pid}/maps`, 'utf8').split('\n')) if (/ \/\S+$/.test(line)) mapped.add(line.slice(line.lastIndexOf(' ') + 1));
+      } catch {
+        // exited
+      }
+    }, 10);
+    const code = await new Promise((done) => child.on('exit', done));
+    clearInterval(timer);
+    expect(code).toBe(0);
+    expect([...mapped].some((l) => l.includes('koffi'))).toBe(true); // the sampling saw the command's libraries
+    expect([...mapped].filter((l) => /cuda|hip|OpenCL|vulkan|pocl|lvp|LLVM/i.test(l))).toEqual([]);
+    const result = JSON.parse(readFileSync(json, 'utf8'));
+    const cuda = result.devices.find((d: { id: string }) => d.id === 'cuda:0');
+    expect(cuda).toMatchObject({ verdict: { kind: 'Usable' }, processes: 1 });
+    expect(result.devices.map((d: { id: string }) => d.id)).toEqual(['cuda:0', 'opencl:0', 'vulkan:0', 'cpu']);
+    expect(result.phasesMs.discovery).toBeGreaterThan(0);
+  });
+
   it('wrong bytes make the run fail: exit 1, Refused Wrong_bytes', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
@@ -154,6 +180,25 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
       expect(existsSync(json)).toBe(false);
     });
   }
+
+  it('an unknown device beside a valid one of another backend: refused before any check, nothing left behind', () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'mixed.json');
+    const r = cli(['--device', 'cuda:0', '--device', 'opencl:9', '--scratch-dir', scratch, '--json', json], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/unknown device opencl:9 \(found: cuda:0, .*opencl:0/)]);
+    expect(r.stdout).not.toMatch(/checks \(/);
+    expect(existsSync(json)).toBe(false);
+    expect(readdirSync(scratch)).toEqual([]); // the runner that found cuda:0 was told to stop before its first check
+  });
+
+  it('a process that dies while it discovers: one line, exit 2, nothing written', () => {
+    const json = join(work, 'discovery-crash.json');
+    const r = cli(['--json', json], { MAPPED_REG_FORCE_CRASH: '@discovery' });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process was killed by SIGSEGV before it reported/)]);
+    expect(existsSync(json)).toBe(false);
+  });
 
   it('a folder with no write permission for a non-root user is refused too', () => {
     const locked = join(work, 'locked');

@@ -1,0 +1,98 @@
+// Which devices a run checks, decided from a discovery as data: by the command, and by the runner process that
+// made the discovery (it takes one of the devices itself, so both must agree). No Vitest and no driver here.
+import { type Backend, BACKENDS, type PlainDevice, type PlainDiscovery } from '../bindings/discovery.js';
+import type { SuiteOptions } from '../suites/check.js';
+
+/** What the user asked for, as the command's options give it. */
+export interface Selection {
+  backends: Backend[];
+  /** Device ids (`--device`); empty: every device found. */
+  devices: string[];
+  /** Test hooks (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG): `device/check-id` or `check-id`. */
+  forceCrash?: string;
+  forceHang?: string;
+}
+
+const LIBRARY_ENV = [
+  ['MAPPED_REG_CUDA_LIBRARY', 'cuda'],
+  ['MAPPED_REG_HIP_LIBRARY', 'hip'],
+] as const;
+
+/**
+ * Bad input a discovery shows, as one line, or undefined: a driver library the user named that did not load,
+ * or a device id that was not found.
+ */
+export function selectionProblem(found: PlainDiscovery, s: Selection, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  for (const [name, backend] of LIBRARY_ENV) {
+    const report = found.backends.find((b) => b.backend === backend);
+    if (env[name] && report && report.library === null) return `${name}=${env[name]}: ${report.note ?? 'not loaded'}`;
+  }
+  if (s.devices.length > 0) {
+    const known = new Set(found.devices.map((d) => d.id));
+    const unknown = s.devices.filter((id) => !known.has(id));
+    if (unknown.length > 0) return `unknown device ${unknown.join(', ')} (found: ${[...known].join(', ') || 'none'})`;
+  }
+  return undefined;
+}
+
+/** The devices the run checks, in discovery order. */
+export function selectDevices(found: PlainDiscovery, s: Selection): PlainDevice[] {
+  return found.devices.filter((d) => s.devices.length === 0 || s.devices.includes(d.id));
+}
+
+/**
+ * The backends each discovering runner of a run covers, in BACKENDS order: the GPU drivers in one process (which
+ * then checks a GPU with the driver it already initialized), the rest in another (whose libraries, such as an
+ * OpenCL ICD of the GPU's vendor, are then never loaded beside the GPU's probe). They discover at the same time.
+ */
+export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = [
+  ['cuda', 'hip'],
+  ['opencl', 'vulkan', 'cpu'],
+];
+
+/** The groups a run needs for these backends (empty groups left out). */
+export function discoveryGroups(backends: readonly Backend[]): Backend[][] {
+  return DISCOVERY_GROUPS.map((g) => g.filter((b) => backends.includes(b))).filter((g) => g.length > 0);
+}
+
+/**
+ * The device a discovering runner keeps for itself, from what it found: the first CUDA or HIP device selected
+ * (the longest run, started without waiting for another process), else the first device selected; none when
+ * it found none of those asked for. Whether the selection as a whole is valid is the command's to say (it
+ * has every group's discovery): the runner waits for its word before it checks anything.
+ */
+export function pickDevice(found: PlainDiscovery, s: Selection): PlainDevice | undefined {
+  const selected = selectDevices(found, s);
+  return selected.find((d) => d.backend === 'cuda' || d.backend === 'hip') ?? selected[0];
+}
+
+/** The discoveries of the groups as one, in BACKENDS order. */
+export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscovery {
+  const rank = (b: Backend): number => BACKENDS.indexOf(b);
+  const backends = parts.flatMap((p) => p.backends).sort((a, b) => rank(a.backend) - rank(b.backend));
+  const devices = parts.flatMap((p) => p.devices).sort((a, b) => rank(a.backend) - rank(b.backend));
+  return { devices, backends, gpuDriverFound: parts.some((p) => p.gpuDriverFound) };
+}
+
+/** A test hook for one device: `device/check` applies to that device only, a bare `check` to every device. */
+export function hookFor(hook: string | undefined, device: string): string | undefined {
+  if (!hook?.includes('/')) return hook;
+  return hook.startsWith(`${device}/`) ? hook.slice(device.length + 1) : undefined;
+}
+
+/** The options of one device's runner. */
+export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed'>, s: Selection): SuiteOptions {
+  const crash = hookFor(s.forceCrash, d.id);
+  const hang = hookFor(s.forceHang, d.id);
+  return {
+    device: d.id,
+    discovered: d,
+    scratchDir: base.scratchDir,
+    sizeMiB: base.sizeMiB,
+    runs: base.runs,
+    minRelativeSpeed: base.minRelativeSpeed,
+    skip: [],
+    ...(crash ? { forceCrash: crash } : {}),
+    ...(hang ? { forceHang: hang } : {}),
+  };
+}

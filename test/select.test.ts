@@ -1,0 +1,90 @@
+// Which devices a run checks and which process checks which (cli/select.ts): decided from discoveries as data.
+import { describe, expect, it } from 'vitest';
+import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
+import { deviceFromPlain } from '../bindings/discovery.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, type Selection } from '../cli/select.js';
+import { staticVerdict } from '../src/index.js';
+
+const dev = (id: string, extra: Partial<PlainDevice> = {}): PlainDevice => {
+  const backend = id.split(':')[0] as Backend;
+  const framework = { cuda: 'CUDA', hip: 'HIP', opencl: 'OpenCL', vulkan: 'Vulkan', cpu: 'Native' }[backend];
+  return { id, backend, name: id, pciBusId: null, driver: { name: framework, version: '1' }, integrated: backend === 'cpu' ? null : false, type: backend === 'cpu' ? 'cpu' : 'gpu', framework, ...extra };
+};
+const report = (backend: Backend, devices: number, library: string | null = `lib${backend}.so`) => ({ backend, library, devices });
+const gpu: PlainDiscovery = { devices: [dev('cuda:0'), dev('cuda:1')], backends: [report('cuda', 2), report('hip', 0, null)], gpuDriverFound: true };
+const rest: PlainDiscovery = { devices: [dev('opencl:0', { type: 'cpu' }), dev('vulkan:0'), dev('cpu')], backends: [report('opencl', 1), report('vulkan', 1), report('cpu', 1, null)], gpuDriverFound: false };
+const all: Selection = { backends: ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'], devices: [] };
+
+describe('discovery groups', () => {
+  it('GPU drivers in one group, the rest in another, covering every backend once, in order', () => {
+    expect(DISCOVERY_GROUPS.flat()).toEqual(['cuda', 'hip', 'opencl', 'vulkan', 'cpu']);
+    expect(discoveryGroups(['cuda', 'hip', 'opencl', 'vulkan', 'cpu'])).toEqual([['cuda', 'hip'], ['opencl', 'vulkan', 'cpu']]);
+    expect(discoveryGroups(['cpu'])).toEqual([['cpu']]);
+    expect(discoveryGroups(['hip', 'vulkan'])).toEqual([['hip'], ['vulkan']]);
+  });
+
+  it('mergeDiscoveries puts the groups back in backend order, whatever order they arrive in', () => {
+    const merged = mergeDiscoveries([rest, gpu]);
+    expect(merged.devices.map((d) => d.id)).toEqual(['cuda:0', 'cuda:1', 'opencl:0', 'vulkan:0', 'cpu']);
+    expect(merged.backends.map((b) => b.backend)).toEqual(['cuda', 'hip', 'opencl', 'vulkan', 'cpu']);
+    expect(merged.gpuDriverFound).toBe(true);
+    expect(mergeDiscoveries([rest]).gpuDriverFound).toBe(false);
+  });
+});
+
+describe('the device a discovering runner keeps', () => {
+  it('the first CUDA/HIP device selected, else the first selected, else none', () => {
+    expect(pickDevice(gpu, all)?.id).toBe('cuda:0');
+    expect(pickDevice(gpu, { ...all, devices: ['cuda:1', 'cpu'] })?.id).toBe('cuda:1');
+    expect(pickDevice(rest, all)?.id).toBe('opencl:0');
+    expect(pickDevice(rest, { ...all, devices: ['cpu', 'cuda:0'] })?.id).toBe('cpu');
+    expect(pickDevice(gpu, { ...all, devices: ['cpu'] })).toBeUndefined();
+    expect(pickDevice({ devices: [], backends: [], gpuDriverFound: false }, all)).toBeUndefined();
+  });
+});
+
+describe('selection problems (the command decides, from every group)', () => {
+  const found = mergeDiscoveries([gpu, rest]);
+  it('none for every device, or for devices that were all found', () => {
+    expect(selectionProblem(found, all, {})).toBeUndefined();
+    expect(selectionProblem(found, { ...all, devices: ['cuda:1', 'cpu'] }, {})).toBeUndefined();
+    expect(selectDevices(found, { ...all, devices: ['cpu', 'cuda:1'] }).map((d) => d.id)).toEqual(['cuda:1', 'cpu']);
+  });
+  it('an unknown device, listing what was found', () => {
+    expect(selectionProblem(found, { ...all, devices: ['cuda:0', 'opencl:9', 'metal:0'] }, {})).toBe(
+      'unknown device opencl:9, metal:0 (found: cuda:0, cuda:1, opencl:0, vulkan:0, cpu)',
+    );
+    expect(selectionProblem({ devices: [], backends: [], gpuDriverFound: false }, { ...all, devices: ['cpu'] }, {})).toBe('unknown device cpu (found: none)');
+  });
+  it('a driver library named in the environment that did not load', () => {
+    const broken: PlainDiscovery = { ...found, backends: [{ backend: 'cuda', library: null, devices: 0, note: 'CUDA: /x.so not found' }] };
+    expect(selectionProblem(broken, all, { MAPPED_REG_CUDA_LIBRARY: '/x.so' })).toBe('MAPPED_REG_CUDA_LIBRARY=/x.so: CUDA: /x.so not found');
+    expect(selectionProblem(broken, all, {})).toBeUndefined(); // not named: a missing library is a note
+    expect(selectionProblem(found, all, { MAPPED_REG_HIP_LIBRARY: '/y.so' })).toBe('MAPPED_REG_HIP_LIBRARY=/y.so: not loaded');
+  });
+});
+
+describe('a device rebuilt from its data', () => {
+  it('keeps its static verdict: the integrated answer replayed, a failed query as an error', () => {
+    expect(staticVerdict(deviceFromPlain(dev('cuda:0')).device).kind).toBe('Self_test_required');
+    expect(staticVerdict(deviceFromPlain(dev('cuda:0', { integrated: true })).device)).toEqual({ kind: 'Decided', verdict: { kind: 'Refused', refusal: { kind: 'Integrated_gpu' } } });
+    expect(staticVerdict(deviceFromPlain(dev('cuda:0', { integrated: null, integratedError: 'boom' })).device)).toEqual({ kind: 'Decided', verdict: { kind: 'Refused', refusal: { kind: 'Device_kind_unknown' } } });
+    expect(staticVerdict(deviceFromPlain(dev('hip:0', { integrated: null })).device)).toEqual({ kind: 'Decided', verdict: { kind: 'Refused', refusal: { kind: 'Integrated_gpu' } } });
+    expect(staticVerdict(deviceFromPlain(dev('vulkan:0')).device).kind).toBe('Decided');
+    expect(deviceFromPlain(dev('cuda:0')).native).toBeUndefined();
+    expect(deviceFromPlain(dev('cuda:0')).device.withOps).toBeUndefined();
+  });
+});
+
+describe('hooks and the options of a device', () => {
+  it('a device/check hook applies to that device only, a bare one to every device', () => {
+    expect(hookFor('cuda:0/hazard.x', 'cuda:0')).toBe('hazard.x');
+    expect(hookFor('cuda:0/hazard.x', 'cuda:1')).toBeUndefined();
+    expect(hookFor('hazard.x', 'cpu')).toBe('hazard.x');
+    expect(hookFor(undefined, 'cpu')).toBeUndefined();
+  });
+  it('deviceOptions carries the run options, the device and its hooks, and never `discover`', () => {
+    const o = deviceOptions(dev('cuda:1'), { scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9 }, { ...all, forceCrash: 'cuda:1/probe.verdict', forceHang: '@runner' });
+    expect(o).toEqual({ device: 'cuda:1', discovered: dev('cuda:1'), scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9, skip: [], forceCrash: 'probe.verdict', forceHang: '@runner' });
+  });
+});
