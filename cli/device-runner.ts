@@ -5,7 +5,7 @@
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BaseSequencer, type TestSpecification, startVitest } from 'vitest/node';
+import type { TestSpecification } from 'vitest/node';
 import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
 import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
@@ -16,12 +16,9 @@ import type { SuiteOptions } from '../suites/check.js';
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
 
-class SuiteOrder extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
-    return [...files].sort((a, b) => rank(a) - rank(b));
-  }
-}
+// Vitest is imported once this process knows it has a device to check: a discovering runner reports first,
+// and loads Vitest while the command decides.
+const loadVitest = (): Promise<typeof import('vitest/node')> => import('vitest/node');
 
 /** The first line the command writes on our stdin ('' when it closes it first). */
 function commandSays(): Promise<string> {
@@ -49,6 +46,7 @@ if (!raw) {
   process.exit(2);
 }
 let options = JSON.parse(raw) as SuiteOptions;
+let vitestModule: Promise<typeof import('vitest/node')> | undefined;
 if (options.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // picks a device, and waits for the command's word ("go", once every group's discovery is in and the selection
@@ -65,11 +63,23 @@ if (options.discover) {
   const chosen = pickDevice(found, selection);
   const event: DiscoveryEvent = { type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: chosen?.id ?? null };
   writeSync(3, `${JSON.stringify(event)}\n`);
-  if (!chosen || (await commandSays()) !== 'go') process.exit(0);
+  if (!chosen) process.exit(0);
+  vitestModule = loadVitest();
+  vitestModule.catch(() => {}); // awaited below, unless the command says stop
+  if ((await commandSays()) !== 'go') process.exit(0);
   options = deviceOptions(chosen, options, selection);
 }
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (options.forceHang === '@runner') for (;;);
+
+const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
+
+class SuiteOrder extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
+    return [...files].sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 const vitest = await startVitest(
   'test',

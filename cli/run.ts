@@ -16,7 +16,7 @@ import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
-import { type Selection, deviceOptions, discoveryGroups, mergeDiscoveries, selectDevices, selectionProblem } from './select.js';
+import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, keeps, mergeDiscoveries, selectDevices, selectionProblem } from './select.js';
 
 export type { CheckResult } from './orchestrate.js';
 
@@ -175,70 +175,86 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     interruptAll();
   };
 
-  // `list` discovers here. A run leaves the discovery to its first runner processes, one a group of backends
-  // (cli/select.ts), each of which then checks one of the devices it found: this process loads no driver, and
-  // no GPU driver is initialized twice for the device its discovering runner keeps.
+  // `list` discovers here. A run leaves the discovery to its first device processes, one a group of backends
+  // (cli/select.ts), started at once: this process loads no driver, and a GPU's driver is initialized once, in
+  // the process that discovered it and then checks it.
   let found: PlainDiscovery;
-  let firstRuns: Promise<DeviceRun>[] = [];
   let progress: Progress | undefined;
   const pending: [string, Parameters<Progress['event']>[1]][] = [];
+  // The GPUs whose probe is still to come: other devices' processes start once it is empty.
+  const probing = new Set<string>();
+  let gpusProbed: () => void = () => {};
+  const afterProbes = new Promise<void>((resolve) => (gpusProbed = resolve));
+  const probed = (device: string): void => {
+    if (probing.delete(device) && probing.size === 0) gpusProbed();
+  };
   const onEvent = (device: string, e: Parameters<Progress['event']>[1]): void => {
+    if (e.type === 'result' && e.id === 'probe.verdict') probed(device);
     if (progress) progress.event(device, e);
     else pending.push([device, e]);
   };
-  const answers: ((go: boolean) => void)[] = [];
-  /** The devices the discovering runners keep for themselves. */
-  let kept: string[] = [];
-  const answerAll = (go: boolean): void => answers.forEach((a) => a(go));
+  interface Group {
+    run: Promise<DeviceRun>;
+    event?: DiscoveryEvent;
+    answer: (go: boolean) => void;
+  }
+  let groups: Group[] = [];
+  const stopAll = async (): Promise<void> => {
+    groups.forEach((g) => g.answer(false));
+    await Promise.all(groups.map((g) => g.run));
+  };
   if (o.listOnly) found = plainDiscovery(discover(o.backends));
   else {
     process.once('SIGINT', onInterrupt);
     for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
-    const discoveries = discoveryGroups(o.backends).map((backends) => {
-      let discovered: (e: DiscoveryEvent | undefined) => void = () => {};
-      const discovery = new Promise<DiscoveryEvent | undefined>((resolve) => (discovered = resolve));
+    const arrivals = discoveryGroups(o.backends).map((backends) => {
+      let arrived: () => void = () => {};
+      const arrival = new Promise<void>((resolve) => (arrived = resolve));
+      const g: Group = { run: Promise.resolve() as unknown as Promise<DeviceRun>, answer: () => {} };
       const onDiscovery = (e: DiscoveryEvent, answer: (go: boolean) => void): void => {
-        answers.push(answer);
-        discovered(e);
+        g.event = e;
+        g.answer = answer;
+        arrived();
       };
-      const r = runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery });
-      firstRuns.push(r);
-      void r.then(() => discovered(undefined));
-      return discovery;
+      g.run = runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery });
+      void g.run.then(() => arrived());
+      groups.push(g);
+      return arrival;
     });
-    const events = await Promise.all(discoveries);
-    const failed = events.findIndex((e) => e === undefined);
-    if (failed >= 0 || interrupted) {
-      answerAll(false);
-      const ended = await Promise.all(firstRuns);
+    await Promise.all(arrivals);
+    const failed = groups.find((g) => g.event === undefined);
+    if (failed || interrupted) {
+      await stopAll();
       process.removeListener('SIGINT', onInterrupt);
       if (!interrupted) {
-        const r = ended[failed]!;
+        const r = await failed!.run;
         const tail = r.output.trim().split('\n').slice(-1)[0];
         throw new DiscoveryError(`discovery failed: ${r.errors.join('; ')}${tail ? ` (its last output: ${tail})` : ''}`);
       }
-      firstRuns = [];
-      found = mergeDiscoveries(events.filter((e): e is DiscoveryEvent => e !== undefined).map((e) => e.discovery));
-    } else {
-      found = mergeDiscoveries(events.map((e) => e!.discovery));
-      kept = events.flatMap((e) => (e?.device ? [e.device] : []));
+      groups = [];
     }
+    found = mergeDiscoveries(groups.flatMap((g) => (g.event ? [g.event.discovery] : [])));
   }
   const tDiscovered = performance.now();
   // Bad input the discovery shows (a driver library named that did not load, an unknown device) is refused
-  // before anything runs: the discovering runners are told to stop, and have checked nothing.
+  // before anything runs: the discovering processes are told to stop, and have checked nothing.
   const problem = selectionProblem(found, selection);
   if (problem) {
-    answerAll(false);
-    await Promise.all(firstRuns);
+    await stopAll();
     process.removeListener('SIGINT', onInterrupt);
     throw new UsageError(problem);
   }
-  answerAll(true);
+  // Each discovering process offered a device: the GPUs are kept; another is kept only when there is no GPU.
+  const offers = groups.map((g) => found.devices.find((d) => d.id === g.event?.device));
+  const keep = keeps(offers);
+  const kept = offers.flatMap((d, i) => (d && keep[i] ? [d.id] : []));
+  groups.forEach((g, i) => g.answer(keep[i]!));
+  const firstRuns = groups.filter((_, i) => keep[i]).map((g) => g.run);
   const selected = selectDevices(found, selection).map(deviceFromPlain);
   const fsType = statfs(o.scratchDir).fsName;
 
-  o.out(`discovery (${(tDiscovered - t0).toFixed(0)} ms):`);
+  const inProcesses = groups.flatMap((g) => (g.event ? [`${g.event.discovery.backends.map((b) => b.backend).join('+')} ${g.event.durationMs.toFixed(0)} ms`] : []));
+  o.out(`discovery (${(tDiscovered - t0).toFixed(0)} ms${inProcesses.length ? `; in their processes: ${inProcesses.join(', ')}` : ''}):`);
   for (const b of found.backends) {
     const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${b.devices} device(s)` : 'no library';
     o.out(`  ${b.backend}: ${what}${b.note ? ` - ${b.note}` : ''}`);
@@ -257,8 +273,20 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const write = o.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => o.out(l)));
     progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
     for (const [device, e] of pending.splice(0)) progress.event(device, e);
+    // Other GPUs start at once (devices run in parallel); the other devices once every GPU's probe is over.
     const others = interrupted ? [] : suiteOptions.filter((d) => !kept.includes(d.device));
-    runs = await Promise.all([Promise.all(firstRuns), runDevices(others, { timeoutS: o.timeoutS, onEvent })]).then(([first, rest]) => [...first, ...rest]);
+    const gpus = others.filter((d) => isGpuDriver({ backend: d.device.split(':')[0] as Backend }));
+    const rest = others.filter((d) => !gpus.includes(d));
+    for (const id of [...kept, ...gpus.map((d) => d.device)]) if (isGpuDriver({ backend: id.split(':')[0] as Backend })) probing.add(id);
+    if (probing.size === 0) gpusProbed();
+    const gpuRuns = gpus.map((d) => runDevice(d, { timeoutS: o.timeoutS, onEvent }));
+    // a GPU run that ended without a probe result (its process died before) frees the others too
+    for (const r of [...firstRuns, ...gpuRuns]) void r.then((done) => probed(done.device));
+    const restRuns = afterProbes.then(() => (interrupted ? [] : runDevices(rest, { timeoutS: o.timeoutS, onEvent })));
+    const onStop = (): void => gpusProbed(); // an interrupt must not leave the others waiting
+    process.once('SIGINT', onStop);
+    runs = (await Promise.all([Promise.all(firstRuns), Promise.all(gpuRuns), restRuns])).flat();
+    process.removeListener('SIGINT', onStop);
     progress.finish();
     process.removeListener('SIGINT', onInterrupt);
     // the scratch files of the runner processes, if any was killed before it could remove its own

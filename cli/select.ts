@@ -41,29 +41,40 @@ export function selectDevices(found: PlainDiscovery, s: Selection): PlainDevice[
 }
 
 /**
- * The backends each discovering runner of a run covers, in BACKENDS order: the GPU drivers in one process (which
- * then checks a GPU with the driver it already initialized), the rest in another (whose libraries, such as an
- * OpenCL ICD of the GPU's vendor, are then never loaded beside the GPU's probe). They discover at the same time.
+ * The backends each discovering process of a run covers, in BACKENDS order: each GPU driver in a process of its
+ * own (which then checks a device of that driver, initialized once), the rest together. They discover at the same
+ * time; a process that keeps no device exits at once, with the libraries it loaded (an OpenCL ICD of the GPU's
+ * vendor, a HIP runtime with no device), before any GPU's probe.
  */
-export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = [
-  ['cuda', 'hip'],
-  ['opencl', 'vulkan', 'cpu'],
-];
+export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = [['cuda'], ['hip'], ['opencl', 'vulkan', 'cpu']];
 
 /** The groups a run needs for these backends (empty groups left out). */
 export function discoveryGroups(backends: readonly Backend[]): Backend[][] {
   return DISCOVERY_GROUPS.map((g) => g.filter((b) => backends.includes(b))).filter((g) => g.length > 0);
 }
 
+/** True for a device that registers host memory, whose process holds a region and runs the probe. */
+export const isGpuDriver = (d: Pick<PlainDevice, 'backend'>): boolean => d.backend === 'cuda' || d.backend === 'hip';
+
 /**
- * The device a discovering runner keeps for itself, from what it found: the first CUDA or HIP device selected
- * (the longest run, started without waiting for another process), else the first device selected; none when
- * it found none of those asked for. Whether the selection as a whole is valid is the command's to say (it
- * has every group's discovery): the runner waits for its word before it checks anything.
+ * The device a discovering process offers to keep, from what it found: the first CUDA or HIP device selected
+ * (the longest run, started without waiting for another process), else the first device selected; none when it
+ * found none of those asked for. Whether it keeps it is the command's word (`keeps`), given once every group's
+ * discovery is in and the selection is valid: the process checks nothing before.
  */
 export function pickDevice(found: PlainDiscovery, s: Selection): PlainDevice | undefined {
   const selected = selectDevices(found, s);
-  return selected.find((d) => d.backend === 'cuda' || d.backend === 'hip') ?? selected[0];
+  return selected.find(isGpuDriver) ?? selected[0];
+}
+
+/**
+ * Which offers the command takes: every CUDA/HIP device, and a device of another backend only when no GPU is
+ * checked (then it is the only offer of its kind). Those left get a process of their own after the GPUs'
+ * probes, so that no other process lives beside a probe's region and staging buffer.
+ */
+export function keeps(offers: readonly (PlainDevice | undefined)[]): boolean[] {
+  const gpu = offers.some((d) => d !== undefined && isGpuDriver(d));
+  return offers.map((d) => d !== undefined && (isGpuDriver(d) || !gpu));
 }
 
 /** The discoveries of the groups as one, in BACKENDS order. */

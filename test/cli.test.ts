@@ -128,6 +128,18 @@ describe('through the CUDA double', () => {
     expect(result.phasesMs.discovery).toBeGreaterThan(0);
   });
 
+  it("the devices that never register start after the GPU's probe: nothing else runs beside its region", () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const r = cli(['--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.split('\n');
+    const probe = lines.findIndex((l) => / cuda:0 probe\.verdict pass/.test(l));
+    const others = lines.map((l, i) => (/\] (opencl:0|vulkan:0|cpu) /.test(l) ? i : -1)).filter((i) => i >= 0);
+    expect(probe).toBeGreaterThan(0);
+    expect(others.length).toBeGreaterThanOrEqual(3 * 20);
+    expect(Math.min(...others)).toBeGreaterThan(probe);
+  });
+
   it('wrong bytes make the run fail: exit 1, Refused Wrong_bytes', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { deviceFromPlain } from '../bindings/discovery.js';
-import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, type Selection } from '../cli/select.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, type Selection } from '../cli/select.js';
 import { staticVerdict } from '../src/index.js';
 
 const dev = (id: string, extra: Partial<PlainDevice> = {}): PlainDevice => {
@@ -16,9 +16,9 @@ const rest: PlainDiscovery = { devices: [dev('opencl:0', { type: 'cpu' }), dev('
 const all: Selection = { backends: ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'], devices: [] };
 
 describe('discovery groups', () => {
-  it('GPU drivers in one group, the rest in another, covering every backend once, in order', () => {
+  it('each GPU driver in a group of its own, the rest in another, covering every backend once, in order', () => {
     expect(DISCOVERY_GROUPS.flat()).toEqual(['cuda', 'hip', 'opencl', 'vulkan', 'cpu']);
-    expect(discoveryGroups(['cuda', 'hip', 'opencl', 'vulkan', 'cpu'])).toEqual([['cuda', 'hip'], ['opencl', 'vulkan', 'cpu']]);
+    expect(discoveryGroups(['cuda', 'hip', 'opencl', 'vulkan', 'cpu'])).toEqual([['cuda'], ['hip'], ['opencl', 'vulkan', 'cpu']]);
     expect(discoveryGroups(['cpu'])).toEqual([['cpu']]);
     expect(discoveryGroups(['hip', 'vulkan'])).toEqual([['hip'], ['vulkan']]);
   });
@@ -40,6 +40,17 @@ describe('the device a discovering runner keeps', () => {
     expect(pickDevice(rest, { ...all, devices: ['cpu', 'cuda:0'] })?.id).toBe('cpu');
     expect(pickDevice(gpu, { ...all, devices: ['cpu'] })).toBeUndefined();
     expect(pickDevice({ devices: [], backends: [], gpuDriverFound: false }, all)).toBeUndefined();
+  });
+});
+
+describe('which offers the command takes', () => {
+  it('every GPU; another device only when no GPU is checked', () => {
+    const [c, h, o] = [dev('cuda:0'), dev('hip:0'), dev('opencl:0')];
+    expect(keeps([c, h, o])).toEqual([true, true, false]);
+    expect(keeps([c, undefined, o])).toEqual([true, false, false]);
+    expect(keeps([undefined, undefined, o])).toEqual([false, false, true]);
+    expect(keeps([undefined, undefined, undefined])).toEqual([false, false, false]);
+    expect(keeps([])).toEqual([]);
   });
 });
 
