@@ -659,13 +659,16 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
       if (link !== undefined) out.timingMs.link = link;
       return out;
     });
-    // A discovering runner kept one device of its backends: the first CUDA/HIP device, else the first
-    // (cli/select.ts pickDevice), which is the first such device of the results.
+    // A discovering runner offered one device of its backends, the first CUDA/HIP device, else the first
+    // (cli/select.ts pickDevice), and kept it if it was a GPU or there was no GPU at all (keeps); one that kept
+    // none keeps its label.
+    const gpu = (id: string): boolean => /^(cuda|hip):/.test(id);
     const kept = (label: string | undefined): string | undefined => {
       if (!label?.startsWith(DISCOVERING)) return label;
       const group = label.slice(DISCOVERING.length).split('+');
       const mine = r.devices.filter((d) => group.includes(d.id.split(':')[0]!));
-      return (mine.find((d) => /^(cuda|hip):/.test(d.id)) ?? mine[0])?.id ?? label;
+      const offer = (mine.find((d) => gpu(d.id)) ?? mine[0])?.id;
+      return offer !== undefined && (gpu(offer) || !r.devices.some((d) => gpu(d.id))) ? offer : label;
     };
     for (const p of [...result.memory.runners, ...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
       const device = kept(p.device);

@@ -16,7 +16,7 @@ import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
-import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, keeps, mergeDiscoveries, selectDevices, selectionProblem } from './select.js';
+import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, keeps, mergeDiscoveries, selectDevices, selectionProblem, validSoFar } from './select.js';
 
 export type { CheckResult } from './orchestrate.js';
 
@@ -194,11 +194,36 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     else pending.push([device, e]);
   };
   interface Group {
+    backends: Backend[];
     run: Promise<DeviceRun>;
     event?: DiscoveryEvent;
     answer: (go: boolean) => void;
   }
   let groups: Group[] = [];
+  /** The scratch files of the runner processes, if any was killed before it could remove its own. */
+  const removeScratchOfTheDead = (): void => {
+    for (const dir of [o.scratchDir, '/dev/shm']) {
+      try {
+        removeStaleScratch(dir);
+      } catch {
+        // a folder we cannot read holds nothing of ours
+      }
+    }
+  };
+  // A GPU offered by its discovering process starts as soon as the selection is known to be valid, which may be
+  // before a slower group has reported (validSoFar).
+  let startedEarly = false;
+  const goEarly = (): void => {
+    const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
+    if (interrupted || !validSoFar(so, selection)) return;
+    for (const g of groups) {
+      const offer = g.event?.discovery.devices.find((d) => d.id === g.event?.device);
+      if (offer && isGpuDriver(offer)) {
+        g.answer(true);
+        startedEarly = true;
+      }
+    }
+  };
   const stopAll = async (): Promise<void> => {
     groups.forEach((g) => g.answer(false));
     await Promise.all(groups.map((g) => g.run));
@@ -210,11 +235,12 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const arrivals = discoveryGroups(o.backends).map((backends) => {
       let arrived: () => void = () => {};
       const arrival = new Promise<void>((resolve) => (arrived = resolve));
-      const g: Group = { run: Promise.resolve() as unknown as Promise<DeviceRun>, answer: () => {} };
+      const g: Group = { backends, run: Promise.resolve() as unknown as Promise<DeviceRun>, answer: () => {} };
       const onDiscovery = (e: DiscoveryEvent, answer: (go: boolean) => void): void => {
         g.event = e;
         g.answer = answer;
         arrived();
+        goEarly();
       };
       g.run = runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery });
       void g.run.then(() => arrived());
@@ -224,7 +250,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     await Promise.all(arrivals);
     const failed = groups.find((g) => g.event === undefined);
     if (failed || interrupted) {
+      if (startedEarly) interruptAll(); // a GPU that started early is stopped: the run cannot go on
       await stopAll();
+      if (startedEarly) removeScratchOfTheDead();
       process.removeListener('SIGINT', onInterrupt);
       if (!interrupted) {
         const r = await failed!.run;
@@ -240,7 +268,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   // before anything runs: the discovering processes are told to stop, and have checked nothing.
   const problem = selectionProblem(found, selection);
   if (problem) {
+    if (startedEarly) interruptAll(); // not expected: validSoFar judges from the same discoveries
     await stopAll();
+    if (startedEarly) removeScratchOfTheDead();
     process.removeListener('SIGINT', onInterrupt);
     throw new UsageError(problem);
   }
@@ -289,14 +319,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     process.removeListener('SIGINT', onStop);
     progress.finish();
     process.removeListener('SIGINT', onInterrupt);
-    // the scratch files of the runner processes, if any was killed before it could remove its own
-    for (const dir of [o.scratchDir, '/dev/shm']) {
-      try {
-        removeStaleScratch(dir);
-      } catch {
-        // a folder we cannot read holds nothing of ours
-      }
-    }
+    removeScratchOfTheDead();
   }
   const tChecked = performance.now();
   const devices = selected.map((d) => deviceResult(d, runs.find((r) => r.device === d.id), o, fsType));

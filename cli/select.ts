@@ -77,6 +77,23 @@ export function keeps(offers: readonly (PlainDevice | undefined)[]): boolean[] {
   return offers.map((d) => d !== undefined && (isGpuDriver(d) || !gpu));
 }
 
+/**
+ * Whether the selection can be judged before every group has reported: true when every group that could make it
+ * invalid has reported and found nothing wrong (the groups holding the backend of a `--device` id, and those of a
+ * driver library named in the environment). A GPU its discovering process offered may then start at once, while
+ * a slower group (an OpenCL ICD) is still discovering. False when it cannot be told yet, or when there is a
+ * problem (the command then waits for every group and refuses the run).
+ */
+export function validSoFar(groups: readonly { backends: readonly Backend[]; discovery?: PlainDiscovery }[], s: Selection, env: NodeJS.ProcessEnv = process.env): boolean {
+  const needed = new Set<string>(s.devices.map((id) => id.split(':')[0]!));
+  for (const [name, backend] of LIBRARY_ENV) if (env[name]) needed.add(backend);
+  const relevant = groups.filter((g) => g.backends.some((b) => needed.has(b)));
+  if ([...needed].some((b) => !groups.some((g) => g.backends.includes(b as Backend)))) return false; // judged at the end
+  if (relevant.some((g) => g.discovery === undefined)) return false;
+  const partial = mergeDiscoveries(relevant.map((g) => g.discovery!));
+  return selectionProblem(partial, s, env) === undefined;
+}
+
 /** The discoveries of the groups as one, in BACKENDS order. */
 export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscovery {
   const rank = (b: Backend): number => BACKENDS.indexOf(b);

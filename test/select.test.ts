@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { deviceFromPlain } from '../bindings/discovery.js';
-import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, type Selection } from '../cli/select.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select.js';
 import { staticVerdict } from '../src/index.js';
 
 const dev = (id: string, extra: Partial<PlainDevice> = {}): PlainDevice => {
@@ -40,6 +40,32 @@ describe('the device a discovering runner keeps', () => {
     expect(pickDevice(rest, { ...all, devices: ['cpu', 'cuda:0'] })?.id).toBe('cpu');
     expect(pickDevice(gpu, { ...all, devices: ['cpu'] })).toBeUndefined();
     expect(pickDevice({ devices: [], backends: [], gpuDriverFound: false }, all)).toBeUndefined();
+  });
+});
+
+describe('validSoFar: may a GPU start before every group has reported?', () => {
+  const cudaG = { backends: ['cuda'] as Backend[], discovery: gpu };
+  const hipG = { backends: ['hip'] as Backend[], discovery: { devices: [], backends: [report('hip', 0, null)], gpuDriverFound: false } };
+  const restG = { backends: ['opencl', 'vulkan', 'cpu'] as Backend[], discovery: rest };
+  const waiting = <T extends { backends: Backend[] }>(g: T) => ({ backends: g.backends });
+  it('a default run: at once, whatever is still discovering', () => {
+    expect(validSoFar([cudaG, waiting(hipG), waiting(restG)], all, {})).toBe(true);
+  });
+  it('with --device: once the groups of those ids have reported, and only if they were found', () => {
+    const s = { ...all, devices: ['cuda:1', 'opencl:0'] };
+    expect(validSoFar([cudaG, hipG, waiting(restG)], s, {})).toBe(false);
+    expect(validSoFar([cudaG, waiting(hipG), restG], s, {})).toBe(true);
+    expect(validSoFar([cudaG, hipG, restG], { ...all, devices: ['cuda:1', 'opencl:4'] }, {})).toBe(false);
+    expect(validSoFar([cudaG, waiting(hipG), waiting(restG)], { ...all, devices: ['cuda:0', 'cpu'] }, {})).toBe(false);
+    expect(validSoFar([cudaG, waiting(hipG), restG], { ...all, devices: ['cuda:0', 'cpu'] }, {})).toBe(true);
+  });
+  it('an id of no group waits for the end (it is refused there)', () => {
+    expect(validSoFar([cudaG, hipG, restG], { ...all, devices: ['cuda:0', 'metal:0'] }, {})).toBe(false);
+  });
+  it('a driver library named in the environment: once its group has reported that it loaded', () => {
+    expect(validSoFar([cudaG, waiting(hipG), waiting(restG)], all, { MAPPED_REG_HIP_LIBRARY: '/h.so' })).toBe(false);
+    expect(validSoFar([cudaG, hipG, waiting(restG)], all, { MAPPED_REG_HIP_LIBRARY: '/h.so' })).toBe(false); // hip's library is null: refused
+    expect(validSoFar([cudaG, waiting(hipG), waiting(restG)], all, { MAPPED_REG_CUDA_LIBRARY: '/c.so' })).toBe(true);
   });
 });
 
