@@ -546,6 +546,8 @@ export interface ConformanceDevice {
   /** probe.verdict's data.phasesMs: making the scratch file, and the self-test. */
   scratchFileMs?: number;
   probeMs?: number;
+  /** Of probeMs: the register calls of the two windows. */
+  registrationMs?: number;
   probeCheckMs?: number;
   hazardsMs: number;
   hazardChecks: number;
@@ -580,7 +582,7 @@ interface CheckJson {
   id: string;
   status: string;
   durationMs: number;
-  data?: { phasesMs?: { scratchFile?: number; probe?: number } };
+  data?: { phasesMs?: { scratchFile?: number; registration?: number; probe?: number } };
 }
 
 async function conformanceRun(o: Options, devices: string[]): Promise<Conformance> {
@@ -653,6 +655,7 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
       if (probe) out.probeCheckMs = probe.durationMs;
       if (probe?.data?.phasesMs?.scratchFile !== undefined) out.scratchFileMs = probe.data.phasesMs.scratchFile;
       if (probe?.data?.phasesMs?.probe !== undefined) out.probeMs = probe.data.phasesMs.probe;
+      if (probe?.data?.phasesMs?.registration !== undefined) out.registrationMs = probe.data.phasesMs.registration;
       const margin = ms('timing.margin');
       const link = ms('timing.link');
       if (margin !== undefined) out.timingMs.margin = margin;
@@ -777,7 +780,12 @@ export function render(r: BenchResult): string[] {
         rows.push([`  ${d.id}: every check (no self-test)`, f0(d.checksMs)]);
         continue;
       }
-      rows.push([`  ${d.id}: scratch file`, f0(d.scratchFileMs)], [`  ${d.id}: probe`, f0(d.probeMs)], [`  ${d.id}: hazards (${d.hazardChecks} checks)`, f0(d.hazardsMs)]);
+      rows.push(
+        [`  ${d.id}: scratch file`, f0(d.scratchFileMs)],
+        [`  ${d.id}: probe`, f0(d.probeMs)],
+        [`    of which registration (both windows)`, f1(d.registrationMs)],
+        [`  ${d.id}: hazards (${d.hazardChecks} checks)`, f0(d.hazardsMs)],
+      );
       rows.push([`  ${d.id}: timing checks (margin ${f1(d.timingMs.margin)}, link ${f1(d.timingMs.link)})`, f1(d.timingMs.total)]);
     }
     rows.push(['reports', f1(k.phasesMs.reports)], ['outside the phases (Node start, loading, writing)', f0(k.outsidePhasesMs)]);

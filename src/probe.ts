@@ -96,6 +96,8 @@ export interface ProbeReport {
   windowBytes: number;
   windows: WindowReport[];
   timing: TimingReport | null;
+  /** Time spent in the register calls of the windows (ms, on the probe's clock; 0 when none was made). */
+  registrationMs: number;
   /** Every line passed to `log`. */
   log: string[];
 }
@@ -181,7 +183,7 @@ export function checkInputs(map: Host, reference: Reference): string | undefined
 }
 
 function report(verdict: Verdict, log: string[], windowBytes = 0): ProbeReport {
-  return { verdict, windowBytes, windows: [], timing: null, log };
+  return { verdict, windowBytes, windows: [], timing: null, registrationMs: 0, log };
 }
 
 interface Timed {
@@ -252,6 +254,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
     windowBytes: w,
     windows: windows.map((_, i) => ({ offset: i * w, length: w, equal: null, firstDifference: null, release: null, releaseTries: 0 })),
     timing: null,
+    registrationMs: 0,
     log: lines,
   };
   const t = trackedOps(ops, table);
@@ -265,8 +268,14 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
     // uses it as its staging buffer (the round trips are over by then): half a region less pinned memory.
     const pinned = t.allocHost(w);
     buffers.push(pinned);
+    const clock = options.now ?? (() => performance.now());
     for (const i of [0, 1] as const) {
-      t.register(windows[i]);
+      const before = clock();
+      try {
+        t.register(windows[i]);
+      } finally {
+        result.registrationMs += clock() - before;
+      }
       registered.push(i);
     }
     verdict = selfTest(t, windows, refs, pinned, result, { runs, minRelativeSpeed, now: options.now, log });

@@ -106,8 +106,9 @@ describe('bench against the driver double', () => {
     for (const id of ['cuda:0', 'hip:0']) {
       const d = k.devices.find((x: { id: string }) => x.id === id);
       expect(d, id).toBeDefined();
-      for (const f of ['scratchFileMs', 'probeMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
+      for (const f of ['scratchFileMs', 'probeMs', 'registrationMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
       expect(d.hazardChecks).toBeGreaterThan(0);
+      expect(d.registrationMs).toBeLessThan(d.probeMs); // a part of the self-test
       expect(d.timingMs.margin).toBeGreaterThanOrEqual(0);
       expect(d.timingMs.total).toBeGreaterThanOrEqual(0);
     }

@@ -59,6 +59,21 @@ describe('probeWith: the happy path', () => {
     expectAllReleased(ops, table);
   });
 
+  it('registrationMs is the time the two register calls took on the probe\'s clock, and 0 when nothing was registered', () => {
+    const s = setup();
+    let t = 0;
+    const register = s.ops.register.bind(s.ops);
+    s.ops.register = (host) => {
+      t += 5; // each register call takes 5 ms on this clock; the copies advance the ops' own
+      register(host);
+    };
+    const r = probeWithReport(s.ops, s.map, s.reference, { table: s.table, now: () => s.ops.now() + t });
+    expect(r.verdict.kind).toBe('Usable');
+    expect(r.registrationMs).toBe(10);
+    const refused = probeWithReport(s.ops, s.map, s.reference.subarray(1), { table: s.table });
+    expect(refused.registrationMs).toBe(0);
+  });
+
   it('each window is half the length rounded down to 64 KiB; bytes beyond the two windows are never touched', () => {
     const length = 3 * UNIT + 12345;
     expect(windowSize(length)).toBe(UNIT);
