@@ -548,6 +548,11 @@ export interface ConformanceDevice {
   probeMs?: number;
   /** Of probeMs: the register calls of the two windows. */
   registrationMs?: number;
+  /** The registered and staged GB/s the suite reported (the probe's window, best of --runs). */
+  registeredGBps?: number;
+  stagedGBps?: number;
+  /** registeredGBps / the native reference's registered GB/s of the same device, in this bench run. */
+  nativeRatio?: number;
   probeCheckMs?: number;
   hazardsMs: number;
   hazardChecks: number;
@@ -630,7 +635,7 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
     },
   };
   try {
-    const r = JSON.parse(readFileSync(json, 'utf8')) as { phasesMs?: Conformance['phasesMs']; devices: { id: string; verdict?: { text?: string; kind?: string }; checks: CheckJson[]; processes?: number }[] };
+    const r = JSON.parse(readFileSync(json, 'utf8')) as { phasesMs?: Conformance['phasesMs']; devices: { id: string; verdict?: { text?: string; kind?: string }; checks: CheckJson[]; processes?: number; timing?: { registeredGBps?: number; stagedGBps?: number } }[] };
     if (r.phasesMs) {
       result.phasesMs = r.phasesMs;
       result.outsidePhasesMs = wallMs - r.phasesMs.discovery - r.phasesMs.checks - r.phasesMs.reports;
@@ -656,6 +661,8 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
       if (probe?.data?.phasesMs?.scratchFile !== undefined) out.scratchFileMs = probe.data.phasesMs.scratchFile;
       if (probe?.data?.phasesMs?.probe !== undefined) out.probeMs = probe.data.phasesMs.probe;
       if (probe?.data?.phasesMs?.registration !== undefined) out.registrationMs = probe.data.phasesMs.registration;
+      if (dev.timing?.registeredGBps !== undefined) out.registeredGBps = dev.timing.registeredGBps;
+      if (dev.timing?.stagedGBps !== undefined) out.stagedGBps = dev.timing.stagedGBps;
       const margin = ms('timing.margin');
       const link = ms('timing.link');
       if (margin !== undefined) out.timingMs.margin = margin;
@@ -791,6 +798,11 @@ export function render(r: BenchResult): string[] {
     rows.push(['reports', f1(k.phasesMs.reports)], ['outside the phases (Node start, loading, writing)', f0(k.outsidePhasesMs)]);
   }
   out.push(...table(rows));
+  for (const d of k.devices) {
+    if (d.registeredGBps === undefined) continue;
+    const against = d.nativeRatio === undefined ? '' : `: ${f2(d.nativeRatio)} of the native reference's registered copy in this run (target >= ${r.targets.nativeRatio})`;
+    out.push(`  ${d.id}: the suite reported registered ${f2(d.registeredGBps)} GB/s, staged ${f2(d.stagedGBps)} GB/s${against}`);
+  }
   out.push(
     `  node -e 0: ${f0(r.nodeStart.medianMs)} ms (median of ${r.nodeStart.samples}; best ${f0(r.nodeStart.bestMs)}); the run took ${f1(r.runOverNodeStart)} x that${r.gpu.found ? '' : ` (target with no GPU: <= ${r.targets.noGpuRunOverNodeStart})`}`,
   );
@@ -865,6 +877,11 @@ async function main(argv: string[]): Promise<number> {
   // a default run (every device the command finds) unless --device chose some
   const conformance = await conformanceRun(o, o.devices);
   if (conformance.error) errors.push(`conformance run: ${conformance.error}`);
+  // the suite's registered copy against the native reference of the same device, both measured in this run
+  for (const k of conformance.devices) {
+    const native = devices.find((d) => d.id === k.id)?.native.registeredGBps;
+    if (k.registeredGBps !== undefined && native) k.nativeRatio = k.registeredGBps / native;
+  }
   say('node -e 0');
   const start = nodeStart(o.runs);
   const result: BenchResult = {

@@ -109,6 +109,9 @@ describe('bench against the driver double', () => {
       for (const f of ['scratchFileMs', 'probeMs', 'registrationMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
       expect(d.hazardChecks).toBeGreaterThan(0);
       expect(d.registrationMs).toBeLessThan(d.probeMs); // a part of the self-test
+      expectPositive(d.registeredGBps, `${id} the suite's registered GB/s`);
+      expectPositive(d.stagedGBps, `${id} the suite's staged GB/s`);
+      expect(d.nativeRatio).toBeCloseTo(d.registeredGBps / res.devices.find((x: { id: string }) => x.id === id).native.registeredGBps, 9);
       expect(d.timingMs.margin).toBeGreaterThanOrEqual(0);
       expect(d.timingMs.total).toBeGreaterThanOrEqual(0);
     }
@@ -122,6 +125,7 @@ describe('bench against the driver double', () => {
     expect(run.pssKiB).toBe(run.processes.reduce((a, p) => a + p.pssKiB, 0));
     expect(run.targetMiB).toBe(2 * 8 + 200);
     expect(r.stdout).toMatch(/the whole run at its fullest: \d+ MiB PSS/);
+    expect(r.stdout).toMatch(/cuda:0: the suite reported registered [\d.]+ GB\/s, staged [\d.]+ GB\/s: [\d.]+ of the native reference's registered copy in this run/);
     for (const p of runners) {
       expectPositive(p.peakKiB, `runner ${p.device}`);
       expect(p.targetMiB).toBe(2 * 8 + 200);
