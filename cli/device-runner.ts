@@ -53,6 +53,8 @@ if (options.discover) {
   // is valid) before it checks that device; the command starts a runner for each other device. The suites' own
   // lookup of a CUDA or HIP device then finds the driver already initialized in this process.
   const selection = options.discover;
+  // test hook: a driver that never returns while the process discovers (MAPPED_REG_FORCE_HANG=@discovery)
+  if (selection.forceHang === '@discovery') for (;;);
   // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
   if (selection.forceCrash === '@discovery') {
     const page = mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

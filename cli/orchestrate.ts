@@ -186,7 +186,11 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
         run.errors.push(...a.errors);
         if (!a.discovery) {
           run.errors.push(
-            a.signal ? `the discovering process was killed by ${a.signal} before it reported` : `the discovering process exited with status ${a.code} before it reported`,
+            a.stalled
+              ? `the discovering process (${current.discover.backends.join(', ')}) reported nothing for ${o.timeoutS + STALL_GRACE_S} s and was killed`
+              : a.signal
+                ? `the discovering process (${current.discover.backends.join(', ')}) was killed by ${a.signal} before it reported`
+                : `the discovering process (${current.discover.backends.join(', ')}) exited with status ${a.code} before it reported`,
           );
         }
         if (interrupted) run.incomplete = true;

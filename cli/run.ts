@@ -299,7 +299,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const suiteOptions: SuiteOptions[] = selectDevices(found, selection).map((d) => deviceOptions(d, base, selection));
   let runs: DeviceRun[] = [];
   if (!o.listOnly) {
-    o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
+    if (!interrupted) o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
     const write = o.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => o.out(l)));
     progress = new Progress(write, o.tty ?? false, selected.map((d) => d.id));
     for (const [device, e] of pending.splice(0)) progress.event(device, e);

@@ -208,9 +208,17 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
     const json = join(work, 'discovery-crash.json');
     const r = cli(['--json', json], { MAPPED_REG_FORCE_CRASH: '@discovery' });
     expect(r.code).toBe(2);
-    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process was killed by SIGSEGV before it reported/)]);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cuda\) was killed by SIGSEGV before it reported/)]);
     expect(existsSync(json)).toBe(false);
   });
+
+  it('a process that hangs while it discovers is killed after --timeout plus the grace: one line, exit 2', () => {
+    const json = join(work, 'discovery-hang.json');
+    const r = cli(['--json', json, '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cpu\) reported nothing for 11 s and was killed/)]);
+    expect(existsSync(json)).toBe(false);
+  }, 30_000);
 
   it('a folder with no write permission for a non-root user is refused too', () => {
     const locked = join(work, 'locked');

@@ -155,6 +155,30 @@ describe('a runner stuck outside any check', () => {
 });
 
 describe('SIGINT', () => {
+  it('during the discovery: the discovering processes are stopped, nothing was checked, the JSON says incomplete, exit 130', async () => {
+    const { spawn } = await import('node:child_process');
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'interrupted-discovery.json');
+    const base = { ...process.env };
+    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
+    const child = spawn(process.execPath, [main, '--size', '8', '--scratch-dir', scratch, '--json', json, '--timeout', '60'], {
+      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: '@discovery' },
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const started = performance.now();
+    setTimeout(() => child.kill('SIGINT'), 1500);
+    const code = await new Promise<number | null>((done) => child.on('close', (c) => done(c)));
+    expect(code).toBe(130);
+    expect(performance.now() - started).toBeLessThan(15_000); // not the stall watchdog: the interrupt stopped them
+    expect(out).toMatch(/interrupted/);
+    expect(out).not.toMatch(/checks \(/);
+    const result = JSON.parse(readFileSync(json, 'utf8')) as { incomplete?: boolean; devices: unknown[] };
+    expect(result.incomplete).toBe(true);
+    expect(result.devices).toEqual([]);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
   it('stops every device, removes scratch files, writes what finished marked incomplete, exits 130', async () => {
     const { spawn } = await import('node:child_process');
     const scratch = mkdtempSync(join(work, 'scratch-'));
