@@ -8,14 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const probe = 'src/probe.ts';
-const refCheck = `  for (const i of [0, 1] as const) {
-    const d = firstDifference(windows[i].bytes, refs[i]);
-    if (d >= 0) return report(Inconclusive(\`the reference differs from the map at offset \${i * w + d}: nothing was registered\`), lines, w);
-  }
+const refCheck = `    for (const i of [0, 1] as const) {
+      const d = refs.diff(windows[i].bytes, i * w);
+      if (d >= 0) return report(Inconclusive(\`the reference differs from the map at offset \${i * w + d}: nothing was registered\`), lines, w);
+    }
 `;
 const afterRegister = `      registered.push(i);
     }
 `;
+/** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
+const once = (s, pattern, by) => {
+  if (!s.includes(pattern)) throw new Error(`a mutation's pattern is stale: ${JSON.stringify(pattern.slice(0, 80))}`);
+  return s.replace(pattern, by);
+};
 const mutations = [
   ['margin 0.8 -> 0.7', probe, (s) => s.replace('DEFAULT_MIN_RELATIVE_SPEED = 0.8', 'DEFAULT_MIN_RELATIVE_SPEED = 0.7')],
   ['margin 0.8 -> 0.9', probe, (s) => s.replace('DEFAULT_MIN_RELATIVE_SPEED = 0.8', 'DEFAULT_MIN_RELATIVE_SPEED = 0.9')],
@@ -27,7 +32,7 @@ const mutations = [
   ['checked-release tries 3 -> 4', probe, (s) => s.replace('CHECKED_RELEASE_TRIES = 3', 'CHECKED_RELEASE_TRIES = 4')],
   ['clean-up tries 2 -> 1', probe, (s) => s.replace('CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 1')],
   ['clean-up tries 2 -> 3', probe, (s) => s.replace('CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 3')],
-  ['reference check moved after the registration', probe, (s) => s.replace(refCheck, '').replace(afterRegister, afterRegister + refCheck.replace(/^/gm, '  '))],
+  ['reference check moved after the registration', probe, (s) => once(once(s, refCheck, ''), afterRegister, afterRegister + refCheck)],
 ];
 
 const rows = [];
