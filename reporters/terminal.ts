@@ -1,6 +1,7 @@
 // Progress while the checks run. On a terminal: one status line per device, redrawn in place (checks done, the
 // one running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
-// terminal (CI logs, pipes): one plain line per check result.
+// terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
+// once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
 import type { CheckStatus } from '../suites/check.js';
 
 export interface ProgressEvent {
@@ -16,6 +17,8 @@ interface DeviceState {
   running?: string;
   counts: Record<CheckStatus, number>;
   finished: boolean;
+  /** Not on a terminal: the skipped checks not yet told, by reason. */
+  skipped: Map<string, string[]>;
 }
 
 const emptyCounts = (): Record<CheckStatus, number> => ({ pass: 0, warn: 0, fail: 0, timeout: 0, crash: 0, skip: 0 });
@@ -31,7 +34,7 @@ export class Progress {
     private readonly tty: boolean,
     devices: string[],
   ) {
-    for (const d of devices) this.#devices.set(d, { done: 0, counts: emptyCounts(), finished: false });
+    for (const d of devices) this.#devices.set(d, { done: 0, counts: emptyCounts(), finished: false, skipped: new Map() });
     if (tty) {
       this.#draw();
       this.#timer = setInterval(() => this.#draw(), 250);
@@ -82,22 +85,42 @@ export class Progress {
       s.done += 1;
       s.counts[e.status] += 1;
       if (s.running === e.id) delete s.running;
-      const detail = e.status === 'skip' ? '' : (e.observed ?? e.message ?? '');
+      if (e.status === 'skip') {
+        // on a terminal the status line counts them; in a log they are told when the device is done
+        if (this.tty) this.#draw();
+        else {
+          const reason = e.message ?? '';
+          s.skipped.set(reason, [...(s.skipped.get(reason) ?? []), e.id]);
+        }
+        return;
+      }
+      const detail = e.observed ?? e.message ?? '';
       const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail.slice(0, 140)}` : ''}`;
       // on a terminal only what did not pass stays on screen; in a log every check has its line
-      if (!this.tty || (e.status !== 'pass' && e.status !== 'skip')) this.#line(text);
+      if (!this.tty || e.status !== 'pass') this.#line(text);
       else this.#draw();
     } else if (e.type === 'error' && e.message) {
       this.#line(`  ${device} error: ${e.message}`);
     } else if (e.type === 'end') {
       s.finished = true;
+      this.#tellSkipped(device, s);
       if (this.tty) this.#draw();
     }
+  }
+
+  /** The skipped checks of a device not yet told: one line per reason (the check's id when it is the only one). */
+  #tellSkipped(device: string, s: DeviceState): void {
+    for (const [reason, ids] of s.skipped) {
+      const what = ids.length === 1 ? `${ids[0]} skip` : `${ids.length} checks skip`;
+      this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${reason.slice(0, 140)}` : ''}`);
+    }
+    s.skipped.clear();
   }
 
   /** Stops redrawing; the status block stays as the last state. */
   finish(): void {
     if (this.#timer) clearInterval(this.#timer);
+    for (const [device, s] of this.#devices) this.#tellSkipped(device, s);
     if (this.tty) {
       for (const s of this.#devices.values()) s.finished = true;
       this.#draw();

@@ -136,7 +136,7 @@ describe('through the CUDA double', () => {
     const probe = lines.findIndex((l) => / cuda:0 probe\.verdict pass/.test(l));
     const others = lines.map((l, i) => (/\] (opencl:0|vulkan:0|cpu) /.test(l) ? i : -1)).filter((i) => i >= 0);
     expect(probe).toBeGreaterThan(0);
-    expect(others.length).toBeGreaterThanOrEqual(3 * 20);
+    expect(others.length).toBeGreaterThanOrEqual(3 * 2); // each: static.verdict, and its skips told at its end
     expect(Math.min(...others)).toBeGreaterThan(probe);
   });
 

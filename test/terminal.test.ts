@@ -18,8 +18,9 @@ describe('progress', () => {
     const lines = text.trimEnd().split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^ {2}\[\d+\.\d s\] cuda:0 static\.verdict pass - Self_test_required$/);
-    expect(lines[1]).toMatch(/cpu probe\.verdict skip$/);
-    expect(lines[2]).toMatch(/cuda:0 probe\.release crash - the check killed its process: SIGSEGV/);
+    expect(lines[1]).toMatch(/cuda:0 probe\.release crash - the check killed its process: SIGSEGV/);
+    // a skip is told when its device is done (here at finish: cpu never ended), with its reason
+    expect(lines[2]).toMatch(/cpu probe\.verdict skip - decided statically$/);
     expect(text).not.toMatch(/\x1b/);
   });
 
@@ -33,5 +34,20 @@ describe('progress', () => {
     // the crash was printed for good; the pass was not
     expect(text).toMatch(/cuda:0 probe\.release crash/);
     expect(text).not.toMatch(/static\.verdict pass - /);
+  });
+
+  it('not on a terminal: a device\'s skipped checks are one line per reason when the device is done', () => {
+    let text = '';
+    const p = new Progress((t) => (text += t), false, ['cpu']);
+    p.event('cpu', { type: 'result', id: 'static.verdict', status: 'pass', observed: 'Not_needed' });
+    for (const id of ['hazard.a', 'hazard.b', 'hazard.c']) p.event('cpu', { type: 'result', id, status: 'skip', message: 'no registration on cpu' });
+    p.event('cpu', { type: 'result', id: 'probe.verdict', status: 'skip', message: 'decided statically' });
+    expect(text.trimEnd().split('\n')).toHaveLength(1); // nothing told before the end
+    p.event('cpu', { type: 'end' });
+    p.finish();
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/cpu 3 checks skip - no registration on cpu$/);
+    expect(lines[2]).toMatch(/cpu probe\.verdict skip - decided statically$/);
   });
 });
