@@ -14,7 +14,7 @@ import {
   loadCuda,
   withCudaOps,
 } from './cuda.js';
-import type { DeviceOps } from './device-ops.js';
+import type { DeviceOps, WithOpsOptions } from './device-ops.js';
 import { type HipDriver, loadHip, withHipOps } from './hip.js';
 import { discoverOpenCL, type DiscoveredDevice as ApiDevice } from './opencl.js';
 import { discoverVulkan } from './vulkan.js';
@@ -47,7 +47,8 @@ export interface DiscoveredDevice {
 
 export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver } | { readonly api: 'HIP'; readonly driver: HipDriver }) & {
   readonly ordinal: number;
-  withOps<T>(bytes: number, f: (ops: DeviceOps) => T): T;
+  /** options.log: where a failed or deliberately skipped release goes (default: a process warning). */
+  withOps<T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T;
   /**
    * Keeps the device's context for the rest of the process, so that each withOps does not create it again
    * (CUDA: one primary context retain, never released: the last release destroys the context, and making it
@@ -156,7 +157,7 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; l
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withCudaOps(driver, i, bytes, f),
         },
-        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f) => withCudaOps(driver, i, bytes, f), keepContext: keepCudaContext(driver, i) },
+        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f, options) => withCudaOps(driver, i, bytes, f, options), keepContext: keepCudaContext(driver, i) },
       });
     }
     return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) }, loaded: true };
@@ -198,7 +199,7 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; lo
           sharedMemoryQuery: replay(integrated),
           withOps: (bytes, f) => withHipOps(driver, i, bytes, f),
         },
-        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f) => withHipOps(driver, i, bytes, f), keepContext: () => {} },
+        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f, options) => withHipOps(driver, i, bytes, f, options), keepContext: () => {} },
       });
     }
     const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;

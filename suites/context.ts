@@ -65,11 +65,12 @@ export function probeOnce(ctx: CheckContext): Probed {
 /**
  * The device's raw ops (with the hazard extras) for `f`, every successful registration recorded in the model's
  * table and every release that worked removed from it: what stays in the table afterwards is what the driver
- * may still hold, and its mapping must never be unmapped.
+ * may still hold, and its mapping must never be unmapped. What the ops' own release says (a retain kept for a
+ * registration still held, a release that failed) goes to the check's log, with its result.
  */
-export function withTrackedOps<T>(device: DiscoveredDevice, bytes: number, f: (ops: DeviceOps) => T): T {
-  const native = device.native;
-  if (!native) throw new Error(`${device.id} has no registration ops`);
+export function withTrackedOps<T>(ctx: CheckContext, bytes: number, f: (ops: DeviceOps) => T): T {
+  const native = ctx.device.native;
+  if (!native) throw new Error(`${ctx.device.id} has no registration ops`);
   return native.withOps(bytes, (raw) => {
     const record = (host: Host, fn: () => void): void => {
       fn();
@@ -97,7 +98,7 @@ export function withTrackedOps<T>(device: DiscoveredDevice, bytes: number, f: (o
       },
     };
     return f(ops);
-  });
+  }, { log: ctx.log });
 }
 
 export interface ScratchFile {

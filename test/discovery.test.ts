@@ -213,7 +213,11 @@ describe('the probe through the bindings and the CUDA double', () => {
     const d = only(cuda.discovery.devices, 'cuda');
     const before = registrations.held().length;
     const region = makeScratchRegion(scratch, 4 * MiB);
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
     const r = probeReport(d.device, region.map, region.reference);
+    // the ops keep their context retain for the two windows still held, and say so
+    expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringMatching(/primary context retain of CUDA device 0 kept: 2 registrations/)]);
+    warn.mockRestore();
     expect(r.verdict.kind).toBe('Still_registered');
     expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
       ['never', 3],

@@ -199,7 +199,7 @@ function withMappedFile(
 ): Observation {
   const size = options.size ?? FILE_BYTES;
   return withFile(options.dir ?? ctx.options.scratchDir, size, (file) =>
-    withMapping(ctx, file.fd, size, options.prot ?? PROT_READ, options.flags ?? MAP_SHARED, (m) => withTrackedOps(ctx.device, size, (ops) => f(m, file.bytes, ops, file.fd))),
+    withMapping(ctx, file.fd, size, options.prot ?? PROT_READ, options.flags ?? MAP_SHARED, (m) => withTrackedOps(ctx, size, (ops) => f(m, file.bytes, ops, file.fd))),
   );
 }
 
@@ -363,7 +363,7 @@ function contextReset(ctx: CheckContext): Observation {
       // Left registered on purpose. withCudaOps then keeps its primary context retain (the last release would
       // drop the registration behind our back), so what the reset does is what is seen.
       let flags = 0;
-      const first = withTrackedOps(ctx.device, FILE_BYTES, (ops) => {
+      const first = withTrackedOps(ctx, FILE_BYTES, (ops) => {
         flags = ops.registerFlags;
         return call(() => ops.registerWithFlags(m, flags));
       });
@@ -377,7 +377,7 @@ function contextReset(ctx: CheckContext): Observation {
               native.driver.setDevice(native.ordinal);
               native.driver.deviceReset();
             });
-      const after = withTrackedOps(ctx.device, FILE_BYTES, (ops) => {
+      const after = withTrackedOps(ctx, FILE_BYTES, (ops) => {
         const unregister = call(() => ops.unregister(m));
         if (unregister.code === 0) return { unregister };
         const again = call(() => ops.registerWithFlags(m, flags));
@@ -516,7 +516,7 @@ export const hazardChecks: Check[] = [
       for (let done = 0; done < size; ) done += pwrite(fd, bytes.subarray(done), done);
       // Writable memory registers without the read-only flag (the H200: memfd, flags 0: 0).
       return withMapping(ctx, fd, size, PROT_READ | PROT_WRITE, MAP_SHARED, (m) =>
-        withTrackedOps(ctx.device, size, (ops) => session(ops, (held) => servesOrRefuses(held, ops, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
+        withTrackedOps(ctx, size, (ops) => session(ops, (held) => servesOrRefuses(held, ops, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
       );
     } finally {
       closeFd(fd);
@@ -684,7 +684,7 @@ export const hazardChecks: Check[] = [
       let unmapped = false;
       let again: Mapping | undefined;
       try {
-        return withTrackedOps(ctx.device, size, (ops) =>
+        return withTrackedOps(ctx, size, (ops) =>
           session(ops, (held) => {
             const expected = 'unregister 0 after the munmap (the H200: 0, and the same address maps and registers again)';
             const reg = held.register(m, ops.registerFlags);
