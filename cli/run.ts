@@ -4,7 +4,7 @@
 import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { type Backend, type Discovery, type DiscoveredDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
+import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
@@ -169,10 +169,13 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const selection: Selection = { backends: o.backends, devices: o.devices, ...(o.forceCrash ? { forceCrash: o.forceCrash } : {}), ...(o.forceHang ? { forceHang: o.forceHang } : {}) };
   const base = { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed };
   let interrupted = false;
+  // set below: the devices waiting for the GPUs' probes are released by an interrupt too
+  let gpusProbed: () => void = () => {};
   const onInterrupt = (): void => {
     interrupted = true;
     o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
     interruptAll();
+    gpusProbed();
   };
 
   // `list` discovers here. A run leaves the discovery to its first device processes, one a group of backends
@@ -183,7 +186,6 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const pending: [string, Parameters<Progress['event']>[1]][] = [];
   // The GPUs whose probe is still to come: other devices' processes start once it is empty.
   const probing = new Set<string>();
-  let gpusProbed: () => void = () => {};
   const afterProbes = new Promise<void>((resolve) => (gpusProbed = resolve));
   const probed = (device: string): void => {
     if (probing.delete(device) && probing.size === 0) gpusProbed();
@@ -197,6 +199,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     backends: Backend[];
     run: Promise<DeviceRun>;
     event?: DiscoveryEvent;
+    /** The device its process found and offers to keep (the event's `device`). */
+    offer?: PlainDevice;
     answer: (go: boolean) => void;
   }
   let groups: Group[] = [];
@@ -217,16 +221,19 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
     if (interrupted || !validSoFar(so, selection)) return;
     for (const g of groups) {
-      const offer = g.event?.discovery.devices.find((d) => d.id === g.event?.device);
-      if (offer && isGpuDriver(offer)) {
+      if (g.offer && isGpuDriver(g.offer)) {
         g.answer(true);
         startedEarly = true;
       }
     }
   };
+  /** Ends the discovering processes (those started early are killed, their scratch files removed), for an error. */
   const stopAll = async (): Promise<void> => {
+    if (startedEarly) interruptAll();
     groups.forEach((g) => g.answer(false));
     await Promise.all(groups.map((g) => g.run));
+    if (startedEarly) removeScratchOfTheDead();
+    process.removeListener('SIGINT', onInterrupt);
   };
   if (o.listOnly) found = plainDiscovery(discover(o.backends));
   else {
@@ -235,14 +242,15 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const arrivals = discoveryGroups(o.backends).map((backends) => {
       let arrived: () => void = () => {};
       const arrival = new Promise<void>((resolve) => (arrived = resolve));
-      const g: Group = { backends, run: Promise.resolve() as unknown as Promise<DeviceRun>, answer: () => {} };
       const onDiscovery = (e: DiscoveryEvent, answer: (go: boolean) => void): void => {
         g.event = e;
+        const offer = e.discovery.devices.find((d) => d.id === e.device);
+        if (offer) g.offer = offer;
         g.answer = answer;
         arrived();
         goEarly();
       };
-      g.run = runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery });
+      const g: Group = { backends, answer: () => {}, run: runDevice({ device: '', discover: { ...selection, backends }, ...base, skip: [] }, { timeoutS: o.timeoutS, onEvent, onDiscovery }) };
       void g.run.then(() => arrived());
       groups.push(g);
       return arrival;
@@ -250,10 +258,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     await Promise.all(arrivals);
     const failed = groups.find((g) => g.event === undefined);
     if (failed || interrupted) {
-      if (startedEarly) interruptAll(); // a GPU that started early is stopped: the run cannot go on
-      await stopAll();
-      if (startedEarly) removeScratchOfTheDead();
-      process.removeListener('SIGINT', onInterrupt);
+      await stopAll(); // a GPU that started early is stopped too: the run cannot go on
       if (!interrupted) {
         const r = await failed!.run;
         const tail = r.output.trim().split('\n').slice(-1)[0];
@@ -268,19 +273,16 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   // before anything runs: the discovering processes are told to stop, and have checked nothing.
   const problem = selectionProblem(found, selection);
   if (problem) {
-    if (startedEarly) interruptAll(); // not expected: validSoFar judges from the same discoveries
-    await stopAll();
-    if (startedEarly) removeScratchOfTheDead();
-    process.removeListener('SIGINT', onInterrupt);
+    await stopAll(); // none started early: validSoFar judges from the same discoveries
     throw new UsageError(problem);
   }
   // Each discovering process offered a device: the GPUs are kept; another is kept only when there is no GPU.
-  const offers = groups.map((g) => found.devices.find((d) => d.id === g.event?.device));
-  const keep = keeps(offers);
-  const kept = offers.flatMap((d, i) => (d && keep[i] ? [d.id] : []));
+  const keep = keeps(groups.map((g) => g.offer));
+  const kept = groups.flatMap((g, i) => (g.offer && keep[i] ? [g.offer.id] : []));
   groups.forEach((g, i) => g.answer(keep[i]!));
   const firstRuns = groups.filter((_, i) => keep[i]).map((g) => g.run);
-  const selected = selectDevices(found, selection).map(deviceFromPlain);
+  const chosen = selectDevices(found, selection);
+  const selected = chosen.map(deviceFromPlain);
   const fsType = statfs(o.scratchDir).fsName;
 
   const inProcesses = groups.flatMap((g) => (g.event ? [`${g.event.discovery.backends.map((b) => b.backend).join('+')} ${g.event.durationMs.toFixed(0)} ms`] : []));
@@ -296,7 +298,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   }
   if (!found.gpuDriverFound && !interrupted) o.out('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
 
-  const suiteOptions: SuiteOptions[] = selectDevices(found, selection).map((d) => deviceOptions(d, base, selection));
+  const suiteOptions: SuiteOptions[] = chosen.map((d) => deviceOptions(d, base, selection));
   let runs: DeviceRun[] = [];
   if (!o.listOnly) {
     if (!interrupted) o.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
@@ -305,18 +307,15 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     for (const [device, e] of pending.splice(0)) progress.event(device, e);
     // Other GPUs start at once (devices run in parallel); the other devices once every GPU's probe is over.
     const others = interrupted ? [] : suiteOptions.filter((d) => !kept.includes(d.device));
-    const gpus = others.filter((d) => isGpuDriver({ backend: d.device.split(':')[0] as Backend }));
+    const gpus = others.filter((d) => isGpuDriver(d.discovered!));
     const rest = others.filter((d) => !gpus.includes(d));
-    for (const id of [...kept, ...gpus.map((d) => d.device)]) if (isGpuDriver({ backend: id.split(':')[0] as Backend })) probing.add(id);
+    for (const d of [...groups.filter((_, i) => keep[i]).map((g) => g.offer!), ...gpus.map((d) => d.discovered!)]) if (isGpuDriver(d)) probing.add(d.id);
     if (probing.size === 0) gpusProbed();
     const gpuRuns = gpus.map((d) => runDevice(d, { timeoutS: o.timeoutS, onEvent }));
     // a GPU run that ended without a probe result (its process died before) frees the others too
     for (const r of [...firstRuns, ...gpuRuns]) void r.then((done) => probed(done.device));
     const restRuns = afterProbes.then(() => (interrupted ? [] : runDevices(rest, { timeoutS: o.timeoutS, onEvent })));
-    const onStop = (): void => gpusProbed(); // an interrupt must not leave the others waiting
-    process.once('SIGINT', onStop);
     runs = (await Promise.all([Promise.all(firstRuns), Promise.all(gpuRuns), restRuns])).flat();
-    process.removeListener('SIGINT', onStop);
     progress.finish();
     process.removeListener('SIGINT', onInterrupt);
     removeScratchOfTheDead();
