@@ -122,44 +122,22 @@ export function firstDifference(a: Uint8Array, b: Uint8Array): number {
 }
 
 /**
- * A window of a Reference: compared with bytes, copied into bytes, or compared with another window of it. A
- * reader's bytes go through one buffer of at most REFERENCE_CHUNK (two when two windows are compared), made on
- * first use and kept for the probe.
+ * A window of a Reference: compared with bytes, or copied into bytes. A reader's bytes go through one buffer of
+ * at most REFERENCE_CHUNK, made on first use and kept for the probe.
  */
 class ReferenceWindows {
-  private buffers: Uint8Array[] = [];
+  private chunk: Uint8Array | undefined;
   constructor(private readonly ref: Reference) {}
-
-  private buffer(k: number, length: number): Uint8Array {
-    this.buffers[k] ??= new Uint8Array(Math.min(REFERENCE_CHUNK, length));
-    return this.buffers[k]!;
-  }
 
   /** First offset at which `bytes` differs from the reference's bytes at `offset`, or -1. */
   diff(bytes: Uint8Array, offset: number): number {
     const ref = this.ref;
     if (ref instanceof Uint8Array) return firstDifference(bytes, ref.subarray(offset, offset + bytes.length));
-    const chunk = this.buffer(0, bytes.length);
+    const chunk = (this.chunk ??= new Uint8Array(Math.min(REFERENCE_CHUNK, bytes.length)));
     for (let at = 0; at < bytes.length; at += chunk.length) {
       const n = Math.min(chunk.length, bytes.length - at);
       ref.read(offset + at, chunk.subarray(0, n));
       const d = firstDifference(bytes.subarray(at, at + n), chunk.subarray(0, n));
-      if (d >= 0) return at + d;
-    }
-    return -1;
-  }
-
-  /** First offset at which the reference's `length` bytes at `a` and at `b` differ, or -1. */
-  diffWithin(a: number, b: number, length: number): number {
-    const ref = this.ref;
-    if (ref instanceof Uint8Array) return firstDifference(ref.subarray(a, a + length), ref.subarray(b, b + length));
-    const x = this.buffer(0, length);
-    const y = this.buffer(1, length);
-    for (let at = 0; at < length; at += x.length) {
-      const n = Math.min(x.length, length - at);
-      ref.read(a + at, x.subarray(0, n));
-      ref.read(b + at, y.subarray(0, n));
-      const d = firstDifference(x.subarray(0, n), y.subarray(0, n));
       if (d >= 0) return at + d;
     }
     return -1;
@@ -237,7 +215,8 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
       const d = refs.diff(windows[i].bytes, i * w);
       if (d >= 0) return report(Inconclusive(`the reference differs from the map at offset ${i * w + d}: nothing was registered`), lines, w);
     }
-    if (refs.diffWithin(0, w, w) < 0) {
+    // the reference's two windows, compared through the map's (just found equal to them): no second read
+    if (firstDifference(windows[0].bytes, windows[1].bytes) < 0) {
       return report(Inconclusive('the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region'), lines, w);
     }
   } catch (e) {
