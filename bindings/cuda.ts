@@ -8,9 +8,13 @@ import type { Host } from '../src/ops.js';
 import { DriverError, declareAll, openLibrary } from './errors.js';
 import {
   type DeviceOps,
+  type OpsState,
   type ReleaseStep,
   type WithOpsOptions,
+  checkBufferBytes,
   checkOrdinal,
+  deviceOps,
+  pinnedReleaseSteps,
   checkSize,
   hostAddress,
   viewOf,
@@ -403,22 +407,12 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
  */
 export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
   checkOrdinal('withCudaOps', ordinal);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`withCudaOps: a device buffer of ${bytes} bytes`);
+  checkBufferBytes('withCudaOps', bytes);
 
   let deviceBuffer: bigint | null = null;
-  const pinned = new Map<bigint, Host>();
+  const state: OpsState = { pinned: new Map<bigint, Host>(), closed: false };
   /** Registrations these ops made and did not release: start address -> how many. */
   const outstanding = new Map<bigint, number>();
-  const registered = (address: bigint): void => {
-    outstanding.set(address, (outstanding.get(address) ?? 0) + 1);
-  };
-  const unregistered = (address: bigint): void => {
-    const n = outstanding.get(address);
-    if (n === undefined) return;
-    if (n > 1) outstanding.set(address, n - 1);
-    else outstanding.delete(address);
-  };
-  let closed = false;
   let ctx: bigint | null = null;
 
   const setup = (): DeviceOps => {
@@ -434,105 +428,38 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
     }
     const buffer = driver.memAlloc(bytes);
     deviceBuffer = buffer;
-
-    const enter = (what: string): void => {
-      if (closed) throw new Error(`CUDA: ${what} on ops whose withCudaOps has returned`);
-      driver.ctxSetCurrent(current);
-    };
-    const fits = (what: string, host: Host): void => {
-      if (host.bytes.length > bytes) throw new RangeError(`CUDA: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
-    };
-    const ops: DeviceOps = {
-      api: 'CUDA',
-      ordinal,
-      bytes,
-      registerFlags,
-      register(host) {
-        enter('register');
-        driver.hostRegister(host, registerFlags);
-        registered(host.address);
+    return deviceOps('CUDA', 'withCudaOps', ordinal, bytes, buffer, registerFlags, {
+      makeCurrent: () => driver.ctxSetCurrent(current),
+      hostRegister: (host, flags) => driver.hostRegister(host, flags),
+      hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+      hostUnregister: (host) => driver.hostUnregister(host),
+      hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+      allocPinned: (n) => driver.memHostAlloc(n),
+      freePinned: (host) => driver.memFreeHost(host),
+      memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+      memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+      synchronize: () => driver.ctxSynchronize(),
+      registered: (address) => outstanding.set(address, (outstanding.get(address) ?? 0) + 1),
+      unregistered: (address) => {
+        const n = outstanding.get(address);
+        if (n === undefined) return;
+        if (n > 1) outstanding.set(address, n - 1);
+        else outstanding.delete(address);
       },
-      registerWithFlags(host, flags) {
-        enter('registerWithFlags');
-        driver.hostRegister(host, flags);
-        registered(host.address);
-      },
-      registerAddress(address, length, flags) {
-        enter('registerAddress');
-        driver.hostRegisterAddress(address, length, flags);
-        registered(address);
-      },
-      unregister(host) {
-        enter('unregister');
-        driver.hostUnregister(host);
-        unregistered(host.address);
-      },
-      unregisterAddress(address) {
-        enter('unregisterAddress');
-        driver.hostUnregisterAddress(address);
-        unregistered(address);
-      },
-      allocHost(n) {
-        enter('allocHost');
-        const host = driver.memHostAlloc(n);
-        pinned.set(host.address, host);
-        return host;
-      },
-      freeHost(host) {
-        enter('freeHost');
-        const mine = pinned.get(host.address);
-        if (mine === undefined || mine.bytes.length !== host.bytes.length) {
-          throw new Error(`CUDA: freeHost: 0x${host.address.toString(16)} (+${host.bytes.length}) was not allocated by these ops, or was freed`);
-        }
-        driver.memFreeHost(mine);
-        pinned.delete(host.address);
-      },
-      roundTrip(host, into) {
-        enter('roundTrip');
-        fits('roundTrip', host);
-        if (into.bytes.length < host.bytes.length) {
-          throw new RangeError(`CUDA: roundTrip: ${host.bytes.length} bytes do not fit into a range of ${into.bytes.length}`);
-        }
-        driver.memcpyHtoD(buffer, host);
-        driver.memcpyDtoH(into, buffer, host.bytes.length);
-      },
-      upload(host) {
-        enter('upload');
-        fits('upload', host);
-        driver.memcpyHtoD(buffer, host);
-      },
-      download(into) {
-        enter('download');
-        fits('download', into);
-        driver.memcpyDtoH(into, buffer);
-      },
-      synchronize() {
-        enter('synchronize');
-        driver.ctxSynchronize();
-      },
-    };
-    return ops;
+    }, state);
   };
 
   return withRelease(
     () => f(setup()),
     () => {
-      closed = true;
+      state.closed = true;
       // Page-locked buffers first, then the device buffer, then the context (the reverse of acquisition).
       const steps: ReleaseStep[] = [];
       if (ctx !== null) {
         const current = ctx;
         steps.push({ what: `making the context of CUDA device ${ordinal} current`, run: () => driver.ctxSetCurrent(current) });
       }
-      for (const host of pinned.values()) {
-        steps.push({
-          what: `the page-locked buffer 0x${host.address.toString(16)} (+${host.bytes.length})`,
-          run: () => {
-            driver.memFreeHost(host);
-            pinned.delete(host.address);
-          },
-        });
-      }
+      steps.push(...pinnedReleaseSteps(state.pinned, (host) => driver.memFreeHost(host)));
       if (deviceBuffer !== null) {
         const buffer = deviceBuffer;
         steps.push({ what: `the device buffer of ${bytes} bytes on CUDA device ${ordinal}`, run: () => driver.memFree(buffer) });

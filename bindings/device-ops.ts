@@ -1,4 +1,5 @@
-// What withCudaOps and withHipOps hand to their callback, and the release discipline they share.
+// What withCudaOps and withHipOps hand to their callback, the ops themselves (built once from each driver's calls), and the
+// release discipline they share.
 
 import { constants as bufferConstants } from 'node:buffer';
 import koffi from 'koffi';
@@ -136,4 +137,140 @@ export function viewOf(ptr: bigint, length: number): Uint8Array {
   // koffi.view aborts the process past what a buffer can hold (4 GiB on Node 20): refuse up front.
   if (length > bufferConstants.MAX_LENGTH) throw new RangeError(`view of ${length} bytes: more than a buffer can hold (${bufferConstants.MAX_LENGTH})`);
   return new Uint8Array(koffi.view(ptr, length));
+}
+
+// ---- the ops of one device, shared by withCudaOps and withHipOps ----
+
+/** The driver calls a device's ops are made of: what differs between CUDA and HIP. */
+export interface OpsCalls {
+  /** Make the device current (cuCtxSetCurrent / hipSetDevice), before every call. */
+  makeCurrent(): void;
+  hostRegister(host: Host, flags: number): void;
+  hostRegisterAddress(address: bigint, length: number, flags: number): void;
+  hostUnregister(host: Host): void;
+  hostUnregisterAddress(address: bigint): void;
+  /** Page-locked host memory (cuMemHostAlloc / hipHostMalloc) and its free. */
+  allocPinned(bytes: number): Host;
+  freePinned(host: Host): void;
+  memcpyHtoD(dst: bigint, src: Host): void;
+  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
+  synchronize(): void;
+  /** After a register / unregister that succeeded (CUDA counts what stays registered). */
+  registered?(address: bigint): void;
+  unregistered?(address: bigint): void;
+}
+
+/** What the ops and their release share: the page-locked buffers not yet freed, and whether `f` has returned. */
+export interface OpsState {
+  readonly pinned: Map<bigint, Host>;
+  closed: boolean;
+}
+
+/** The device buffer size of a with…Ops call, checked. */
+export function checkBufferBytes(owner: string, bytes: number): number {
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`${owner}: a device buffer of ${bytes} bytes`);
+  return bytes;
+}
+
+/**
+ * The ops of one device on its device buffer `buffer` of `bytes` bytes: each call checks that `owner` (the
+ * with…Ops that made them) has not returned, makes the device current, then makes its driver call.
+ */
+export function deviceOps(
+  api: DriverApi,
+  owner: string,
+  ordinal: number,
+  bytes: number,
+  buffer: bigint,
+  registerFlags: number,
+  calls: OpsCalls,
+  state: OpsState,
+): DeviceOps {
+  const enter = (what: string): void => {
+    if (state.closed) throw new Error(`${api}: ${what} on ops whose ${owner} has returned`);
+    calls.makeCurrent();
+  };
+  const fits = (what: string, host: Host): void => {
+    if (host.bytes.length > bytes) throw new RangeError(`${api}: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
+  };
+  return {
+    api,
+    ordinal,
+    bytes,
+    registerFlags,
+    register(host) {
+      enter('register');
+      calls.hostRegister(host, registerFlags);
+      calls.registered?.(host.address);
+    },
+    registerWithFlags(host, flags) {
+      enter('registerWithFlags');
+      calls.hostRegister(host, flags);
+      calls.registered?.(host.address);
+    },
+    registerAddress(address, length, flags) {
+      enter('registerAddress');
+      calls.hostRegisterAddress(address, length, flags);
+      calls.registered?.(address);
+    },
+    unregister(host) {
+      enter('unregister');
+      calls.hostUnregister(host);
+      calls.unregistered?.(host.address);
+    },
+    unregisterAddress(address) {
+      enter('unregisterAddress');
+      calls.hostUnregisterAddress(address);
+      calls.unregistered?.(address);
+    },
+    allocHost(n) {
+      enter('allocHost');
+      const host = calls.allocPinned(n);
+      state.pinned.set(host.address, host);
+      return host;
+    },
+    freeHost(host) {
+      enter('freeHost');
+      const mine = state.pinned.get(host.address);
+      if (mine === undefined || mine.bytes.length !== host.bytes.length) {
+        throw new Error(`${api}: freeHost: 0x${host.address.toString(16)} (+${host.bytes.length}) was not allocated by these ops, or was freed`);
+      }
+      calls.freePinned(mine);
+      state.pinned.delete(host.address);
+    },
+    roundTrip(host, into) {
+      enter('roundTrip');
+      fits('roundTrip', host);
+      if (into.bytes.length < host.bytes.length) {
+        throw new RangeError(`${api}: roundTrip: ${host.bytes.length} bytes do not fit into a range of ${into.bytes.length}`);
+      }
+      calls.memcpyHtoD(buffer, host);
+      calls.memcpyDtoH(into, buffer, host.bytes.length);
+    },
+    upload(host) {
+      enter('upload');
+      fits('upload', host);
+      calls.memcpyHtoD(buffer, host);
+    },
+    download(into) {
+      enter('download');
+      fits('download', into);
+      calls.memcpyDtoH(into, buffer);
+    },
+    synchronize() {
+      enter('synchronize');
+      calls.synchronize();
+    },
+  };
+}
+
+/** Release steps freeing the page-locked buffers the ops allocated and `f` did not free. */
+export function pinnedReleaseSteps(pinned: Map<bigint, Host>, free: (host: Host) => void): ReleaseStep[] {
+  return [...pinned.values()].map((host) => ({
+    what: `the page-locked buffer 0x${host.address.toString(16)} (+${host.bytes.length})`,
+    run: () => {
+      free(host);
+      pinned.delete(host.address);
+    },
+  }));
 }

@@ -8,9 +8,13 @@ import type { Host } from '../src/ops.js';
 import { DriverError, declareAll, openLibrary } from './errors.js';
 import {
   type DeviceOps,
+  type OpsState,
   type ReleaseStep,
   type WithOpsOptions,
+  checkBufferBytes,
   checkOrdinal,
+  deviceOps,
+  pinnedReleaseSteps,
   checkSize,
   hostAddress,
   viewOf,
@@ -437,11 +441,10 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
   checkOrdinal('withHipOps', ordinal);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`withHipOps: a device buffer of ${bytes} bytes`);
+  checkBufferBytes('withHipOps', bytes);
 
   let deviceBuffer: bigint | null = null;
-  const pinned = new Map<bigint, Host>();
-  let closed = false;
+  const state: OpsState = { pinned: new Map<bigint, Host>(), closed: false };
   let deviceSet = false;
 
   const setup = (): DeviceOps => {
@@ -449,96 +452,27 @@ export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number,
     deviceSet = true;
     const buffer = driver.malloc(bytes);
     deviceBuffer = buffer;
-    const registerFlags = HOST_REGISTER_DEFAULT;
-
-    const enter = (what: string): void => {
-      if (closed) throw new Error(`HIP: ${what} on ops whose withHipOps has returned`);
-      driver.setDevice(ordinal);
-    };
-    const fits = (what: string, host: Host): void => {
-      if (host.bytes.length > bytes) throw new RangeError(`HIP: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
-    };
-    return {
-      api: 'HIP',
-      ordinal,
-      bytes,
-      registerFlags,
-      register(host) {
-        enter('register');
-        driver.hostRegister(host, registerFlags);
-      },
-      registerWithFlags(host, flags) {
-        enter('registerWithFlags');
-        driver.hostRegister(host, flags);
-      },
-      registerAddress(address, length, flags) {
-        enter('registerAddress');
-        driver.hostRegisterAddress(address, length, flags);
-      },
-      unregister(host) {
-        enter('unregister');
-        driver.hostUnregister(host);
-      },
-      unregisterAddress(address) {
-        enter('unregisterAddress');
-        driver.hostUnregisterAddress(address);
-      },
-      allocHost(n) {
-        enter('allocHost');
-        const host = driver.hostMalloc(n);
-        pinned.set(host.address, host);
-        return host;
-      },
-      freeHost(host) {
-        enter('freeHost');
-        const mine = pinned.get(host.address);
-        if (mine === undefined || mine.bytes.length !== host.bytes.length) {
-          throw new Error(`HIP: freeHost: 0x${host.address.toString(16)} (+${host.bytes.length}) was not allocated by these ops, or was freed`);
-        }
-        driver.hostFree(mine);
-        pinned.delete(host.address);
-      },
-      roundTrip(host, into) {
-        enter('roundTrip');
-        fits('roundTrip', host);
-        if (into.bytes.length < host.bytes.length) {
-          throw new RangeError(`HIP: roundTrip: ${host.bytes.length} bytes do not fit into a range of ${into.bytes.length}`);
-        }
-        driver.memcpyHtoD(buffer, host);
-        driver.memcpyDtoH(into, buffer, host.bytes.length);
-      },
-      upload(host) {
-        enter('upload');
-        fits('upload', host);
-        driver.memcpyHtoD(buffer, host);
-      },
-      download(into) {
-        enter('download');
-        fits('download', into);
-        driver.memcpyDtoH(into, buffer);
-      },
-      synchronize() {
-        enter('synchronize');
-        driver.deviceSynchronize();
-      },
-    };
+    return deviceOps('HIP', 'withHipOps', ordinal, bytes, buffer, HOST_REGISTER_DEFAULT, {
+      makeCurrent: () => driver.setDevice(ordinal),
+      hostRegister: (host, flags) => driver.hostRegister(host, flags),
+      hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+      hostUnregister: (host) => driver.hostUnregister(host),
+      hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+      allocPinned: (n) => driver.hostMalloc(n),
+      freePinned: (host) => driver.hostFree(host),
+      memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+      memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+      synchronize: () => driver.deviceSynchronize(),
+    }, state);
   };
 
   return withRelease(
     () => f(setup()),
     () => {
-      closed = true;
+      state.closed = true;
       const steps: ReleaseStep[] = [];
       if (deviceSet) steps.push({ what: `making HIP device ${ordinal} current`, run: () => driver.setDevice(ordinal) });
-      for (const host of pinned.values()) {
-        steps.push({
-          what: `the page-locked buffer 0x${host.address.toString(16)} (+${host.bytes.length})`,
-          run: () => {
-            driver.hostFree(host);
-            pinned.delete(host.address);
-          },
-        });
-      }
+      steps.push(...pinnedReleaseSteps(state.pinned, (host) => driver.hostFree(host)));
       if (deviceBuffer !== null) {
         const buffer = deviceBuffer;
         steps.push({ what: `the device buffer of ${bytes} bytes on HIP device ${ordinal}`, run: () => driver.free(buffer) });
