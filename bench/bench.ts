@@ -4,8 +4,8 @@
 // call through koffi; the native reference (bench/native/staged.c) on the same file; and the wall time,
 // phases and peak memory of a whole conformance run. docs/bench.md explains every figure and its target.
 // Timings are reported, never judged: the exit status says only whether the bench could measure.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { fsyncSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { fsyncSync, mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { hostname, release, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,16 +15,17 @@ import { Bench, type Fn, type FnOptions } from 'tinybench';
 import { INTEGRATED } from '../bindings/cuda.js';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
-import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, statfs } from '../bindings/libc.js';
+import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { makeScratchRegion, scratchDirProblem } from '../bindings/scratch.js';
-import { type Host, hostSlice, registrations, windowSize } from '../src/index.js';
+import { type Host, errorText, hostSlice, registrations, trackedOps, windowSize } from '../src/index.js';
+import { writeAtomically } from '../cli/run.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
 import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 /** Targets (docs/bench.md). Reported next to the figures, never enforced. */
-export const TARGETS = {
+const TARGETS = {
   /** bench figure / native figure, for the registered and the staged copy. */
   nativeRatio: 0.98,
   /** Peak memory of the run (all its processes together, PSS) and of a device process (VmHWM): 2 x region + 200 MiB. */
@@ -122,7 +123,7 @@ function parseOptions(argv: string[]): Options | 'help' {
 
 // ---- timing ----
 
-export interface Stat {
+interface Stat {
   bestMs: number;
   medianMs: number;
   meanMs: number;
@@ -142,7 +143,7 @@ function time(name: string, fn: Fn, o: { iterations: number; timeMs?: number; wa
 
 const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
 
-export interface Copy extends Stat {
+interface Copy extends Stat {
   label: string;
   bytes: number;
   bestGBps: number;
@@ -213,7 +214,7 @@ function evict(fd: number, dropCaches: boolean): Eviction {
 
 // ---- one device ----
 
-export interface RegistrationCost {
+interface RegistrationCost {
   /** ms per GiB, best and median of N. */
   registerMsPerGiB: { best: number; median: number };
   unregisterMsPerGiB: { best: number; median: number };
@@ -222,7 +223,7 @@ export interface RegistrationCost {
   unregister: Stat;
 }
 
-export interface DeviceBench {
+interface DeviceBench {
   id: string;
   name: string;
   api: 'CUDA' | 'HIP';
@@ -269,13 +270,15 @@ const say = (line: string): void => {
 function benchDevice(d: DiscoveredDevice, o: Options, native: NativeBinary): DeviceBench {
   const n = d.native!;
   const bytes = o.sizeMiB * MiB;
+  say(`${d.id}: scratch file of ${o.sizeMiB} MiB in ${o.scratchDir}`);
+  const region = makeScratchRegion(o.scratchDir, bytes);
   const result: DeviceBench = {
     id: d.id,
     name: d.name,
     api: n.api,
     pciBusId: d.pciBusId,
     driver: d.driver,
-    region: { bytes, fsType: statfs(o.scratchDir).fsName, dir: o.scratchDir },
+    region: { bytes, fsType: region.fsType, dir: o.scratchDir },
     copies: {},
     link: { error: 'not read' },
     registration: {},
@@ -286,29 +289,16 @@ function benchDevice(d: DiscoveredDevice, o: Options, native: NativeBinary): Dev
     try {
       f();
     } catch (e) {
-      result.errors.push(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+      result.errors.push(`${what}: ${errorText(e)}`);
     }
   };
-  say(`${d.id}: scratch file of ${o.sizeMiB} MiB in ${o.scratchDir}`);
-  const region = makeScratchRegion(o.scratchDir, bytes);
-  result.region.fsType = region.fsType;
   const kept: Mapping[] = [];
   try {
     n.withOps(bytes, (ops) => {
       result.registerFlags = ops.registerFlags;
-      const register = (h: Host): void => {
-        ops.register(h);
-        registrations.add(h);
-      };
-      const unregister = (h: Host): void => {
-        try {
-          ops.unregister(h);
-        } catch (e) {
-          registrations.noteReleaseFailure(h);
-          throw e;
-        }
-        registrations.remove(h);
-      };
+      const tracked = trackedOps(ops);
+      const register = (h: Host): void => tracked.register(h);
+      const unregister = (h: Host): void => tracked.unregister(h);
       const perGiB = (s: Stat): { best: number; median: number } => ({ best: (s.bestMs * GiB) / bytes, median: (s.medianMs * GiB) / bytes });
       const cost = (reg: Stat, unreg: Stat): RegistrationCost => {
         const r = perGiB(reg);
@@ -447,7 +437,7 @@ function benchDevice(d: DiscoveredDevice, o: Options, native: NativeBinary): Dev
       });
     });
   } catch (e) {
-    result.errors.push(`device ops: ${e instanceof Error ? e.message : String(e)}`);
+    result.errors.push(`device ops: ${errorText(e)}`);
   }
 
   // The PCIe link, and the registered copy's share of it.
@@ -537,7 +527,7 @@ function runNative(b: NativeBinary, d: DiscoveredDevice, o: Options, file: strin
 
 // ---- the conformance run ----
 
-export interface ConformanceDevice {
+interface ConformanceDevice {
   id: string;
   verdict?: string;
   /** Sum of every check's durationMs. */
@@ -560,7 +550,7 @@ export interface ConformanceDevice {
   processes?: number;
 }
 
-export interface Conformance {
+interface Conformance {
   command: string[];
   exitCode: number | null;
   signal?: string;
@@ -707,7 +697,7 @@ function nodeStart(runs: number): Stat {
 
 // ---- the report ----
 
-export interface BenchResult {
+interface BenchResult {
   schemaVersion: 1;
   tool: { name: string; version: string; tinybench?: string };
   host: { hostname: string; kernel: string; platform: string; node: string; root: boolean };
@@ -735,7 +725,7 @@ function table(rows: string[][], indent = '  '): string[] {
   return rows.map((r) => `${indent}${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')}`.trimEnd());
 }
 
-export function render(r: BenchResult): string[] {
+function render(r: BenchResult): string[] {
   const out: string[] = [];
   out.push(`mapped-reg-conformance bench: region ${r.options.sizeMiB} MiB, best and median of ${r.options.runs} (tinybench ${r.tool.tinybench ?? ''}), scratch ${r.options.scratchDir}`);
   if (!r.gpu.found) out.push(`no CUDA/HIP device was found: ${r.gpu.message ?? ''}`);
@@ -823,12 +813,6 @@ export function render(r: BenchResult): string[] {
   return out;
 }
 
-function writeJson(file: string, data: unknown): void {
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, `${JSON.stringify(data, null, 2)}\n`);
-  renameSync(tmp, file);
-}
-
 async function main(argv: string[]): Promise<number> {
   let o: Options;
   try {
@@ -864,7 +848,7 @@ async function main(argv: string[]): Promise<number> {
         try {
           devices.push(benchDevice(d, o, native));
         } catch (e) {
-          errors.push(`${d.id}: ${e instanceof Error ? e.message : String(e)}`);
+          errors.push(`${d.id}: ${errorText(e)}`);
         }
       }
     } finally {
@@ -900,7 +884,7 @@ async function main(argv: string[]): Promise<number> {
     errors,
   };
   process.stdout.write(`${render(result).join('\n')}\n`);
-  if (o.json) writeJson(o.json, result);
+  if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
   return errors.length ? 1 : 0;
 }
 
