@@ -7,7 +7,7 @@ import { basename, dirname, join } from 'node:path';
 import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
-import { cacheable, staticVerdict, verdictToString, type Verdict } from '../src/index.js';
+import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
 import type { CheckStatus } from '../suites/check.js';
 import { appendFileSync } from 'node:fs';
 import { junitXml } from '../reporters/junit.js';
@@ -29,7 +29,7 @@ export interface DeviceResult {
   integrated: boolean | null;
   attributes?: Readonly<Record<string, number | string>>;
   staticVerdict: string;
-  verdict: { kind: Verdict['kind']; refusal?: string; reason?: string; text: string };
+  verdict: VerdictJson;
   cacheable: boolean;
   checks: CheckResult[];
   timing?: { registeredGBps: number; stagedGBps: number; ratio: number; minRelativeSpeed: number; runs: number; bytes: number; linkGBps?: number };
@@ -82,13 +82,6 @@ export interface RunResult {
 /** Thrown for bad input: the command prints the message on one line and exits 2. */
 export class UsageError extends Error {}
 
-function verdictJson(v: Verdict): DeviceResult['verdict'] {
-  const base = { kind: v.kind, text: verdictToString(v) };
-  if (v.kind === 'Refused') return { ...base, refusal: v.refusal.kind, ...('reason' in v.refusal ? { reason: v.refusal.reason } : {}) };
-  if ('reason' in v) return { ...base, reason: v.reason };
-  return base;
-}
-
 /** Writes `data` to `file` atomically: a temporary file beside it, then a rename. */
 export function writeAtomically(file: string, data: string): void {
   const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
@@ -111,7 +104,7 @@ const FAILING: readonly CheckStatus[] = ['fail', 'timeout', 'crash'];
 /** The device's result from its static verdict and what its suites reported. */
 function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOptions, fsType: string): DeviceResult {
   const s = staticVerdict(d.device);
-  const staticText = s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';
+  const staticText = staticToString(s);
   let verdict: DeviceResult['verdict'] =
     s.kind === 'Decided' ? verdictJson(s.verdict) : { kind: 'Inconclusive', reason: 'self-test required, not run', text: 'Self_test_required (not probed)' };
   let verdictCacheable = s.kind === 'Decided' ? cacheable(s.verdict) : false;

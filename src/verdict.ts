@@ -72,6 +72,25 @@ export function verdictToString(v: Verdict): string {
   }
 }
 
+/** A static verdict as text: the decided verdict's, or `Self_test_required`. */
+export function staticToString(s: Static): string {
+  return s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';
+}
+
+/** A verdict as data (the reports' JSON): its kind, the refusal's name and any reason, and its text. */
+export interface VerdictJson {
+  kind: Verdict['kind'];
+  refusal?: string;
+  reason?: string;
+  text: string;
+}
+
+export function verdictJson(v: Verdict): VerdictJson {
+  const text = verdictToString(v);
+  if (v.kind === 'Refused') return { kind: v.kind, refusal: v.refusal.kind, ...('reason' in v.refusal ? { reason: v.refusal.reason } : {}), text };
+  return 'reason' in v ? { kind: v.kind, reason: v.reason, text } : { kind: v.kind, text };
+}
+
 /**
  * True only for what the self-test established about the machine: Usable and Refused Wrong_bytes. Static
  * verdicts cost nothing to recompute (and some rest on a query that can fail for a moment); Too_slow,

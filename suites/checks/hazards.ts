@@ -29,7 +29,7 @@ import {
   pwrite,
   statfs,
 } from '../../bindings/libc.js';
-import { type Host, firstDifference, hostSlice, registrations, staticVerdict, verdictToString } from '../../src/index.js';
+import { type Host, firstDifference, hostSlice, registrations, staticToString, staticVerdict } from '../../src/index.js';
 import type { Check, CheckContext, Observation } from '../check.js';
 import { mapFile, releaseMapping, scratchFile, withTrackedOps } from '../context.js';
 import type { TruncateArgs, TruncateLine } from '../children/truncate.js';
@@ -209,7 +209,7 @@ function withMappedFile(
 export function hasRegistration(ctx: CheckContext): true | string {
   if (ctx.device.native) return true;
   const s = staticVerdict(ctx.device.device);
-  return `no registration on ${ctx.device.backend} (static verdict: ${s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required'})`;
+  return `no registration on ${ctx.device.backend} (static verdict: ${staticToString(s)})`;
 }
 
 // ---- one check per promise ----

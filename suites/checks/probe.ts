@@ -1,5 +1,5 @@
 // probe.verdict and probe.release: the self-test on a scratch file of --size MiB, and its releases.
-import { staticVerdict, verdictToString, type Verdict } from '../../src/index.js';
+import { staticVerdict, verdictJson, verdictToString, type Verdict } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
 import { probeOnce } from '../context.js';
 
@@ -16,12 +16,6 @@ function statusOf(v: Verdict): 'pass' | 'warn' | 'fail' {
   return 'fail';
 }
 
-export function verdictData(v: Verdict): { kind: string; refusal?: string; reason?: string; text: string } {
-  const text = verdictToString(v);
-  if (v.kind === 'Refused') return { kind: v.kind, refusal: v.refusal.kind, ...('reason' in v.refusal ? { reason: v.refusal.reason } : {}), text };
-  return 'reason' in v ? { kind: v.kind, reason: v.reason, text } : { kind: v.kind, text };
-}
-
 export const probeChecks: Check[] = [
   {
     id: 'probe.verdict',
@@ -36,7 +30,7 @@ export const probeChecks: Check[] = [
         status: statusOf(report.verdict),
         expected: 'Usable',
         observed: `${verdictToString(report.verdict)}; ${windows.join(', ')}`,
-        data: { verdict: verdictData(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs },
+        data: { verdict: verdictJson(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs },
       };
     },
   },

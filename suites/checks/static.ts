@@ -1,5 +1,5 @@
 // static.verdict: the static verdict of the device; for a refused device, the proof that no op was reached.
-import { probe, staticVerdict, verdictToString } from '../../src/index.js';
+import { probe, staticToString, staticVerdict, verdictToString } from '../../src/index.js';
 import type { Check } from '../check.js';
 
 /** A map that throws when read: a probe that reads it has gone past the static verdict. */
@@ -18,7 +18,7 @@ export const staticChecks: Check[] = [
     applies: () => true,
     run: ({ device }) => {
       const s = staticVerdict(device.device);
-      const text = s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';
+      const text = staticToString(s);
       const data = { static: text, kind: s.kind === 'Decided' ? s.verdict.kind : 'Self_test_required' };
       if (s.kind === 'Self_test_required' || s.verdict.kind !== 'Refused') {
         return { expected: 'a static verdict', observed: text, data };
