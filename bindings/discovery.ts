@@ -268,6 +268,9 @@ export function discover(backends: readonly Backend[] = BACKENDS): Discovery {
 
 // ---- discovery as data: what one process found, handed to another ----
 
+/** True for a device of a GPU driver (CUDA, HIP): one that registers host memory, and whose process runs the probe. */
+export const isGpuDriver = (d: Pick<DiscoveredDevice, 'backend'>): boolean => d.backend === 'cuda' || d.backend === 'hip';
+
 /** The JSON-safe part of a discovered device, with its framework. */
 export type PlainDevice = Omit<DiscoveredDevice, 'device' | 'native'> & { framework: string };
 
@@ -293,7 +296,7 @@ export function plainDiscovery(found: Discovery): PlainDiscovery {
  */
 export function deviceFromPlain(p: PlainDevice): DiscoveredDevice {
   const { framework, ...rest } = p;
-  const asked = p.backend === 'cuda' || p.backend === 'hip';
+  const asked = isGpuDriver(p);
   const sharedMemoryQuery = (): boolean => {
     if (p.integrated === null) throw new Error(p.integratedError ?? `${p.id}: the integrated query failed at discovery`);
     return p.integrated;

@@ -32,8 +32,6 @@ export interface DeviceRun {
   output: string;
   /** The run was interrupted (SIGINT) before every check reported. */
   incomplete?: boolean;
-  /** For a run started with `discover`: what its first process found. */
-  discovery?: DiscoveryEvent;
 }
 
 /** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
@@ -181,7 +179,6 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
     run.output = a.output;
     if (current.discover) {
       const chosen = a.discovery?.device ? a.discovery.discovery.devices.find((d) => d.id === a.discovery!.device) : undefined;
-      if (a.discovery) run.discovery = a.discovery;
       if (!chosen) {
         run.errors.push(...a.errors);
         if (!a.discovery) {

@@ -1,20 +1,18 @@
 // What `run` and `list` do: discover, decide static verdicts, run the conformance suites of every device (each
 // in its own process, through Vitest), and report. The verdicts and checks come from the suites and the model;
 // this file only drives, gathers and prints.
-import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
-import type { CheckStatus } from '../suites/check.js';
-import { appendFileSync } from 'node:fs';
+import type { CheckStatus, SuiteOptions } from '../suites/check.js';
 import { junitXml } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
-import type { SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
 import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, keeps, mergeDiscoveries, selectDevices, selectionProblem, validSoFar } from './select.js';
 
@@ -302,7 +300,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const others = interrupted ? [] : suiteOptions.filter((d) => !kept.includes(d.device));
     const gpus = others.filter((d) => isGpuDriver(d.discovered!));
     const rest = others.filter((d) => !gpus.includes(d));
-    for (const d of [...groups.filter((_, i) => keep[i]).map((g) => g.offer!), ...gpus.map((d) => d.discovered!)]) if (isGpuDriver(d)) probing.add(d.id);
+    // every GPU selected is running now (an interrupt already released the others' wait)
+    for (const d of chosen) if (isGpuDriver(d)) probing.add(d.id);
     if (probing.size === 0) gpusProbed();
     const gpuRuns = gpus.map((d) => runDevice(d, { timeoutS: o.timeoutS, onEvent }));
     // a GPU run that ended without a probe result (its process died before) frees the others too

@@ -1,6 +1,8 @@
 // Which devices a run checks, decided from a discovery as data: by the command, and by the runner process that
 // made the discovery (it takes one of the devices itself, so both must agree). No Vitest and no driver here.
-import { type Backend, BACKENDS, type PlainDevice, type PlainDiscovery } from '../bindings/discovery.js';
+import { type Backend, BACKENDS, type PlainDevice, type PlainDiscovery, isGpuDriver } from '../bindings/discovery.js';
+
+export { isGpuDriver };
 import type { SuiteOptions } from '../suites/check.js';
 
 /** What the user asked for, as the command's options give it. */
@@ -53,8 +55,6 @@ export function discoveryGroups(backends: readonly Backend[]): Backend[][] {
   return DISCOVERY_GROUPS.map((g) => g.filter((b) => backends.includes(b))).filter((g) => g.length > 0);
 }
 
-/** True for a device that registers host memory, whose process holds a region and runs the probe. */
-export const isGpuDriver = (d: Pick<PlainDevice, 'backend'>): boolean => d.backend === 'cuda' || d.backend === 'hip';
 
 /**
  * The device a discovering process offers to keep, from what it found: the first CUDA or HIP device selected

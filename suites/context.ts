@@ -6,7 +6,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { DeviceOps } from '../bindings/device-ops.js';
-import { type Backend, BACKENDS, type DiscoveredDevice, deviceFromPlain, discover } from '../bindings/discovery.js';
+import { type Backend, BACKENDS, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
 import { makeScratchRegion } from '../bindings/scratch.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
@@ -20,7 +20,7 @@ export function deviceContext(): CheckContext {
     const options = inject('mappedReg');
     const backend = options.device.split(':')[0] as Backend;
     const plain = options.discovered;
-    if (plain && plain.id === options.device && !['cuda', 'hip'].includes(plain.backend)) {
+    if (plain && plain.id === options.device && !isGpuDriver(plain)) {
       shared = { device: deviceFromPlain(plain), options, log: () => {} };
       return shared;
     }
