@@ -37,6 +37,23 @@ export class NotADriverError extends Error {
   }
 }
 
+/** What a driver call returned: 0 (`SUCCESS`), or the error's code and name. */
+export interface DriverResult {
+  code: number;
+  name: string;
+}
+
+/** Runs a driver call and returns its result; an error that is not the driver's (a bug, libc) propagates. */
+export function driverResult(f: () => void): DriverResult {
+  try {
+    f();
+    return { code: 0, name: 'SUCCESS' };
+  } catch (e) {
+    if (e instanceof DriverError) return { code: e.code, name: e.codeName };
+    throw e;
+  }
+}
+
 /** A driver call returned something other than success. `code` is the raw result, never folded. */
 export class DriverError extends Error {
   readonly api: DriverApi;

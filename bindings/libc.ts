@@ -167,6 +167,11 @@ export function pread(fd: number, into: Uint8Array, offset: number): number {
   return check('pread', libc().pread(fd, into, into.length, size('pread offset', offset)));
 }
 
+/** Reads a page mapped PROT_NONE: a real SIGSEGV, as a driver bug would give (the test hooks' crash). */
+export function readProtNonePage(): number {
+  return mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0).bytes[0]!;
+}
+
 /** pread until `into` is full or the file ends. Returns bytes read. */
 export function preadFully(fd: number, into: Uint8Array, offset: number): number {
   let done = 0;

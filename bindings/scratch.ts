@@ -4,11 +4,11 @@
 // (`.mapped-reg-<pid>-XXXXXX`), removed by close(), at process exit, or, after a crash, by the next run that
 // finds the folder of a process that no longer exists.
 import { randomFillSync } from 'node:crypto';
-import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, readdirSync, rmSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
 import { registrations, type RegistrationTable } from '../src/ops.js';
 import type { ReferenceReader } from '../src/probe.js';
-import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, statfs } from './libc.js';
+import { type FsInfo, MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
 
 const MiB = 1024 * 1024;
 const CHUNK = 8 * MiB;
@@ -37,24 +37,30 @@ export interface ScratchRegion {
   close(table?: RegistrationTable): boolean;
 }
 
-/** Why a folder cannot hold scratch files, or undefined when it can. */
-export function scratchDirProblem(dir: string, bytes: number): string | undefined {
+/** Why a folder cannot hold `bytes` of scratch files, or its filesystem when it can. */
+function checkDir(dir: string, bytes: number): { problem: string } | { fs: FsInfo } {
   let st;
   try {
     st = statSync(dir);
   } catch {
-    return `scratch folder ${dir} does not exist`;
+    return { problem: `scratch folder ${dir} does not exist` };
   }
-  if (!st.isDirectory()) return `scratch folder ${dir} is not a folder`;
+  if (!st.isDirectory()) return { problem: `scratch folder ${dir} is not a folder` };
   try {
     accessSync(dir, fsConstants.W_OK);
   } catch {
-    return `scratch folder ${dir} is not writable`;
+    return { problem: `scratch folder ${dir} is not writable` };
   }
   const fs = statfs(dir);
-  if (fs.readOnly) return `scratch folder ${dir} is on a read-only filesystem`;
-  if (fs.freeBytes < BigInt(bytes)) return `scratch folder ${dir} has ${fs.freeBytes / BigInt(MiB)} MiB free, less than the ${Math.ceil(bytes / MiB)} MiB asked`;
-  return undefined;
+  if (fs.readOnly) return { problem: `scratch folder ${dir} is on a read-only filesystem` };
+  if (fs.freeBytes < BigInt(bytes)) return { problem: `scratch folder ${dir} has ${fs.freeBytes / BigInt(MiB)} MiB free, less than the ${Math.ceil(bytes / MiB)} MiB asked` };
+  return { fs };
+}
+
+/** Why a folder cannot hold scratch files, or undefined when it can. */
+export function scratchDirProblem(dir: string, bytes: number): string | undefined {
+  const c = checkDir(dir, bytes);
+  return 'problem' in c ? c.problem : undefined;
 }
 
 const PREFIX = '.mapped-reg-';
@@ -89,9 +95,9 @@ export function removeStaleScratch(dir: string): string[] {
 /** Makes and maps a scratch file of `bytes` random bytes in `dir`; its reference reads the file on demand. */
 export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
   if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`scratch size must be a positive number of bytes, not ${bytes}`);
-  const problem = scratchDirProblem(dir, bytes);
-  if (problem) throw new Error(problem);
-  const fsType = statfs(dir).fsName;
+  const checked = checkDir(dir, bytes);
+  if ('problem' in checked) throw new Error(checked.problem);
+  const fsType = checked.fs.fsName;
   // A private folder inside the scratch folder: the file name cannot collide with anything there.
   const own = mkdtempSync(join(dir, `${PREFIX}${process.pid}-`));
   live.add(own);
@@ -120,12 +126,8 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
         if (!Number.isSafeInteger(offset) || offset < 0 || offset + into.length > bytes) {
           throw new RangeError(`reference read of ${into.length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
         }
-        let done = 0;
-        while (done < into.length) {
-          const n = readSync(openFd, into, done, into.length - done, offset + done);
-          if (n === 0) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
-          done += n;
-        }
+        const done = preadFully(openFd, into, offset);
+        if (done < into.length) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
       },
     };
     return {

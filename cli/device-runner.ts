@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
 import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
-import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
+import { readProtNonePage } from '../bindings/libc.js';
 import { type DiscoveryEvent, EventsReporter } from '../reporters/events.js';
 import { deviceOptions, pickDevice } from './select.js';
 import type { SuiteOptions } from '../suites/check.js';
@@ -57,8 +57,7 @@ if (options.discover) {
   if (selection.forceHang === '@discovery') for (;;);
   // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
   if (selection.forceCrash === '@discovery') {
-    const page = mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    process.stdout.write(`reading a PROT_NONE page returned ${page.bytes[0]}\n`);
+    process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
   }
   const t0 = performance.now();
   const found = plainDiscovery(discover(selection.backends));

@@ -6,7 +6,7 @@ import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { inject, it } from 'vitest';
 import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
 import type { Selection } from '../cli/select.js';
-import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_NONE, mmap } from '../bindings/libc.js';
+import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
 export type CheckStatus = 'pass' | 'warn' | 'fail' | 'timeout' | 'crash' | 'skip';
@@ -131,9 +131,7 @@ export class CheckFailed extends Error {
 
 /** Touches a page with no access: a real SIGSEGV, as a driver bug would give. */
 function crashForTest(): never {
-  const m = mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  const value = m.bytes[0];
-  throw new Error(`reading a PROT_NONE page returned ${value}`);
+  throw new Error(`reading a PROT_NONE page returned ${readProtNonePage()}`);
 }
 
 /**

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DeviceOps } from '../../bindings/device-ops.js';
-import { DriverError } from '../../bindings/errors.js';
+import { type DriverResult, driverResult } from '../../bindings/errors.js';
 import {
   MAP_PRIVATE,
   MAP_SHARED,
@@ -53,24 +53,8 @@ const NOT_REGISTERED = 713;
 
 // ---- driver results ----
 
-/** What a driver call returned: 0, or the error's code and name. */
-interface Code {
-  code: number;
-  name: string;
-}
-
-const SUCCESS: Code = { code: 0, name: 'SUCCESS' };
-
-/** Runs a driver call and returns its result; an error that is not the driver's (a bug, libc) propagates. */
-function call(f: () => void): Code {
-  try {
-    f();
-    return SUCCESS;
-  } catch (e) {
-    if (e instanceof DriverError) return { code: e.code, name: e.codeName };
-    throw e;
-  }
-}
+type Code = DriverResult;
+const call = driverResult;
 
 /** `0`, or `712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`. */
 function text(c: Code): string {

@@ -10,11 +10,11 @@
 // synchronous write, before ("begin") and after a copy, so a line is never lost to a signal.
 //
 // No Vitest here (suites/check.ts and suites/context.ts import it): bindings and the model only.
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { type Backend, BACKENDS, discover } from '../../bindings/discovery.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
-import { DriverError } from '../../bindings/errors.js';
-import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap } from '../../bindings/libc.js';
+import { driverResult } from '../../bindings/errors.js';
+import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully } from '../../bindings/libc.js';
 import { type Host, firstDifference, hostSlice } from '../../src/index.js';
 
 export interface TruncateArgs {
@@ -49,24 +49,11 @@ function say(line: TruncateLine): void {
   writeSync(1, `${JSON.stringify(line)}\n`);
 }
 
-/** A driver call's result code and name (0 for success); anything else than a driver error propagates. */
-function codeOf(f: () => void): { code: number; name: string } {
-  try {
-    f();
-    return { code: 0, name: 'SUCCESS' };
-  } catch (e) {
-    if (e instanceof DriverError) return { code: e.code, name: e.codeName };
-    throw e;
-  }
-}
+const codeOf = driverResult;
 
 function readFully(fd: number, into: Uint8Array, offset: number): void {
-  let done = 0;
-  while (done < into.length) {
-    const n = readSync(fd, into, done, into.length - done, offset + done);
-    if (n === 0) throw new Error(`the file ended at ${offset + done} bytes, before ${offset + into.length}`);
-    done += n;
-  }
+  const done = preadFully(fd, into, offset);
+  if (done < into.length) throw new Error(`the file ended at ${offset + done} bytes, before ${offset + into.length}`);
 }
 
 /** Device round trip of `host` (the cut tail), compared with the bytes it held before the cut. Never reads the tail itself. */
