@@ -1,7 +1,7 @@
 // Loading a discovery-only API library (OpenCL, Vulkan): the candidates to try, and one load that never throws:
 // a missing library is a note ("OpenCL: libOpenCL.so.1 not found (tried ...)"), not an error.
 import koffi from 'koffi';
-import type { LibraryHandle } from 'koffi';
+import type { LibraryHandle, TypeObject } from 'koffi';
 
 /** A device as a discovery-only API describes it. */
 export interface DiscoveredDevice {
@@ -96,4 +96,29 @@ export function loadApi<Api>(library: ApiLibrary<Api>, names: string[]): Loaded<
     ? `${library.label}: ${first} not found (tried ${tried.join(', ')})`
     : `${library.label}: could not load ${first} (tried ${tried.join(', ')}): ${failures.join('; ')}`;
   return { api: null, library: null, tried, error };
+}
+
+/**
+ * Declares a named koffi type once per process. koffi's type names are process-wide, and this module can be
+ * evaluated more than once in a process (test runners re-import modules): a second evaluation reuses the
+ * type when its layout matches and refuses a clash with an unrelated type of the same name.
+ */
+export function declareType(name: string, anonymous: TypeObject): TypeObject {
+  let existing: TypeObject;
+  try {
+    existing = koffi.type(name);
+  } catch {
+    return koffi.alias(name, anonymous);
+  }
+  if (existing.primitive !== anonymous.primitive || existing.size !== anonymous.size || existing.alignment !== anonymous.alignment) {
+    throw new Error(`koffi type '${name}' is already declared with another layout`);
+  }
+  return existing;
+}
+
+const hex = (value: number, digits: number): string => value.toString(16).padStart(digits, '0');
+
+/** A PCI address as sysfs and CUDA write it, in lower case: `dddd:bb:dd.f`. */
+export function pciBusIdText(domain: number, bus: number, device: number, fn: number): string {
+  return `${hex(domain, 4)}:${hex(bus, 2)}:${hex(device, 2)}.${fn.toString(16)}`;
 }

@@ -108,12 +108,12 @@ function nvidiaModuleVersion(): string | undefined {
   }
 }
 
-function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; loaded: boolean } {
+function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport } {
   let driver;
   try {
     driver = loadCuda();
   } catch (e) {
-    return { devices: [], report: { backend: 'cuda', library: null, devices: 0, note: errorText(e) }, loaded: false };
+    return { devices: [], report: { backend: 'cuda', library: null, devices: 0, note: errorText(e) } };
   }
   try {
     const v = driver.driverVersion();
@@ -138,6 +138,7 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; l
       const integrated = ask(() => driver.attribute(i, INTEGRATED) !== 0);
       attributes.INTEGRATED = integrated.ok ? Number(integrated.value) : errorText(integrated.error);
       const name = driver.name(i);
+      const withOps = <T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T => withCudaOps(driver, i, bytes, f, options);
       devices.push({
         id: `cuda:${i}`,
         backend: 'cuda',
@@ -155,23 +156,23 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport; l
           name,
           type: 'gpu',
           sharedMemoryQuery: replay(integrated),
-          withOps: (bytes, f) => withCudaOps(driver, i, bytes, f),
+          withOps,
         },
-        native: { api: 'CUDA', driver, ordinal: i, withOps: (bytes, f, options) => withCudaOps(driver, i, bytes, f, options), keepContext: keepCudaContext(driver, i) },
+        native: { api: 'CUDA', driver, ordinal: i, withOps, keepContext: keepCudaContext(driver, i) },
       });
     }
-    return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) }, loaded: true };
+    return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) } };
   } catch (e) {
-    return { devices: [], report: { backend: 'cuda', library: driver.path, devices: 0, note: `CUDA: ${errorText(e)}` }, loaded: true };
+    return { devices: [], report: { backend: 'cuda', library: driver.path, devices: 0, note: `CUDA: ${errorText(e)}` } };
   }
 }
 
-function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; loaded: boolean } {
+function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport } {
   let driver;
   try {
     driver = loadHip();
   } catch (e) {
-    return { devices: [], report: { backend: 'hip', library: null, devices: 0, note: errorText(e) }, loaded: false };
+    return { devices: [], report: { backend: 'hip', library: null, devices: 0, note: errorText(e) } };
   }
   try {
     const rv = driver.runtimeVersion();
@@ -181,6 +182,7 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; lo
     for (let i = 0; i < count; i++) {
       const integrated = ask(() => driver.integrated(i));
       const name = driver.name(i);
+      const withOps = <T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T => withHipOps(driver, i, bytes, f, options);
       devices.push({
         id: `hip:${i}`,
         backend: 'hip',
@@ -197,15 +199,15 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport; lo
           name,
           type: 'gpu',
           sharedMemoryQuery: replay(integrated),
-          withOps: (bytes, f) => withHipOps(driver, i, bytes, f),
+          withOps,
         },
-        native: { api: 'HIP', driver, ordinal: i, withOps: (bytes, f, options) => withHipOps(driver, i, bytes, f, options), keepContext: () => {} },
+        native: { api: 'HIP', driver, ordinal: i, withOps, keepContext: () => {} },
       });
     }
     const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;
-    return { devices, report: { backend: 'hip', library: driver.path, devices: count, ...(note ? { note } : {}) }, loaded: true };
+    return { devices, report: { backend: 'hip', library: driver.path, devices: count, ...(note ? { note } : {}) } };
   } catch (e) {
-    return { devices: [], report: { backend: 'hip', library: driver.path, devices: 0, note: `HIP: ${errorText(e)}` }, loaded: true };
+    return { devices: [], report: { backend: 'hip', library: driver.path, devices: 0, note: `HIP: ${errorText(e)}` } };
   }
 }
 
@@ -258,10 +260,11 @@ export function discover(backends: readonly Backend[] = BACKENDS): Discovery {
       reports.push({ backend: 'cpu', library: null, devices: 1 });
       continue;
     }
-    const r = b === 'cuda' ? discoverCuda() : b === 'hip' ? discoverHip() : { ...discoverApi(b), loaded: false };
+    const r = b === 'cuda' ? discoverCuda() : b === 'hip' ? discoverHip() : discoverApi(b);
     devices.push(...r.devices);
     reports.push(r.report);
-    gpuDriverFound ||= r.loaded;
+    // a GPU driver was found when its library loaded (its report names it), whatever it then said
+    gpuDriverFound ||= isGpuDriver({ backend: b }) && r.report.library !== null;
   }
   return { devices, backends: reports, gpuDriverFound };
 }

@@ -2,8 +2,8 @@
 // no context, buffer or registration call is ever made.
 
 import koffi from 'koffi';
-import type { KoffiFunc, LibraryHandle, TypeObject } from 'koffi';
-import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, loadApi } from './api-library.js';
+import type { KoffiFunc, LibraryHandle } from 'koffi';
+import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
 
 export type { DiscoveredDevice, Discovery } from './api-library.js';
 
@@ -57,24 +57,6 @@ const ERROR_NAMES: Record<number, string> = {
   [-59]: 'CL_INVALID_OPERATION',
   [-1001]: 'CL_PLATFORM_NOT_FOUND_KHR',
 };
-
-/**
- * Declares a named koffi type once per process. koffi's type names are process-wide, and this module can be
- * evaluated more than once in a process (test runners re-import modules): a second evaluation reuses the
- * type when its layout matches and refuses a clash with an unrelated type of the same name.
- */
-function declareType(name: string, anonymous: TypeObject): TypeObject {
-  let existing: TypeObject;
-  try {
-    existing = koffi.type(name);
-  } catch {
-    return koffi.alias(name, anonymous);
-  }
-  if (existing.primitive !== anonymous.primitive || existing.size !== anonymous.size || existing.alignment !== anonymous.alignment) {
-    throw new Error(`koffi type '${name}' is already declared with another layout`);
-  }
-  return existing;
-}
 
 declareType('cl_int', koffi.type('int32_t'));
 declareType('cl_uint', koffi.type('uint32_t'));
@@ -153,10 +135,6 @@ function decodeString(value: Buffer | null): string | null {
   return value.toString('utf8', 0, end < 0 ? value.length : end).trim();
 }
 
-function hex(value: number, digits: number): string {
-  return value.toString(16).padStart(digits, '0');
-}
-
 function describeDevice(api: OpenCLApi, device: Handle, where: string, errors: string[]): Omit<DiscoveredDevice, 'index' | 'platform'> {
   const info = (param: number): Buffer | null =>
     infoBytes((size, value, sizeRet) => api.clGetDeviceInfo(device, param, size, value, sizeRet), `clGetDeviceInfo[${where}]`, param, errors);
@@ -185,7 +163,7 @@ function describeDevice(api: OpenCLApi, device: Handle, where: string, errors: s
     const bus = info(CL_DEVICE_PCI_BUS_INFO_KHR);
     if (bus !== null && bus.length >= 16) {
       const [domain, busNumber, dev, fn] = [0, 4, 8, 12].map((offset) => bus.readUInt32LE(offset)) as [number, number, number, number];
-      pciBusId = `${hex(domain, 4)}:${hex(busNumber, 2)}:${hex(dev, 2)}.${fn.toString(16)}`;
+      pciBusId = pciBusIdText(domain, busNumber, dev, fn);
     }
   }
 

@@ -2,8 +2,8 @@
 // physical devices, then destroyed; no logical device, memory or registration call is ever made.
 
 import koffi from 'koffi';
-import type { KoffiFunc, LibraryHandle, TypeObject } from 'koffi';
-import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, loadApi } from './api-library.js';
+import type { KoffiFunc, LibraryHandle } from 'koffi';
+import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
 
 export type { DiscoveredDevice, Discovery } from './api-library.js';
 
@@ -61,24 +61,6 @@ const VENDOR_NAMES: Record<number, string> = {
   0x10005: 'Mesa',
   0x10006: 'PoCL',
 };
-
-/**
- * Declares a named koffi type once per process. koffi's type names are process-wide, and this module can be
- * evaluated more than once in a process (test runners re-import modules): a second evaluation reuses the
- * type when its layout matches and refuses a clash with an unrelated type of the same name.
- */
-function declareType(name: string, anonymous: TypeObject): TypeObject {
-  let existing: TypeObject;
-  try {
-    existing = koffi.type(name);
-  } catch {
-    return koffi.alias(name, anonymous);
-  }
-  if (existing.primitive !== anonymous.primitive || existing.size !== anonymous.size || existing.alignment !== anonymous.alignment) {
-    throw new Error(`koffi type '${name}' is already declared with another layout`);
-  }
-  return existing;
-}
 
 declareType('VkResult', koffi.type('int32_t'));
 declareType('VkStructureType', koffi.type('int32_t'));
@@ -412,10 +394,6 @@ const DEVICE_TYPES: Record<number, Pick<DiscoveredDevice, 'type' | 'integrated'>
   4: { type: 'cpu', integrated: null }, // VK_PHYSICAL_DEVICE_TYPE_CPU
 };
 
-function hex(value: number, digits: number): string {
-  return value.toString(16).padStart(digits, '0');
-}
-
 function deviceExtensions(api: VulkanApi, device: Handle, where: string, errors: string[]): string[] | null {
   const count = [0];
   let rc = api.vkEnumerateDeviceExtensionProperties(device, null, count, null);
@@ -461,7 +439,7 @@ function pciBusId(api: VulkanApi, device: Handle, where: string, errors: string[
     koffi.encode(properties2, koffi.offsetof(VkPhysicalDeviceProperties2, 'pNext'), 'void *', pci);
     getProperties2(device, properties2);
     const bus = koffi.decode(pci, VkPhysicalDevicePCIBusInfoPropertiesEXT) as { pciDomain: number; pciBus: number; pciDevice: number; pciFunction: number };
-    return `${hex(bus.pciDomain, 4)}:${hex(bus.pciBus, 2)}:${hex(bus.pciDevice, 2)}.${bus.pciFunction.toString(16)}`;
+    return pciBusIdText(bus.pciDomain, bus.pciBus, bus.pciDevice, bus.pciFunction);
   } finally {
     koffi.free(properties2);
     koffi.free(pci);
