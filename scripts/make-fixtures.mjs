@@ -5,7 +5,7 @@
 //   node scripts/make-fixtures.mjs          (from anywhere; needs a C compiler, as `npm test` does)
 //
 // What it does, so that it works from a fresh clone:
-// 1. builds dist/ with the project's tsc (tsconfig.build.json), as test/global-setup.ts does;
+// 1. builds dist/ with scripts/prepare.mjs, as npm's prepare step and test/global-setup.ts do;
 // 2. builds the driver doubles with test/double/build.ts itself (the one place that knows the compiler flags,
 //    the source hash and the build lock), imported through Vite's module runner (`runnerImport`, Vite is a
 //    dependency of Vitest): no second copy of the cc command to drift, and no dependence on a test having run;
@@ -25,8 +25,8 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'test', 'fixtures');
 
-// 1. dist/
-execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+// 1. dist/, built as npm's prepare step and the tests build it
+execFileSync(process.execPath, [join(root, 'scripts', 'prepare.mjs')], { cwd: root, stdio: 'inherit' });
 
 // 2. the doubles
 const { runnerImport } = await import('vite');

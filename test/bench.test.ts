@@ -4,12 +4,13 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, cleanEnv } from './support/command.js';
 import { TreeSampler } from '../bench/proc.js';
 import { buildDoubles } from './double/build.js';
 
-const root = resolve(import.meta.dirname, '..');
+const root = ROOT;
 const benchJs = join(root, 'dist', 'bench', 'bench.js');
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-bench-test-'));
 let doubles: { cuda: string; hip: string };
@@ -21,10 +22,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A whole bench run includes a whole conformance run: it may take minutes on a busy machine (hence the timeouts). */
 function bench(args: string[], env: Record<string, string | undefined> = {}) {
-  const base = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
-  delete base.GITHUB_STEP_SUMMARY;
-  const r = spawnSync(process.execPath, [benchJs, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work, timeout: 240_000 });
+  const r = spawnSync(process.execPath, [benchJs, ...args], { env: cleanEnv(env, ['GITHUB_STEP_SUMMARY']), encoding: 'utf8', cwd: work, timeout: 240_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

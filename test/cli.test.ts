@@ -2,12 +2,13 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAIN, ROOT, cleanEnv } from './support/command.js';
 import { buildDoubles } from './double/build.js';
 
-const root = resolve(import.meta.dirname, '..');
-const main = join(root, 'dist', 'cli', 'main.js');
+const root = ROOT;
+const main = MAIN;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-cli-'));
 let doubles: { cuda: string; hip: string };
 
@@ -17,9 +18,7 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(args: string[], env: Record<string, string | undefined> = {}) {
-  const base = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
-  const r = spawnSync(process.execPath, [main, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work });
+  const r = spawnSync(process.execPath, [main, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -105,9 +104,7 @@ describe('through the CUDA double', () => {
   it('the command itself maps no driver library (its runners discover), and cuda:0 needs one process', async () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'one-init.json');
-    const base = { ...process.env };
-    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
-    const child = spawn(process.execPath, [main, '--size', '4', '--scratch-dir', scratch, '--json', json], { env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda }, stdio: 'ignore', cwd: work });
+    const child = spawn(process.execPath, [main, '--size', '4', '--scratch-dir', scratch, '--json', json], { env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda }), stdio: 'ignore', cwd: work });
     const mapped = new Set<string>();
     const timer = setInterval(() => {
       try {

@@ -3,13 +3,15 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROCM724_FAILS } from './support/profiles.js';
+import { MAIN, ROOT, cleanEnv } from './support/command.js';
 import { readResults } from '../cli/results-io.js';
 import { buildDoubles } from './double/build.js';
 
-const root = resolve(import.meta.dirname, '..');
-const main = join(root, 'dist', 'cli', 'main.js');
+const root = ROOT;
+const main = MAIN;
 const fixtures = join(root, 'test', 'fixtures');
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-commands-'));
 let doubles: { cuda: string; hip: string };
@@ -19,13 +21,11 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const base = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
-  const r = spawnSync(process.execPath, [main, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work });
+  const r = spawnSync(process.execPath, [main, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 const fx = (name: string): string => join(fixtures, `${name}.json`);
-const FIVE = ['hazard.prot_none_refused', 'hazard.tmpfs_bytes', 'hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.release_after_double_registration'];
+const FIVE = ROCM724_FAILS;
 
 describe('compare', () => {
   it('ROCm 7.2.4 -> fixed: exactly the five checks, as fixes, exit 0; the reverse: regressions, exit 1', () => {

@@ -2,11 +2,11 @@
 // profile (the H200 of the facts file) and on `rocm-fixed`; on `rocm724` exactly the spec's ROCm 7.2.4 bugs fail.
 // Each run also proves the discipline: no scratch file is left, and no mapping is unmapped while the model's
 // table still holds part of it (save the one hazard.unmap_then_unregister unmaps on purpose).
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ROCM724_FAILS } from './support/profiles.js';
 import type { Mapping } from '../bindings/libc.js';
 
 /** Every munmap of the run: which check did it, and whether the table still held part of the range then. */
@@ -52,15 +52,6 @@ const IDS = [
   'hazard.truncate_contained',
   'hazard.unmap_then_unregister',
   'hazard.context_reset',
-];
-
-/** The spec's five ROCm 7.2.4 behaviours, as the checks that see them. */
-const ROCM724_FAILS = [
-  'hazard.prot_none_refused',
-  'hazard.tmpfs_bytes',
-  'hazard.double_registration_refused',
-  'hazard.overlap_refused',
-  'hazard.release_after_double_registration',
 ];
 
 type Result = Observation & { status: 'pass' | 'warn' | 'fail' };

@@ -3,10 +3,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { ROOT, cleanEnv } from './support/command.js';
 
-const root = resolve(import.meta.dirname, '..');
+const root = ROOT;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-pack-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -19,9 +20,7 @@ it('npx runs the packed tarball in an empty folder, with no GPU', () => {
   const empty = join(work, 'empty');
   mkdirSync(empty);
   copyFileSync(join(packs, tgz!), join(empty, tgz!));
-  const env = { ...process.env };
-  for (const k of Object.keys(env)) if (k.startsWith('MAPPED_REG_')) delete env[k];
-  const r = spawnSync('npx', ['--yes', `./${tgz}`, '--size', '8', '--json', 'r.json'], { cwd: empty, env, encoding: 'utf8' });
+  const r = spawnSync('npx', ['--yes', `./${tgz}`, '--size', '8', '--json', 'r.json'], { cwd: empty, env: cleanEnv(), encoding: 'utf8' });
   expect(r.stderr).not.toMatch(/ERR!|npm error/);
   expect(r.status).toBe(0);
   expect(r.stdout).toMatch(/no GPU driver was found/);

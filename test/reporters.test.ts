@@ -1,22 +1,21 @@
 // The reports of a run: the JSON results against reporters/results.schema.json, the JUnit XML (well-formed, one
 // <testsuite> per device, the right <failure>/<error>/<skipped>), the Markdown summary. On results built by hand
 // (every status, device errors, odd characters) and on real runs of the built command (no GPU; the CUDA double).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { Ajv } from 'ajv';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resultsValidator } from '../cli/results-io.js';
+import { MAIN, cleanEnv } from './support/command.js';
 import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
 import { junitXml, xmlSafe } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { buildDoubles } from './double/build.js';
 
-const root = resolve(import.meta.dirname, '..');
-const main = join(root, 'dist', 'cli', 'main.js');
+const main = MAIN;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-reporters-'));
-const schema = JSON.parse(readFileSync(join(root, 'reporters', 'results.schema.json'), 'utf8')) as object;
-const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
+const validate = resultsValidator();
 
 // ---------------------------------------------------------------------------------------------------------------
 // A strict, self-contained XML 1.0 well-formedness check (no XML parser is a dependency): it parses the document
@@ -476,9 +475,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 function runCommand(args: string[], env: Record<string, string> = {}): { code: number | null; stderr: string; result: RunResult } {
   const scratch = mkdtempSync(join(work, 'scratch-'));
   const json = join(work, `r-${Math.random().toString(36).slice(2)}.json`);
-  const base = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
-  const r = spawnSync(process.execPath, [main, '--scratch-dir', scratch, '--size', '8', '--json', json, ...args], { env: { ...base, ...env }, encoding: 'utf8', cwd: work });
+  const r = spawnSync(process.execPath, [main, '--scratch-dir', scratch, '--size', '8', '--json', json, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
   return { code: r.status, stderr: r.stderr, result: JSON.parse(readFileSync(json, 'utf8')) as RunResult };
 }
 

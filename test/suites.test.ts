@@ -1,14 +1,15 @@
 // The conformance suites as the command runs them: each device in its own process, through Vitest, against the
 // C driver double (CUDA and HIP at once), with crashes and hangs contained.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROCM724_FAILS } from './support/profiles.js';
+import { MAIN, cleanEnv } from './support/command.js';
 import { buildDoubles } from './double/build.js';
 
-const root = resolve(import.meta.dirname, '..');
-const main = join(root, 'dist', 'cli', 'main.js');
+const main = MAIN;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-suites-'));
 let doubles: { cuda: string; hip: string };
 
@@ -36,10 +37,8 @@ interface Device {
 function runCli(args: string[], env: Record<string, string>): { code: number | null; stdout: string; stderr: string; devices: Device[] } {
   const scratch = mkdtempSync(join(work, 'scratch-'));
   const json = join(work, `r-${Math.random().toString(36).slice(2)}.json`);
-  const base = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
   const r = spawnSync(process.execPath, [main, '--scratch-dir', scratch, '--size', '8', '--json', json, ...args], {
-    env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, ...env },
+    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, ...env }),
     encoding: 'utf8',
   });
   expect(readdirSync(scratch)).toEqual([]); // no scratch file left behind, crash or not
@@ -49,14 +48,6 @@ function runCli(args: string[], env: Record<string, string>): { code: number | n
 
 const byId = (d: Device): Record<string, string> => Object.fromEntries(d.checks.map((c) => [c.id, c.status]));
 const CORE = ['static.verdict', 'probe.verdict', 'probe.release', 'timing.margin'];
-
-const ROCM724_FAILS = [
-  'hazard.prot_none_refused',
-  'hazard.tmpfs_bytes',
-  'hazard.double_registration_refused',
-  'hazard.overlap_refused',
-  'hazard.release_after_double_registration',
-];
 
 describe('the hazard suite through the command', () => {
   it('CUDA profile: every hazard check passes; ROCm 7.2.4 profile: exactly the five behaviours of the spec fail', () => {
@@ -156,13 +147,10 @@ describe('a runner stuck outside any check', () => {
 
 describe('SIGINT', () => {
   it('during the discovery: the discovering processes are stopped, nothing was checked, the JSON says incomplete, exit 130', async () => {
-    const { spawn } = await import('node:child_process');
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'interrupted-discovery.json');
-    const base = { ...process.env };
-    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
     const child = spawn(process.execPath, [main, '--size', '8', '--scratch-dir', scratch, '--json', json, '--timeout', '60'], {
-      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: '@discovery' },
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: '@discovery' }),
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -180,13 +168,10 @@ describe('SIGINT', () => {
   });
 
   it('stops every device, removes scratch files, writes what finished marked incomplete, exits 130', async () => {
-    const { spawn } = await import('node:child_process');
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'interrupted.json');
-    const base = { ...process.env };
-    for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_')) delete base[k];
     const child = spawn(process.execPath, [main, '--device', 'cuda:0', '--size', '8', '--scratch-dir', scratch, '--json', json, '--timeout', '60'], {
-      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: 'probe.release' },
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: 'probe.release' }),
     });
     let out = '';
     const code = await new Promise<number | null>((done) => {

@@ -1,0 +1,14 @@
+// The command as the tests start it: where it is built, and the environment it gets (the tests' own, less any
+// MAPPED_REG_* variable of the machine, plus what a test sets).
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+/** The built command (npm test builds dist/ first). */
+export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
+
+/** process.env without MAPPED_REG_* (and without `drop`), then `extra`. */
+export function cleanEnv(extra: Record<string, string | undefined> = {}, drop: string[] = []): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_') || drop.includes(k)) delete base[k];
+  return { ...base, ...extra };
+}
