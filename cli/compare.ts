@@ -17,7 +17,7 @@
 //   that appeared (or changed to another refusal); becoming Usable is a fix; any other change is `changed`.
 // - A regression covered by a `fail` entry of the expectations is `expected`. One covered by a `flake` entry
 //   stays a regression in compare (a file cannot be re-run) and is marked "known flake"; gate() re-runs it.
-import type { CheckStatus } from '../suites/check.js';
+import { type CheckStatus, FAILING } from '../suites/status.js';
 import { findExpectation, type Expectations } from './expectations.js';
 import type { DeviceWithHost } from './results-io.js';
 import type { CheckResult, RunResult } from './run.js';
@@ -27,7 +27,6 @@ export const CHANGE_KINDS: readonly ChangeKind[] = ['regression', 'expected', 'f
 
 /** Check statuses in rising severity; `skip` is no result and has none. */
 export const SEVERITY: Readonly<Record<Exclude<CheckStatus, 'skip'>, number>> = { pass: 0, warn: 1, fail: 2, timeout: 3, crash: 4 };
-const FAILING: readonly CheckStatus[] = ['fail', 'timeout', 'crash'];
 
 /** The id under which the device's verdict is compared (and matched by the expectations). */
 export const VERDICT_CHECK = 'verdict';

@@ -8,7 +8,8 @@ import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, 
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
-import type { CheckStatus, SuiteOptions } from '../suites/check.js';
+import type { SuiteOptions } from '../suites/check.js';
+import { type CheckStatus, FAILING } from '../suites/status.js';
 import { junitXml } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
@@ -97,7 +98,6 @@ export function writeAtomically(file: string, data: string): void {
 }
 
 const fmt = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
-const FAILING: readonly CheckStatus[] = ['fail', 'timeout', 'crash'];
 
 /** The device's result from its static verdict and what its suites reported. */
 function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOptions, fsType: string): DeviceResult {
@@ -319,7 +319,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const header = ['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'checks'];
   const rows = devices.map((d) => {
     const count = (s: CheckStatus): number => d.checks.filter((c) => c.status === s).length;
-    const checks = o.listOnly ? '-' : `${count('pass')} pass, ${count('warn')} warn, ${count('fail') + count('timeout') + count('crash')} fail, ${count('skip')} skip`;
+    const checks = o.listOnly ? '-' : `${count('pass')} pass, ${count('warn')} warn, ${d.checks.filter((c) => FAILING.includes(c.status)).length} fail, ${count('skip')} skip`;
     return [d.id, d.name, d.verdict.text, fmt(d.timing?.registeredGBps), fmt(d.timing?.stagedGBps), d.timing ? d.timing.ratio.toFixed(2) : '-', checks];
   });
   const widths = header.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map((r) => r[i]!.length))));

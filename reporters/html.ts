@@ -10,10 +10,10 @@
 // written beside it as text with 2 decimals. All text from results (device names come from drivers) is escaped.
 // Older result files lack fields (verdict.text, backends, timing.ratio...): what is missing is shown as '-'.
 import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import { FAILING } from '../suites/status.js';
 
 type Status = CheckResult['status'];
 const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'skip'];
-const FAILING: readonly Status[] = ['fail', 'timeout', 'crash'];
 
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
 const NOT_A_CHAR = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uFFFE\uFFFF]/g;

@@ -2,8 +2,8 @@
 // devices, their verdicts, bandwidths and check counts, then the checks that failed, timed out or crashed and the
 // errors outside any check. Text from drivers and checks is escaped: it renders as text, never as Markdown or HTML.
 import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import { FAILING } from '../suites/status.js';
 
-const FAILING: readonly CheckResult['status'][] = ['fail', 'timeout', 'crash'];
 
 /** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */
 export function markdownText(s: string): string {

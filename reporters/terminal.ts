@@ -2,7 +2,7 @@
 // one running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
 // once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
-import type { CheckStatus } from '../suites/check.js';
+import { type CheckStatus, FAILING } from '../suites/status.js';
 
 export interface ProgressEvent {
   type: string;
@@ -67,7 +67,7 @@ export class Progress {
     const width = Math.max(...[...this.#devices.keys()].map((d) => d.length), 6);
     const lines = [...this.#devices].map(([device, s]) => {
       const c = s.counts;
-      const failing = c.fail + c.timeout + c.crash;
+      const failing = FAILING.reduce((n, status) => n + c[status], 0);
       const what = s.finished ? 'done' : (s.running ?? 'starting');
       return `  ${device.padEnd(width)}  ${String(s.done).padStart(3)} checks  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip  ${what}`;
     });

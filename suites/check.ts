@@ -9,7 +9,9 @@ import type { Selection } from '../cli/select.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
-export type CheckStatus = 'pass' | 'warn' | 'fail' | 'timeout' | 'crash' | 'skip';
+import type { CheckStatus } from './status.js';
+
+export type { CheckStatus } from './status.js';
 export type SuiteName = 'static' | 'probe' | 'hazards' | 'timing';
 
 /** What a check saw. A check that throws is `fail` with the error as its message. */
