@@ -2,7 +2,8 @@
 // reporters/results.schema.json, or refused with one line that names the file and the reason.
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import type { DeviceResult, RunResult } from './run.js';
 
 /** Bad input (a results or expectations file): the command prints the message, one line, and exits 2. */
@@ -45,6 +46,8 @@ let validator: ValidateFunction | undefined;
 export function resultsValidator(): ValidateFunction {
   if (!validator) {
     const schema = JSON.parse(readFileSync(schemaPath(), 'utf8')) as object;
+    // loaded here, when a file is first validated: a run that reads no results file never loads ajv
+    const { Ajv } = createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvClass };
     validator = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
   }
   return validator;

@@ -10,7 +10,6 @@ import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
 import type { SuiteOptions } from '../suites/check.js';
 import { type CheckStatus, FAILING } from '../suites/status.js';
-import { junitXml } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
 import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
@@ -342,7 +341,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     devices,
   };
   const tReports = performance.now();
-  const junit = o.junit ? junitXml(result) : undefined;
+  // junit-report-builder is loaded only for --junit
+  const junit = o.junit ? (await import('../reporters/junit.js')).junitXml(result) : undefined;
   const markdown = process.env.GITHUB_STEP_SUMMARY && !o.listOnly ? markdownSummary(result) : undefined;
   result.phasesMs!.reports = performance.now() - tReports; // building them; the writes follow
   if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
