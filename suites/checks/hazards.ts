@@ -206,10 +206,10 @@ interface Trial {
   unregister?: Code;
 }
 
-function registerServeRelease(held: Held, ops: DeviceOps, host: Host, bytes: Uint8Array, flags: number): Trial {
+function registerServeRelease(held: Held, host: Host, bytes: Uint8Array, flags: number): Trial {
   const register = held.register(host, flags);
   if (!ok(register)) return { flags, register };
-  const served = serve(ops, host, bytes);
+  const served = serve(held.ops, host, bytes);
   return { flags, register, served, unregister: held.unregister(host) };
 }
 
@@ -229,9 +229,9 @@ function trialData(t: Trial): Record<string, unknown> {
 }
 
 /** Registered and served right and released at the first try, or refused: pass. Wrong bytes or a failed release: fail. */
-function servesOrRefuses(held: Held, ops: DeviceOps, host: Host, bytes: Uint8Array, flags: number, what: string): Observation {
+function servesOrRefuses(held: Held, host: Host, bytes: Uint8Array, flags: number, what: string): Observation {
   const expected = `${what}: refused, or registered (flags ${hex(flags)}) serving the file's bytes and released at the first try`;
-  const t = registerServeRelease(held, ops, host, bytes, flags);
+  const t = registerServeRelease(held, host, bytes, flags);
   if (!ok(t.register)) return { expected, observed: `refused: register ${text(t.register)}`, data: trialData(t) };
   const good = t.served?.diff === -1 && ok(t.unregister);
   return {
@@ -463,7 +463,7 @@ export const hazardChecks: Check[] = [
             return { status: 'fail', expected, observed: `flags 0: register 0, unregister ${text(flags0Release)}`, message: 'the release failed', data: { flags0: 0, flags0Release: flags0Release.code } };
           }
         }
-        const t = registerServeRelease(held, ops, m, bytes, flags);
+        const t = registerServeRelease(held, m, bytes, flags);
         flags0 ??= t.register;
         const good = ok(t.register) && t.served?.diff === -1 && ok(t.unregister);
         const flags0Text = flags !== 0 ? `flags 0: register ${text(flags0)}${flags0Release ? `, unregister ${text(flags0Release)}` : ''}; ` : '';
@@ -488,7 +488,7 @@ export const hazardChecks: Check[] = [
       fs = e instanceof Error ? e.message : String(e);
     }
     if (fs !== 'tmpfs') return { status: 'warn', expected: `a tmpfs at ${TMPFS_DIR}`, observed: `not measured: ${TMPFS_DIR} is ${fs}` };
-    return withMappedFile(ctx, { dir: TMPFS_DIR }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, ops, m, bytes, ops.registerFlags, `PROT_READ MAP_SHARED file on tmpfs (${TMPFS_DIR})`)));
+    return withMappedFile(ctx, { dir: TMPFS_DIR }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, `PROT_READ MAP_SHARED file on tmpfs (${TMPFS_DIR})`)));
   }),
 
   check('hazard.memfd_bytes', 'a memfd mapped read-write and shared: refused, or registered serving its bytes', (ctx) => {
@@ -500,7 +500,7 @@ export const hazardChecks: Check[] = [
       for (let done = 0; done < size; ) done += pwrite(fd, bytes.subarray(done), done);
       // Writable memory registers without the read-only flag (the H200: memfd, flags 0: 0).
       return withMapping(ctx, fd, size, PROT_READ | PROT_WRITE, MAP_SHARED, (m) =>
-        withTrackedOps(ctx, size, (ops) => session(ops, (held) => servesOrRefuses(held, ops, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
+        withTrackedOps(ctx, size, (ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
       );
     } finally {
       closeFd(fd);
@@ -508,7 +508,7 @@ export const hazardChecks: Check[] = [
   }),
 
   check('hazard.private_mapping_bytes', 'a private read-only file mapping: refused, or registered serving its bytes', (ctx) =>
-    withMappedFile(ctx, { flags: MAP_PRIVATE }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, ops, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
+    withMappedFile(ctx, { flags: MAP_PRIVATE }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
   ),
 
   check('hazard.double_registration_refused', 'the same range registered twice: the second registration is refused', (ctx) =>
