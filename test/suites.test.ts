@@ -155,8 +155,21 @@ describe('SIGINT', () => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const started = performance.now();
-    setTimeout(() => child.kill('SIGINT'), 1500);
+    // interrupt once the command has started its discovering processes (its SIGINT handler is in place by then)
+    const poll = setInterval(() => {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim();
+      } catch {
+        // not there yet, or gone
+      }
+      if (children) {
+        clearInterval(poll);
+        setTimeout(() => child.kill('SIGINT'), 300);
+      }
+    }, 20);
     const code = await new Promise<number | null>((done) => child.on('close', (c) => done(c)));
+    clearInterval(poll);
     expect(code).toBe(130);
     expect(performance.now() - started).toBeLessThan(15_000); // not the stall watchdog: the interrupt stopped them
     expect(out).toMatch(/interrupted/);
