@@ -158,7 +158,9 @@ describe('the probe through the bindings and the CUDA double', () => {
     expect(d).toMatchObject({ id: 'cuda:0', integrated: false, type: 'gpu', driver: { name: 'CUDA' } });
     expect(d.attributes).toMatchObject({ INTEGRATED: 0, CAN_MAP_HOST_MEMORY: 1, PAGEABLE_MEMORY_ACCESS: 0, HOST_REGISTER_SUPPORTED: 1, READ_ONLY_HOST_REGISTER_SUPPORTED: 1 });
     expect(staticVerdict(d.device).kind).toBe('Self_test_required');
-    const r = probeOn(d);
+    // the margin is not what this test is about (the model's tests hold it): a loaded machine must not make the
+    // double's two memcpy timings look Too_slow here
+    const r = probeOn(d, { minRelativeSpeed: 0.05 });
     expect(r.verdict).toEqual({ kind: 'Usable' });
     expect(r.windows.map((w) => [w.equal, w.release])).toEqual([
       [true, 'first'],
