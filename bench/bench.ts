@@ -18,7 +18,7 @@ import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
 import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { makeScratchRegion, scratchDirProblem } from '../bindings/scratch.js';
 import { type Host, errorText, hostSlice, registrations, trackedOps, windowSize } from '../src/index.js';
-import { writeAtomically } from '../cli/run.js';
+import { writeAtomically } from '../cli/outputs.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
 import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
 

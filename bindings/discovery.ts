@@ -19,8 +19,9 @@ import { type HipDriver, loadHip, withHipOps } from './hip.js';
 import { discoverOpenCL, type DiscoveredDevice as ApiDevice } from './opencl.js';
 import { discoverVulkan } from './vulkan.js';
 
-export type Backend = 'cuda' | 'hip' | 'opencl' | 'vulkan' | 'cpu';
-export const BACKENDS: readonly Backend[] = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
+import { type Backend, BACKENDS, type BackendReport } from '../results/types.js';
+
+export { type Backend, BACKENDS, type BackendReport };
 
 export interface DiscoveredDevice {
   readonly id: string;
@@ -57,15 +58,6 @@ export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver 
    */
   keepContext(): void;
 };
-
-export interface BackendReport {
-  readonly backend: Backend;
-  /** The library loaded, or null. */
-  readonly library: string | null;
-  readonly devices: number;
-  /** Why there are none, or what went wrong ("CUDA: libcuda.so.1 not found (tried libcuda.so.1)"). */
-  readonly note?: string;
-}
 
 export interface Discovery {
   readonly devices: DiscoveredDevice[];

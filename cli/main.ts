@@ -8,11 +8,13 @@ import { hideBin } from 'yargs/helpers';
 import { BACKENDS, type Backend } from '../bindings/discovery.js';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { htmlReport } from '../reporters/html.js';
-import { comparisonJson, compareResults, exitStatus, formatComparison, gate } from './compare.js';
-import { readExpectations, type Expectations } from './expectations.js';
-import { mergeResults } from './merge.js';
-import { InputError, readResults } from './results-io.js';
-import { DiscoveryError, run, UsageError, writeAtomically, type RunResult } from './run.js';
+import { comparisonJson, compareResults, exitStatus, formatComparison, gate } from '../results/compare.js';
+import { readExpectations, type Expectations } from '../results/expectations.js';
+import { mergeResults } from '../results/merge.js';
+import { InputError, readResults } from '../results/read.js';
+import type { RunResult } from '../results/types.js';
+import { writeAtomically } from './outputs.js';
+import { DiscoveryError, run, UsageError } from './run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };

@@ -4,7 +4,9 @@
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CheckStatus, ResultEvent, SuiteName, SuiteOptions } from '../suites/check.js';
+import type { CheckStatus } from '../results/status.js';
+import type { CheckResult, SuiteName } from '../results/types.js';
+import type { ResultEvent, SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent, RunnerEvent } from '../reporters/events.js';
 import { deviceOptions } from './select.js';
 
@@ -17,9 +19,6 @@ const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js')
 export const RUNNER_NODE_OPTIONS = ['--max-semi-space-size=1'];
 /** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
 export const STALL_GRACE_S = 10;
-
-/** A check's result as reported: what the check wrote, or what the command saw of its process (crash, timeout). */
-export type CheckResult = Omit<ResultEvent, 'type'>;
 
 export interface DeviceRun {
   device: string;

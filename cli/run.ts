@@ -1,43 +1,21 @@
 // What `run` and `list` do: discover, decide static verdicts, run the conformance suites of every device (each
 // in its own process, through Vitest), and report. The verdicts and checks come from the suites and the model;
 // this file only drives, gathers and prints.
-import { appendFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
-import { basename, dirname, join } from 'node:path';
 import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
 import type { SuiteOptions } from '../suites/check.js';
-import { type CheckStatus, FAILING } from '../suites/status.js';
+import { type CheckStatus, FAILING } from '../results/status.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { writeAtomically } from './outputs.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
-import { type CheckResult, type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
+import { type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
 import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, keeps, mergeDiscoveries, selectDevices, selectionProblem, validSoFar } from './select.js';
-
-export type { CheckResult } from './orchestrate.js';
-
-export interface DeviceResult {
-  id: string;
-  backend: Backend;
-  name: string;
-  pciBusId: string | null;
-  driver: { name: string; version: string };
-  integrated: boolean | null;
-  attributes?: Readonly<Record<string, number | string>>;
-  staticVerdict: string;
-  verdict: VerdictJson;
-  cacheable: boolean;
-  checks: CheckResult[];
-  timing?: { registeredGBps: number; stagedGBps: number; ratio: number; minRelativeSpeed: number; runs: number; bytes: number; linkGBps?: number };
-  scratch: { dir: string; fsType: string; sizeBytes?: number };
-  /** Errors outside any check, and how many processes the device's run needed. */
-  errors?: string[];
-  processes?: number;
-  /** Interrupted before every check of the device reported. */
-  incomplete?: boolean;
-}
 
 export interface RunOptions {
   scratchDir: string;
@@ -61,40 +39,8 @@ export interface RunOptions {
   write?: (text: string) => void;
 }
 
-export interface RunResult {
-  schemaVersion: 1;
-  tool: { name: string; version: string };
-  host: { hostname: string; kernel: string; platform: string };
-  startedAt: string;
-  finishedAt: string;
-  options: Record<string, unknown>;
-  backends: Discovery['backends'];
-  gpuDriverFound: boolean;
-  /** The run was interrupted (SIGINT): what finished is here, the rest is missing. */
-  incomplete?: boolean;
-  /** Wall time of the command's phases (ms): discovery, the devices' checks (all at once), the reports. */
-  phasesMs?: { discovery: number; checks: number; reports: number };
-  devices: DeviceResult[];
-}
-
 /** Thrown for bad input: the command prints the message on one line and exits 2. */
 export class UsageError extends Error {}
-
-/** Writes `data` to `file` atomically: a temporary file beside it, then a rename. */
-export function writeAtomically(file: string, data: string): void {
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  try {
-    writeFileSync(tmp, data);
-    renameSync(tmp, file);
-  } catch (e) {
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // never written
-    }
-    throw e;
-  }
-}
 
 const fmt = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
 
@@ -358,6 +304,6 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     return again.checks.find((c) => c.id === checkId);
   };
   if (interrupted) return { result, exitCode: 130, rerun };
-  const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status)));
+  const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status) || c.status === 'error'));
   return { result, exitCode: failed ? 1 : 0, rerun };
 }

@@ -9,8 +9,8 @@
 // (13.0 < 13.1, 7.2.4 < 7.2.10), runs of the same version by their start time. Every number drawn in a chart is
 // written beside it as text with 2 decimals. All text from results (device names come from drivers) is escaped.
 // Older result files lack fields (verdict.text, backends, timing.ratio...): what is missing is shown as '-'.
-import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
-import { FAILING } from '../suites/status.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { FAILING } from '../results/status.js';
 
 type Status = CheckResult['status'];
 const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'skip'];

@@ -10,7 +10,7 @@
 // low surrogate also drops the character before it (the `;` of an `&amp;` it has just written).
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
-import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 
 // A CommonJS module whose `module.exports` is the builder; its types declare it as `exports.default`, which an
 // ES import under NodeNext would then look for (and not find) at run time.
@@ -117,6 +117,8 @@ export function junitXml(result: RunResult): string {
       const body = outcome(c).join('\n');
       if (c.status === 'fail') tc.failure(xmlSafe(headline(c)), 'fail').stacktrace(cdataSafe(body));
       else if (c.status === 'crash' || c.status === 'timeout') tc.error(xmlSafe(headline(c)), c.status, cdataSafe(body));
+      // the host failed the check (no space, a process killed from outside): an error, not the driver's failure
+      else if (c.status === 'error') tc.error(xmlSafe(headline(c)), 'host', cdataSafe(body));
       else if (c.status === 'skip') skippedWithMessage(tc, xmlSafe(c.message ?? 'does not apply'));
       if (text) tc.standardOutput(cdataSafe(text));
     }

@@ -1,8 +1,8 @@
 // A GitHub-flavoured Markdown summary of a run (the command appends it to $GITHUB_STEP_SUMMARY): a table of the
 // devices, their verdicts, bandwidths and check counts, then the checks that failed, timed out or crashed and the
 // errors outside any check. Text from drivers and checks is escaped: it renders as text, never as Markdown or HTML.
-import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
-import { FAILING } from '../suites/status.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { FAILING } from '../results/status.js';
 
 
 /** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */

@@ -2,7 +2,7 @@
 // one running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
 // once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
-import { type CheckStatus, FAILING } from '../suites/status.js';
+import { type CheckStatus, FAILING } from '../results/status.js';
 
 export interface ProgressEvent {
   type: string;
@@ -21,7 +21,7 @@ interface DeviceState {
   skipped: Map<string, string[]>;
 }
 
-const emptyCounts = (): Record<CheckStatus, number> => ({ pass: 0, warn: 0, fail: 0, timeout: 0, crash: 0, skip: 0 });
+const emptyCounts = (): Record<CheckStatus, number> => ({ pass: 0, warn: 0, fail: 0, timeout: 0, crash: 0, error: 0, skip: 0 });
 
 export class Progress {
   readonly #devices = new Map<string, DeviceState>();

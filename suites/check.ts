@@ -9,10 +9,10 @@ import type { Selection } from '../cli/select.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
-import type { CheckStatus } from './status.js';
+import type { CheckResult, SuiteName } from '../results/types.js';
 
-export type { CheckStatus } from './status.js';
-export type SuiteName = 'static' | 'probe' | 'hazards' | 'timing';
+export type { CheckStatus } from '../results/status.js';
+export type { SuiteName } from '../results/types.js';
 
 /** What a check saw. A check that throws is `fail` with the error as its message. */
 export interface Observation {
@@ -83,19 +83,8 @@ export interface StartEvent {
   title: string;
 }
 
-export interface ResultEvent {
-  type: 'result';
-  id: string;
-  suite: SuiteName;
-  title: string;
-  status: CheckStatus;
-  durationMs: number;
-  expected?: string;
-  observed?: string;
-  message?: string;
-  data?: Record<string, unknown>;
-  log?: string[];
-}
+/** A check's result, as its process writes it on the event channel. */
+export type ResultEvent = { type: 'result' } & CheckResult;
 
 export type CheckEvent = StartEvent | ResultEvent;
 

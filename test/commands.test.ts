@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
-import { readResults } from '../cli/results-io.js';
+import { readResults } from '../results/read.js';
 import { buildDoubles } from './double/build.js';
 
 const root = ROOT;

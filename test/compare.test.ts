@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
-import { compareResults, comparisonJson, exitStatus, formatComparison, gate, hasRegression, type Change, type Comparison } from '../cli/compare.js';
-import { isExpectedFailure, isKnownFlake, parseExpectations } from '../cli/expectations.js';
-import { mergeResults } from '../cli/merge.js';
-import { InputError, readResults, resultsValidator } from '../cli/results-io.js';
-import type { CheckResult, RunResult } from '../cli/run.js';
+import { compareResults, comparisonJson, exitStatus, formatComparison, gate, hasRegression, type Change, type Comparison } from '../results/compare.js';
+import { isExpectedFailure, isKnownFlake, parseExpectations } from '../results/expectations.js';
+import { mergeResults } from '../results/merge.js';
+import { InputError, readResults, resultsValidator } from '../results/read.js';
+import type { CheckResult, RunResult } from '../results/types.js';
 
 const root = resolve(import.meta.dirname, '..');
 const fixtures = join(root, 'test', 'fixtures');

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { compareVersions, escapeHtml, htmlReport } from '../reporters/html.js';
 
 const root = resolve(import.meta.dirname, '..');

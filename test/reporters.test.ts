@@ -1,4 +1,4 @@
-// The reports of a run: the JSON results against reporters/results.schema.json, the JUnit XML (well-formed, one
+// The reports of a run: the JSON results against results/results.schema.json, the JUnit XML (well-formed, one
 // <testsuite> per device, the right <failure>/<error>/<skipped>), the Markdown summary. On results built by hand
 // (every status, device errors, odd characters) and on real runs of the built command (no GPU; the CUDA double).
 import { spawnSync } from 'node:child_process';
@@ -6,9 +6,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resultsValidator } from '../cli/results-io.js';
+import { resultsValidator } from '../results/read.js';
 import { MAIN, cleanEnv } from './support/command.js';
-import type { CheckResult, DeviceResult, RunResult } from '../cli/run.js';
+import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { junitXml, xmlSafe } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { buildDoubles } from './double/build.js';

@@ -1,9 +1,9 @@
 // merge FILE.json... -o OUT.json: the results of many machines (a Kubernetes Job per node, a Slurm task per
 // node, a CI matrix) as one results file, for compare and report. Each device carries the `host` of the file it
 // came from; the top-level host is `merged`. The output is a results file of the same schemaVersion and
-// validates against reporters/results.schema.json.
-import { InputError, type DeviceWithHost, type Host } from './results-io.js';
-import type { RunResult } from './run.js';
+// validates against results/results.schema.json.
+import { InputError } from './read.js';
+import type { DeviceWithHost, Host, RunResult } from './types.js';
 
 /** A merged file: a results file whose devices carry their host, with where each part came from. */
 export type MergedResult = Omit<RunResult, 'devices'> & {

@@ -1,10 +1,12 @@
 // Reading a results file (what `run --json FILE` wrote) for compare, merge and report: parsed, checked against
-// reporters/results.schema.json, or refused with one line that names the file and the reason.
+// results/results.schema.json, or refused with one line that names the file and the reason.
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
-import type { DeviceResult, RunResult } from './run.js';
+import type { RunResult } from './types.js';
+
+export type { DeviceWithHost, Host } from './types.js';
 
 /** Bad input (a results or expectations file): the command prints the message, one line, and exits 2. */
 export class InputError extends Error {
@@ -14,24 +16,14 @@ export class InputError extends Error {
   }
 }
 
-/** The machine a device was run on: a device of a merged file carries the `host` of the file it came from. */
-export interface Host {
-  hostname: string;
-  kernel: string;
-  platform: string;
-}
-
-/** A device as read from a results file: a merged file adds its host. */
-export type DeviceWithHost = DeviceResult & { host?: Host };
-
 /** The only schemaVersion this tool reads and writes. */
 export const SCHEMA_VERSION = 1;
 
 const oneLine = (s: string): string => s.replace(/\s+/g, ' ').trim();
 
-// The schema ships in the npm package as reporters/results.schema.json, beside dist/: from the compiled
-// dist/cli/results-io.js it is ../../reporters/, from this source file (under Vitest) ../reporters/.
-const SCHEMA_CANDIDATES = ['../../reporters/results.schema.json', '../reporters/results.schema.json'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+// The schema ships in the npm package as results/results.schema.json, beside dist/: from the compiled
+// dist/results/read.js it is ../../results/, from this source file (under Vitest) ./.
+const SCHEMA_CANDIDATES = ['../../results/results.schema.json', './results.schema.json'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
 
 /** Where the schema was found (the first candidate that exists). */
 export function schemaPath(): string {

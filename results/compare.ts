@@ -17,16 +17,14 @@
 //   that appeared (or changed to another refusal); becoming Usable is a fix; any other change is `changed`.
 // - A regression covered by a `fail` entry of the expectations is `expected`. One covered by a `flake` entry
 //   stays a regression in compare (a file cannot be re-run) and is marked "known flake"; gate() re-runs it.
-import { type CheckStatus, FAILING } from '../suites/status.js';
+import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import { findExpectation, type Expectations } from './expectations.js';
-import type { DeviceWithHost } from './results-io.js';
-import type { CheckResult, RunResult } from './run.js';
+import type { CheckResult, DeviceWithHost, RunResult } from './types.js';
 
-export type ChangeKind = 'regression' | 'fix' | 'unchanged' | 'new' | 'missing' | 'expected' | 'flaky' | 'changed';
-export const CHANGE_KINDS: readonly ChangeKind[] = ['regression', 'expected', 'flaky', 'fix', 'changed', 'new', 'missing', 'unchanged'];
+export type ChangeKind = 'regression' | 'error' | 'fix' | 'unchanged' | 'new' | 'missing' | 'expected' | 'flaky' | 'changed';
+export const CHANGE_KINDS: readonly ChangeKind[] = ['regression', 'error', 'expected', 'flaky', 'fix', 'changed', 'new', 'missing', 'unchanged'];
 
-/** Check statuses in rising severity; `skip` is no result and has none. */
-export const SEVERITY: Readonly<Record<Exclude<CheckStatus, 'skip'>, number>> = { pass: 0, warn: 1, fail: 2, timeout: 3, crash: 4 };
+export { SEVERITY } from './status.js';
 
 /** The id under which the device's verdict is compared (and matched by the expectations). */
 export const VERDICT_CHECK = 'verdict';
@@ -90,7 +88,7 @@ export interface Comparison {
   counts: Counts;
 }
 
-const zero = (): Counts => ({ regression: 0, fix: 0, unchanged: 0, new: 0, missing: 0, expected: 0, flaky: 0, changed: 0 });
+const zero = (): Counts => ({ regression: 0, error: 0, fix: 0, unchanged: 0, new: 0, missing: 0, expected: 0, flaky: 0, changed: 0 });
 
 const short = (s: string | undefined, n = 120): string | undefined => {
   if (s === undefined) return undefined;
@@ -122,8 +120,11 @@ function keyed(r: RunResult, withHost: boolean): Map<string, DeviceWithHost> {
 
 /** Old and new result of one check, classed by the rules above (expectations not yet applied). */
 function classify(o: { status: CheckStatus } | undefined, n: { status: CheckStatus } | undefined): { kind: ChangeKind; note?: string } {
-  const oc = o && o.status !== 'skip' ? o.status : undefined;
-  const nc = n && n.status !== 'skip' ? n.status : undefined;
+  // the host failed the check in NEW: no judgement of the driver either way, and the gate cannot pass on it
+  if (n?.status === 'error') return { kind: 'error', note: 'the host failed the check, not the driver' };
+  // `skip` and `error` are no result of the driver's
+  const oc = o && isRanked(o.status) ? o.status : undefined;
+  const nc = n && isRanked(n.status) ? n.status : undefined;
   if (oc && nc) {
     const d = SEVERITY[nc] - SEVERITY[oc];
     return { kind: d > 0 ? 'regression' : d < 0 ? 'fix' : 'unchanged' };
@@ -351,6 +352,7 @@ export function countsLine(c: Counts): string {
 
 const LINE_KIND: Record<ChangeKind, string> = {
   regression: 'REGRESSION',
+  error: 'HOST ERROR',
   expected: 'expected',
   flaky: 'flaky',
   fix: 'fix',

@@ -10,8 +10,8 @@
 // `device=hip:*`); `driver=` the driver's version (`driver=7.2.4*`), or name and version (`driver="HIP 7.2.*"`);
 // `host=` the hostname of a merged file's device (or of the file). A value with spaces is quoted with "...".
 // Keys left out match anything. The device-level verdict entry of a comparison has the check id `verdict`.
-import type { DeviceResult } from './run.js';
-import { InputError, type Host, readInput } from './results-io.js';
+import { InputError, readInput } from './read.js';
+import type { DeviceResult, Host } from './types.js';
 
 export type ExpectationKind = 'fail' | 'flake';
 
