@@ -15,6 +15,7 @@ import {
   withCudaOps,
 } from './cuda.js';
 import type { DeviceOps, WithOpsOptions } from './device-ops.js';
+import { DriverError } from './errors.js';
 import { type HipDriver, loadHip, withHipOps } from './hip.js';
 import { discoverOpenCL, type DiscoveredDevice as ApiDevice } from './opencl.js';
 import { discoverVulkan } from './vulkan.js';
@@ -100,6 +101,17 @@ function nvidiaModuleVersion(): string | undefined {
   }
 }
 
+/**
+ * The report of a GPU driver library that loaded and then failed (its init returned anything but "no device",
+ * or a later call of the discovery failed): the run's error, said once (DriverError's text already names the
+ * API, the call and the code).
+ */
+function failedToStart(backend: 'cuda' | 'hip', path: string, e: unknown): BackendReport {
+  const message = errorText(e);
+  const initError = e instanceof DriverError ? { message, call: e.call, code: e.code, codeName: e.codeName } : { message };
+  return { backend, library: path, devices: 0, note: message, initError };
+}
+
 function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport } {
   let driver;
   try {
@@ -155,7 +167,7 @@ function discoverCuda(): { devices: DiscoveredDevice[]; report: BackendReport } 
     }
     return { devices, report: { backend: 'cuda', library: driver.path, devices: count, ...(reason ? { note: `CUDA: ${reason}` } : {}) } };
   } catch (e) {
-    return { devices: [], report: { backend: 'cuda', library: driver.path, devices: 0, note: `CUDA: ${errorText(e)}` } };
+    return { devices: [], report: failedToStart('cuda', driver.path, e) };
   }
 }
 
@@ -199,7 +211,7 @@ function discoverHip(): { devices: DiscoveredDevice[]; report: BackendReport } {
     const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;
     return { devices, report: { backend: 'hip', library: driver.path, devices: count, ...(note ? { note } : {}) } };
   } catch (e) {
-    return { devices: [], report: { backend: 'hip', library: driver.path, devices: 0, note: `HIP: ${errorText(e)}` } };
+    return { devices: [], report: failedToStart('hip', driver.path, e) };
   }
 }
 

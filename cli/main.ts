@@ -8,12 +8,15 @@ import { hideBin } from 'yargs/helpers';
 import { BACKENDS, type Backend } from '../bindings/discovery.js';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { htmlReport } from '../reporters/html.js';
-import { comparisonJson, compareResults, exitStatus, formatComparison, gate } from '../results/compare.js';
+import { comparisonJson, compareResults, DEFAULT_MAX_DROP, exitStatus, formatComparison } from '../results/compare.js';
 import { readExpectations, type Expectations } from '../results/expectations.js';
+import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
+import { gateSummary, runSummary } from '../reporters/summary.js';
 import { writeAtomically } from './outputs.js';
+import { writeReports } from './reports.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -43,6 +46,8 @@ interface Args {
   timeout: number;
   baseline?: string;
   expectations?: string;
+  require: string[];
+  maxDrop: string;
 }
 
 function options(a: Args, listOnly: boolean) {
@@ -77,16 +82,22 @@ const expectationsOf = (file: string | undefined): Expectations | undefined => (
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
     const o = options(a, listOnly);
-    // the baseline and the expectations are read before anything runs: a bad one is refused up front
-    const baseline = !listOnly && a.baseline ? readResults(resolve(a.baseline)) : undefined;
+    // the gate's inputs are read and checked before anything runs: a bad one is refused up front
+    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readResults(resolve(a.baseline)) } : undefined;
     const expectations = expectationsOf(a.expectations);
+    const requires = a.require.map(parseRequirement);
+    const maxDrop = parseMaxDrop(a.maxDrop);
     const outcome = await run(o, { name: pkg.name, version: pkg.version });
-    process.exitCode = outcome.exitCode;
-    if (baseline && outcome.exitCode !== 130) {
-      const c = await gate(baseline, outcome.result, expectations, outcome.rerun);
-      process.stdout.write(`\n${formatComparison(c, { old: a.baseline!, new: 'this run' })}\n`);
-      process.exitCode = exitStatus(c);
+    const { result } = outcome;
+    const say = (lines: string[]): void => lines.forEach((l) => o.out(l));
+    say(['', ...runSummary(result, listOnly)]);
+    if (!listOnly && !outcome.interrupted) {
+      // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
+      result.gate = await decide(result, { ...(baseline ? { baseline } : {}), ...(expectations ? { expectations } : {}), requires, maxDrop, rerun: outcome.rerun });
     }
+    await writeReports(result, { ...(o.json ? { json: o.json } : {}), ...(o.junit ? { junit: o.junit } : {}), ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? { stepSummary: process.env.GITHUB_STEP_SUMMARY } : {}) });
+    if (result.gate) say(['', ...gateSummary(result.gate)]);
+    process.exitCode = outcome.interrupted ? 130 : result.gate && !result.gate.pass ? 1 : 0;
   });
 }
 
@@ -100,8 +111,10 @@ const common = {
   timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
   json: { type: 'string', describe: 'write the results as JSON to this file' },
   junit: { type: 'string', describe: 'write JUnit XML to this file: one testsuite per device, with its verdict' },
-  baseline: { type: 'string', describe: 'compare with this earlier results file after the run, as a gate: exit 1 on a regression, else 0' },
-  expectations: { type: 'string', describe: 'known failures and flakes (deqp-runner style) for --baseline' },
+  baseline: { type: 'string', describe: 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)' },
+  expectations: { type: 'string', describe: 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does' },
+  require: { type: 'string', array: true, default: [] as string[], describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
+  'max-drop': { type: 'string', default: String(DEFAULT_MAX_DROP * 100) + '%', describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)' },
 } as const;
 
 await yargs(hideBin(process.argv))
@@ -117,10 +130,12 @@ await yargs(hideBin(process.argv))
         .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
         .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
         .option('expectations', common.expectations)
+        .option('max-drop', common['max-drop'])
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
       guarded(() => {
-        const c = compareResults(readResults(resolve(a.old)), readResults(resolve(a.new)), expectationsOf(a.expectations));
+        const expectations = expectationsOf(a.expectations);
+        const c = compareResults(readResults(resolve(a.old)), readResults(resolve(a.new)), { ...(expectations ? { expectations } : {}), maxDrop: parseMaxDrop(a.maxDrop) });
         process.stdout.write(a.json ? `${comparisonJson(c)}\n` : `${formatComparison(c, { old: a.old, new: a.new })}\n`);
         process.exitCode = exitStatus(c);
       }),

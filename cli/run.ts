@@ -1,17 +1,13 @@
 // What `run` and `list` do: discover, decide static verdicts, run the conformance suites of every device (each
 // in its own process, through Vitest), and report. The verdicts and checks come from the suites and the model;
 // this file only drives, gathers and prints.
-import { appendFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
 import type { SuiteOptions } from '../suites/check.js';
-import { type CheckStatus, FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
-import { writeAtomically } from './outputs.js';
-import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
 import { type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
@@ -41,8 +37,6 @@ export interface RunOptions {
 
 /** Thrown for bad input: the command prints the message on one line and exits 2. */
 export class UsageError extends Error {}
-
-const fmt = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
 
 /** The device's result from its static verdict and what its suites reported. */
 function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOptions, fsType: string): DeviceResult {
@@ -91,7 +85,8 @@ function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOpt
 
 export interface RunOutcome {
   result: RunResult;
-  exitCode: number;
+  /** Stopped by a signal: what finished is in `result` (marked incomplete), and no gate is made of it. */
+  interrupted: boolean;
   /** Runs one check of one device again, in a new process of that device (the baseline gate's flake re-run). */
   rerun: (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
 }
@@ -260,19 +255,6 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const tChecked = performance.now();
   const devices = selected.map((d) => deviceResult(d, runs.find((r) => r.device === d.id), o, fsType));
 
-  o.out('');
-  const header = ['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'checks'];
-  const rows = devices.map((d) => {
-    const count = (s: CheckStatus): number => d.checks.filter((c) => c.status === s).length;
-    const checks = o.listOnly ? '-' : `${count('pass')} pass, ${count('warn')} warn, ${d.checks.filter((c) => FAILING.includes(c.status)).length} fail, ${count('skip')} skip`;
-    return [d.id, d.name, d.verdict.text, fmt(d.timing?.registeredGBps), fmt(d.timing?.stagedGBps), d.timing ? d.timing.ratio.toFixed(2) : '-', checks];
-  });
-  const widths = header.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map((r) => r[i]!.length))));
-  const line = (cells: string[]): string => cells.map((c, i) => (c.length > widths[i]! ? `${c.slice(0, widths[i]! - 1)}…` : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  o.out(line(header));
-  for (const r of rows) o.out(line(r));
-  for (const d of devices) for (const e of d.errors ?? []) o.out(`${d.id}: ${e}`);
-
   const result: RunResult = {
     schemaVersion: 1,
     tool,
@@ -286,14 +268,6 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     phasesMs: { discovery: tDiscovered - t0, checks: tChecked - tDiscovered, reports: 0 },
     devices,
   };
-  const tReports = performance.now();
-  // junit-report-builder is loaded only for --junit
-  const junit = o.junit ? (await import('../reporters/junit.js')).junitXml(result) : undefined;
-  const markdown = process.env.GITHUB_STEP_SUMMARY && !o.listOnly ? markdownSummary(result) : undefined;
-  result.phasesMs!.reports = performance.now() - tReports; // building them; the writes follow
-  if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
-  if (o.junit && junit !== undefined) writeAtomically(o.junit, junit);
-  if (markdown !== undefined) appendFileSync(process.env.GITHUB_STEP_SUMMARY!, `${markdown}\n`);
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
   const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
     const options = suiteOptions.find((s) => s.device === deviceId);
@@ -303,7 +277,5 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const again = await runDevice({ ...options, skip: others }, { timeoutS: o.timeoutS });
     return again.checks.find((c) => c.id === checkId);
   };
-  if (interrupted) return { result, exitCode: 130, rerun };
-  const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status) || c.status === 'error'));
-  return { result, exitCode: failed ? 1 : 0, rerun };
+  return { result, interrupted, rerun };
 }

@@ -1,8 +1,15 @@
-// The JUnit report of a run (GUIDE.md, Contracts: JUnit), built with junit-report-builder: one <testsuite> per
-// device, its verdict, backend, driver, PCI bus id, scratch filesystem and bandwidths as <properties>; one
-// <testcase> per check, classname `<device id>.<suite>`; <failure> for fail, <error type="crash"> and
-// <error type="timeout">, <skipped message="reason">; the device's errors outside any check as a testcase
-// `run.errors` with <error type="run">. What a check expected and observed is in its <system-out>.
+// The JUnit report of a run (GUIDE.md, Contracts: JUnit), built with junit-report-builder, valid against Jenkins
+// xunit's junit-10.xsd: one <testsuite> per device, named with its id, name and verdict (`cuda:0 NVIDIA H200
+// [Usable]`: every CI view shows the verdict, not only those that read properties), with `hostname`, and its
+// verdict, backend, driver, PCI bus id, scratch filesystem and bandwidths as <properties>; one <testcase> per
+// check, classname `<device id>.<suite>`. A testcase is red exactly when the gate is red about it
+// (results/gate.ts): <failure> for a failure or a regression, <error type="crash|timeout"> for the driver's
+// crash or timeout, <error type="host"> when the host failed the check; a known failure (listed, or failed in the
+// baseline too) is <skipped message="known failure: ...">, never a <failure>; a listed failure that passed is
+// <failure type="unexpected-pass">. With a gate, each device gets `gate.verdict` and `gate.bandwidth` testcases
+// (red on a regression, with both sides and the PCI bus id), a device of the baseline that is gone a testsuite
+// of its own, and a testsuite `gate` holds the decision and the run's own failures (a driver that failed to
+// start, an unmet --require). The device's errors outside any check are a testcase `run.errors`.
 //
 // Every string is made safe for XML 1.0 here, before the builder sees it: characters XML cannot carry (C0
 // controls other than tab, newline and carriage return, lone surrogates, U+FFFE/U+FFFF) are replaced, and
@@ -10,7 +17,8 @@
 // low surrogate also drops the character before it (the `;` of an `&amp;` it has just written).
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
-import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { FAILING } from '../results/status.js';
+import type { CheckResult, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 
 // A CommonJS module whose `module.exports` is the builder; its types declare it as `exports.default`, which an
 // ES import under NodeNext would then look for (and not find) at run time.
@@ -56,21 +64,30 @@ function details(c: CheckResult): string {
   return lines.join('\n');
 }
 
-/** A <skipped> with a message: junit-report-builder writes a bare <skipped/>, so the attribute is added to it once built. */
-function skippedWithMessage(tc: TestCase, reason: string): void {
-  tc.skipped();
-  const build = tc.build.bind(tc);
-  tc.build = (parent) => {
+/** Runs `edit` on the element a node builds (junit-report-builder has no call for some attributes and children). */
+function afterBuild(node: { build: TestCase['build'] }, edit: (element: ReturnType<TestCase['build']>) => void): void {
+  const build = node.build.bind(node);
+  node.build = (parent) => {
     const element = build(parent);
-    for (const child of element.children) {
-      const e = child as { name?: unknown; att?: (name: string, value: string) => unknown };
-      if (e.name === 'skipped' && typeof e.att === 'function') e.att('message', reason);
-    }
+    edit(element);
     return element;
   };
 }
 
-function properties(d: DeviceResult): [string, string | number | boolean | null | undefined][] {
+/** A <skipped> with a message: junit-report-builder writes a bare <skipped/>, so the attribute is added to it once built. */
+function skippedWithMessage(tc: TestCase, reason: string): void {
+  tc.skipped();
+  afterBuild(tc, (element) => {
+    for (const child of element.children) {
+      const e = child as { name?: unknown; att?: (name: string, value: string) => unknown };
+      if (e.name === 'skipped' && typeof e.att === 'function') e.att('message', reason);
+    }
+  });
+}
+
+const verdictLabel = (v: { kind: string; refusal?: string }): string => (v.refusal ? `${v.kind} (${v.refusal})` : v.kind);
+
+function properties(d: DeviceResult, gate: GateDecision | undefined): [string, string | number | boolean | null | undefined][] {
   return [
     ['device.id', d.id],
     ['device.name', d.name],
@@ -96,15 +113,65 @@ function properties(d: DeviceResult): [string, string | number | boolean | null 
     ['linkGBps', d.timing?.linkGBps],
     ['processes', d.processes],
     ['incomplete', d.incomplete],
+    ['gate', gate ? (gate.pass ? 'PASS' : 'FAIL') : undefined],
+    ['gate.baseline', gate?.baseline],
   ];
+}
+
+const FAILING_NOTES: readonly GateNote['kind'][] = ['regression', 'unexpected-pass', 'error'];
+
+/** How one check's testcase ends, from its status and what the gate says of it. */
+function checkOutcome(tc: TestCase, c: CheckResult, note: GateNote | undefined, gate: GateDecision | undefined): void {
+  const body = outcome(c).join('\n');
+  const judged = note?.kind ? `gate: ${note.kind}${note.note ? ` (${note.note})` : ''}` : undefined;
+  if (c.status === 'error') {
+    tc.error(xmlSafe(`the host failed the check, not the driver: ${headline(c)}`), 'host', cdataSafe(body));
+    return;
+  }
+  if (note?.kind === 'unexpected-pass') {
+    tc.failure(xmlSafe(note.note ?? 'unexpected pass'), 'unexpected-pass').stacktrace(cdataSafe([body, judged].filter(Boolean).join('\n')));
+    return;
+  }
+  const failing = FAILING.includes(c.status);
+  if (failing && gate && !(note && FAILING_NOTES.includes(note.kind))) {
+    // the gate accepts it: a listed known failure, one the baseline had too, or a flake that passed on re-run
+    const why =
+      note?.kind === 'expected' && note.expectation
+        ? `known failure: ${note.expectation.source}: ${note.expectation.line}`
+        : note?.kind === 'flaky'
+          ? `flaky: ${c.status} on the first run, ${note.note ?? 'passed on re-run'}`
+          : `known failure: ${c.status} in the baseline too${gate.baseline ? ` (${gate.baseline})` : ''}`;
+    skippedWithMessage(tc, xmlSafe(why));
+    return;
+  }
+  if (c.status === 'fail') tc.failure(xmlSafe(headline(c)), 'fail').stacktrace(cdataSafe(body));
+  else if (c.status === 'crash' || c.status === 'timeout') tc.error(xmlSafe(headline(c)), c.status, cdataSafe(body));
+  else if (note?.kind === 'regression') tc.failure(xmlSafe(`regression against the baseline: ${c.id} ${note.old ?? '(none)'} -> ${note.new ?? '(none)'}`), 'regression').stacktrace(cdataSafe([body, judged].filter(Boolean).join('\n')));
+  else if (c.status === 'skip') skippedWithMessage(tc, xmlSafe(c.message ?? 'does not apply'));
+}
+
+/** `gate.verdict` and `gate.bandwidth` of a device: red on a regression, with both sides and the PCI bus id. */
+function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuite']>, d: DeviceResult, gate: GateDecision): void {
+  for (const check of ['verdict', 'bandwidth'] as const) {
+    const note = gate.notes.find((n) => n.device === d.id && n.check === check);
+    if (check === 'bandwidth' && !note && !(gate.baseline && d.timing)) continue;
+    const tc = suite.testCase().className(xmlSafe(`${d.id}.gate`)).name(`gate.${check}`).time(0);
+    const sides = note ? `${note.old ?? '(none)'} -> ${note.new ?? '(none)'}` : check === 'verdict' ? verdictLabel(d.verdict) : `${d.timing?.registeredGBps.toFixed(2)} GB/s`;
+    const text = `${d.id} ${d.name} (${d.pciBusId ?? 'no PCI bus id'}): ${check === 'verdict' ? 'verdict' : 'registered'} ${sides}${note?.note ? `: ${note.note}` : ''}${note?.detail ? `: ${note.detail}` : ''}`;
+    if (note && FAILING_NOTES.includes(note.kind)) tc.failure(xmlSafe(text), note.kind === 'regression' ? 'regression' : note.kind);
+    tc.standardOutput(cdataSafe(`${text}\n${gate.baseline ? `baseline: ${gate.baseline}` : 'no baseline'}`));
+  }
 }
 
 /** The run as JUnit XML (a string, UTF-8 when written). */
 export function junitXml(result: RunResult): string {
+  const gate = result.gate;
   const builder = junit.newBuilder().name(xmlSafe(`${result.tool.name} ${result.tool.version}`));
+  const hostname = xmlSafe(result.host.hostname);
   for (const d of result.devices) {
-    const suite = builder.testSuite().name(xmlSafe(`${d.id} ${d.name}`)).timestamp(result.startedAt);
-    for (const [name, value] of properties(d)) if (value !== undefined && value !== null) suite.property(name, xmlSafe(String(value)));
+    const suite = builder.testSuite().name(xmlSafe(`${d.id} ${d.name} [${verdictLabel(d.verdict)}]`)).timestamp(result.startedAt);
+    afterBuild(suite, (element) => element.att('hostname', hostname));
+    for (const [name, value] of properties(d, gate)) if (value !== undefined && value !== null) suite.property(name, xmlSafe(String(value)));
     let ms = 0;
     for (const c of d.checks) {
       ms += Number.isFinite(c.durationMs) ? c.durationMs : 0;
@@ -113,15 +180,12 @@ export function junitXml(result: RunResult): string {
         .className(xmlSafe(`${d.id}.${c.suite ?? 'unknown'}`))
         .name(xmlSafe(c.id))
         .time(seconds(c.durationMs));
-      const text = details(c);
-      const body = outcome(c).join('\n');
-      if (c.status === 'fail') tc.failure(xmlSafe(headline(c)), 'fail').stacktrace(cdataSafe(body));
-      else if (c.status === 'crash' || c.status === 'timeout') tc.error(xmlSafe(headline(c)), c.status, cdataSafe(body));
-      // the host failed the check (no space, a process killed from outside): an error, not the driver's failure
-      else if (c.status === 'error') tc.error(xmlSafe(headline(c)), 'host', cdataSafe(body));
-      else if (c.status === 'skip') skippedWithMessage(tc, xmlSafe(c.message ?? 'does not apply'));
+      const note = gate?.notes.find((n) => n.device === d.id && n.check === c.id);
+      checkOutcome(tc, c, note, gate);
+      const text = [details(c), note?.note ? `gate: ${note.kind}: ${note.note}` : ''].filter(Boolean).join('\n');
       if (text) tc.standardOutput(cdataSafe(text));
     }
+    if (gate) gateCases(suite, d, gate);
     if (d.errors?.length) {
       const n = d.errors.length;
       suite
@@ -132,5 +196,27 @@ export function junitXml(result: RunResult): string {
     }
     suite.time(seconds(ms));
   }
-  return builder.build();
+  if (gate) {
+    for (const m of gate.missing) {
+      const suite = builder.testSuite().name(xmlSafe(`${m.id} ${m.name} [MISSING]`)).timestamp(result.startedAt);
+      afterBuild(suite, (element) => element.att('hostname', hostname));
+      suite.property('pciBusId', xmlSafe(m.pciBusId ?? ''));
+      suite.property('backend', xmlSafe(m.backend));
+      const text = `${m.id} ${m.name} (${m.pciBusId ?? 'no PCI bus id'}) is missing: the baseline had it (${m.verdict ?? 'no verdict'}, ${m.driver ?? 'no driver'}), this run has not${m.why ? `: ${m.why}` : ''}`;
+      suite.testCase().className(xmlSafe(`${m.id}.gate`)).name('gate.presence').time(0).failure(xmlSafe(text), 'missing');
+    }
+    const suite = builder.testSuite().name(xmlSafe(`gate [${gate.pass ? 'PASS' : 'FAIL'}]`)).timestamp(result.startedAt);
+    afterBuild(suite, (element) => element.att('hostname', hostname));
+    if (gate.baseline) suite.property('baseline', xmlSafe(gate.baseline));
+    if (gate.expectations) suite.property('expectations', xmlSafe(gate.expectations));
+    suite.property('maxDrop', String(gate.maxDrop));
+    const decision = suite.testCase().className('gate').name('gate.decision').time(0);
+    if (!gate.pass) decision.failure(xmlSafe(gate.headline), 'gate');
+    decision.standardOutput(cdataSafe([gate.headline, ...gate.reasons.map((r) => `- ${r.text}`)].join('\n')));
+    for (const r of gate.reasons.filter((x) => x.kind === 'driver-init' || x.kind === 'requirement')) {
+      suite.testCase().className('gate').name(xmlSafe(`gate.${r.kind}`)).time(0).failure(xmlSafe(r.text), r.kind);
+    }
+  }
+  // junit-10.xsd has no `skipped` on <testsuites> (only on <testsuite>): the builder writes it there
+  return builder.build().replace(/^(<\?xml[^>]*>\s*<testsuites\b[^>]*?) skipped="\d+"/, '$1');
 }

@@ -1,6 +1,8 @@
-// A GitHub-flavoured Markdown summary of a run (the command appends it to $GITHUB_STEP_SUMMARY): a table of the
-// devices, their verdicts, bandwidths and check counts, then the checks that failed, timed out or crashed and the
-// errors outside any check. Text from drivers and checks is escaped: it renders as text, never as Markdown or HTML.
+// A GitHub-flavoured Markdown summary of a run (the command appends it to $GITHUB_STEP_SUMMARY): the gate's
+// PASS/FAIL headline, a table of the devices (driver, verdict, bandwidths, check counts), the regressions and
+// other reasons the gate is red (each with both sides and the PCI bus id), the known failures it excused, then
+// the checks that failed, timed out or crashed and the errors outside any check. Text from drivers and checks is
+// escaped: it renders as text, never as Markdown or HTML.
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
 
@@ -27,19 +29,21 @@ export function markdownSummary(result: RunResult): string {
   const out: string[] = [];
   const host = `${result.host.hostname} (${result.host.platform}, kernel ${result.host.kernel})`;
   out.push(`### ${markdownText(`${result.tool.name} ${result.tool.version}`)} on ${markdownText(host)}`, '');
+  if (result.gate) out.push(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: ${markdownText(result.gate.headline.replace(/^(PASS|FAIL)[^:]*: /, ''))}`, '');
   if (result.incomplete) out.push('**Interrupted**: the run stopped before every check reported; what is missing was not run.', '');
   if (result.devices.length === 0) {
     out.push('No device was found or selected.', '');
     return `${out.join('\n')}\n`;
   }
-  out.push(row(['device', 'name', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'passed', 'warned', 'failed', 'skipped']));
-  out.push(row(['---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
+  out.push(row(['device', 'name', 'driver', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'passed', 'warned', 'failed', 'skipped']));
+  out.push(row(['---', '---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
   for (const d of result.devices) {
     const failed = count(d, ...FAILING);
     out.push(
       row([
         `\`${d.id.replace(/`/g, "'").replace(/\|/g, '\\|')}\``,
         markdownText(d.name),
+        markdownText(`${d.driver.name} ${d.driver.version}`),
         markdownText(d.verdict.text) + (d.incomplete ? ' (incomplete)' : ''),
         fixed(d.timing?.registeredGBps),
         fixed(d.timing?.stagedGBps),
@@ -51,13 +55,26 @@ export function markdownSummary(result: RunResult): string {
       ]),
     );
   }
+  const gate = result.gate;
+  if (gate && gate.reasons.length > 0) {
+    out.push('', `#### ${gate.baseline ? 'Regressions and other reasons' : 'Reasons'} the gate failed (${gate.reasons.length})`, '');
+    for (const r of gate.reasons) out.push(`- ${r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
+  }
+  const excused = gate?.notes.filter((n) => n.kind === 'expected' || n.kind === 'flaky') ?? [];
+  if (excused.length > 0) {
+    out.push('', `#### Known failures and flakes (${excused.length})`, '');
+    for (const n of excused) out.push(`- \`${n.device.replace(/`/g, "'")}\` **${markdownText(n.check)}** ${markdownText(`${n.kind}: ${n.note ?? ''}`)}`);
+  }
   const failures: string[] = [];
   for (const d of result.devices) {
-    for (const c of d.checks.filter((c) => FAILING.includes(c.status))) {
+    for (const c of d.checks.filter((c) => FAILING.includes(c.status) || c.status === 'error')) {
       const said = c.message ?? (c.expected !== undefined || c.observed !== undefined ? '' : 'no message');
       const eo = [c.expected !== undefined ? `expected ${c.expected}` : '', c.observed !== undefined ? `observed ${c.observed}` : ''].filter(Boolean).join('; ');
       const text = [said, eo].filter(Boolean).join(' — ');
-      failures.push(`- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (${c.status}): ${markdownText(text)}`);
+      const note = gate?.notes.find((n) => n.device === d.id && n.check === c.id);
+      const accepted = gate && !(note && ['regression', 'unexpected-pass', 'error'].includes(note.kind)) ? ` — accepted by the gate (${note?.kind === 'expected' ? 'known failure' : note?.kind === 'flaky' ? 'flaky' : 'failed in the baseline too'})` : '';
+      const status = c.status === 'error' ? 'host error' : c.status;
+      failures.push(`- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (${status}): ${markdownText(text)}${accepted}`);
     }
     for (const e of d.errors ?? []) failures.push(`- \`${d.id.replace(/`/g, "'")}\` **run error**: ${markdownText(e)}`);
   }

@@ -95,7 +95,7 @@ export class Progress {
         return;
       }
       const detail = e.observed ?? e.message ?? '';
-      const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail.slice(0, 140)}` : ''}`;
+      const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail}` : ''}`;
       // on a terminal only what did not pass stays on screen; in a log every check has its line
       if (!this.tty || e.status !== 'pass') this.#line(text);
       else this.#draw();
@@ -112,7 +112,7 @@ export class Progress {
   #tellSkipped(device: string, s: DeviceState): void {
     for (const [reason, ids] of s.skipped) {
       const what = ids.length === 1 ? `${ids[0]} skip` : `${ids.length} checks skip`;
-      this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${reason.slice(0, 140)}` : ''}`);
+      this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${reason}` : ''}`);
     }
     s.skipped.clear();
   }

@@ -1,49 +1,66 @@
 // compare OLD.json NEW.json: per device and check, what got worse (regression), better (fix), stayed, appeared
-// (new) or went (missing); known failures of the expectations file are `expected`, not regressions. The baseline
-// gate (`run --baseline`) uses gate(), which re-runs a flaky-looking regression once before it counts.
+// (new) or went (missing); known failures of the expectations file are `expected`, not regressions. The gate
+// (results/gate.ts) makes the same comparison of a run against its baseline, or against nothing.
 //
-// The rules (README "compare"; deqp-runner's order of severity):
+// The rules (README "The gate"; deqp-runner's order of severity and its expectations):
 // - Devices are matched by backend, PCI bus id and name, never by index or id (cuda:0 may be another GPU after a
 //   driver upgrade or with CUDA_VISIBLE_DEVICES); when both files are merged (every device carries `host`),
 //   by hostname too. Two devices with the same key in one file are told apart by their order (#2, #3...).
+// - Presence: a device of OLD that is not in NEW is a regression, whatever the reason (the library gone, its
+//   init failing, fewer devices): its verdict entry says so, and its checks are `missing`. A device only in
+//   NEW is `new`.
 // - Check statuses rise in severity pass < warn < fail < timeout < crash. A status that rose is a regression,
-//   one that fell a fix, the same unchanged.
-// - `skip` (the check did not apply) is no result: it compares as if the check were absent. A check with no
-//   result in OLD (absent or skip) is `new` in NEW, except that a new result of fail, timeout or crash is a
-//   regression ("new failure"): the baseline never accepted it. A check with a result in OLD and none in NEW
-//   (absent or skip) is `missing`. A device only in NEW is `new` and its checks follow the same rule (a new
-//   device's failing check is a regression); a device only in OLD is `missing`.
-// - The device's verdict is compared as the entry `verdict`: leaving Usable is a regression, and so is a refusal
-//   that appeared (or changed to another refusal); becoming Usable is a fix; any other change is `changed`.
-// - A regression covered by a `fail` entry of the expectations is `expected`. One covered by a `flake` entry
-//   stays a regression in compare (a file cannot be re-run) and is marked "known flake"; gate() re-runs it.
+//   one that fell a fix, the same unchanged. `error` in NEW (the host failed the check) is `error`: no
+//   judgement of the driver, and the gate does not pass on it.
+// - `skip` and `error` are no result of the driver's: a check with no result in OLD is `new` in NEW, except
+//   that a new result of fail, timeout or crash is a regression ("new failure"): the baseline never accepted
+//   it. A check with a result in OLD and none in NEW is `missing`.
+// - The device's verdict is the entry `verdict`: leaving Usable is a regression, and so is a refusal that
+//   appeared (or changed to another refusal); becoming Usable is a fix; any other change is `changed`.
+// - The registered copy's GB/s is the entry `bandwidth`: a drop of more than `maxDrop` (a fraction, 0.1 by
+//   default) of OLD's figure is a regression, named with both figures; a rise beyond it is a fix. The staged
+//   copy's figure is shown, never judged: it moves by some 15% from run to run on the H200.
+// - Expectations: a regression covered by a `fail` entry is `expected`. A check covered by a `fail` entry that
+//   passed (or warned) in NEW is an `unexpected-pass`: the list is out of date, and the gate does not pass
+//   until it is updated (deqp-runner's UnexpectedPass). A regression covered by a `flake` entry stays a
+//   regression in compare (a file cannot be re-run) and is marked "known flake"; the gate re-runs it.
+import { findExpectation, type Expectation, type Expectations } from './expectations.js';
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
-import { findExpectation, type Expectations } from './expectations.js';
-import type { CheckResult, DeviceWithHost, RunResult } from './types.js';
-
-export type ChangeKind = 'regression' | 'error' | 'fix' | 'unchanged' | 'new' | 'missing' | 'expected' | 'flaky' | 'changed';
-export const CHANGE_KINDS: readonly ChangeKind[] = ['regression', 'error', 'expected', 'flaky', 'fix', 'changed', 'new', 'missing', 'unchanged'];
+import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, RegressionKind, RunResult } from './types.js';
 
 export { SEVERITY } from './status.js';
+export type { ChangeKind, RegressionKind } from './types.js';
+/** In the order the reports list them. */
+export const CHANGE_KINDS: readonly ChangeKind[] = ['regression', 'unexpected-pass', 'error', 'expected', 'flaky', 'fix', 'changed', 'new', 'missing', 'unchanged'];
+/** The kinds that keep a gate from passing. */
+export const FAILING_KINDS: readonly ChangeKind[] = ['regression', 'unexpected-pass', 'error'];
 
 /** The id under which the device's verdict is compared (and matched by the expectations). */
 export const VERDICT_CHECK = 'verdict';
+/** The id under which the registered copy's GB/s is compared (and matched by the expectations). */
+export const BANDWIDTH_CHECK = 'bandwidth';
+/** The drop of the registered GB/s that is a regression when none is given (README: why 10%). */
+export const DEFAULT_MAX_DROP = 0.1;
 
 export interface Change {
   kind: ChangeKind;
-  /** The check id, or `verdict` for the device's verdict. */
+  /** The check id, `verdict` for the device's verdict, `bandwidth` for its registered GB/s. */
   check: string;
-  /** The status (or verdict) in OLD and NEW; absent where that file has none. */
+  /** The status (verdict, figure) in OLD and NEW; absent where that file has none. */
   old?: string;
   new?: string;
   /** One line: `hazard.tmpfs_bytes pass -> fail`, `verdict Usable -> Refused (Wrong_bytes)`. */
   summary: string;
-  /** What NEW observed (or its message), shortened, for a regression or an expected failure. */
+  /** What NEW observed (or its message), for a regression, a failure or a warning: the full text, on one line. */
   detail?: string;
   /** Why it is classed so: "new failure", "known failure (file:3)", "known flake (file:5)", "flaky, passed on re-run". */
   note?: string;
+  /** The expectations entry that classed it (expected, unexpected-pass, known flake): where, and the line. */
+  expectation?: { source: string; line: string };
   /** The gate's re-run of the check, when it re-ran it. */
-  rerun?: { status: CheckStatus; observed?: string; verdict?: string };
+  rerun?: { status: CheckStatus; observed?: string; verdict?: string; registeredGBps?: number };
+  /** For `bandwidth`: the figures (GB/s) and the drop, a fraction of OLD (negative: a rise). */
+  figures?: BandwidthFigures;
 }
 
 export type Counts = Record<ChangeKind, number>;
@@ -62,7 +79,7 @@ export interface DeviceComparison {
   /** Driver name and version, e.g. `HIP 7.2.4000`. */
   driver: { old?: string; new?: string };
   verdict: { old?: string; new?: string };
-  /** The verdict entry first, then every check (unchanged ones too), in NEW's order then OLD's. */
+  /** The verdict entry first, the bandwidth entry where either side has a figure, then every check (unchanged ones too), in NEW's order then OLD's. */
   changes: Change[];
   counts: Counts;
 }
@@ -78,23 +95,29 @@ export interface FileSummary {
 }
 
 export interface Comparison {
-  old: FileSummary;
+  /** Absent when NEW was judged on its own (the gate with no baseline). */
+  old?: FileSummary;
   new: FileSummary;
   /** Both files were merged: devices were matched with their hostname. */
   matchedByHost: boolean;
   /** The expectations file used, if any. */
   expectations?: string;
+  /** The largest drop of the registered GB/s that is not a regression (a fraction of OLD's). */
+  maxDrop: number;
   devices: DeviceComparison[];
   counts: Counts;
 }
 
-const zero = (): Counts => ({ regression: 0, error: 0, fix: 0, unchanged: 0, new: 0, missing: 0, expected: 0, flaky: 0, changed: 0 });
+export interface CompareOptions {
+  expectations?: Expectations;
+  /** Default DEFAULT_MAX_DROP. */
+  maxDrop?: number;
+}
 
-const short = (s: string | undefined, n = 120): string | undefined => {
-  if (s === undefined) return undefined;
-  const one = s.replace(/\s+/g, ' ').trim();
-  return one.length > n ? `${one.slice(0, n - 1)}…` : one;
-};
+const zero = (): Counts => Object.fromEntries(CHANGE_KINDS.map((k) => [k, 0])) as Counts;
+
+/** `s` on one line (whitespace runs as one blank), in full. */
+const oneLine = (s: string | undefined): string | undefined => (s === undefined ? undefined : s.replace(/\s+/g, ' ').trim() || undefined);
 
 /** `Usable`, `Refused (Wrong_bytes)`: the verdict's kind and refusal, without the reason. */
 export function verdictLabel(v: { kind: string; refusal?: string }): string {
@@ -106,11 +129,16 @@ const driverLabel = (d: DeviceWithHost): string => `${d.driver.name} ${d.driver.
 /** Every device of both files carries `host` (the files are merged). */
 const isMerged = (r: RunResult): boolean => r.devices.length > 0 && r.devices.every((d) => (d as DeviceWithHost).host !== undefined);
 
+/** The key that matches a device across files: [hostname/]backend/pciBusId/name. */
+export function deviceKey(d: DeviceWithHost, fileHost: string, withHost: boolean): string {
+  return [...(withHost ? [d.host?.hostname ?? fileHost] : []), d.backend, d.pciBusId ?? '-', d.name].join('/');
+}
+
 /** The devices of a file by key; a repeated key gets #2, #3... in the file's order. */
 function keyed(r: RunResult, withHost: boolean): Map<string, DeviceWithHost> {
   const out = new Map<string, DeviceWithHost>();
   for (const d of r.devices as DeviceWithHost[]) {
-    const base = [...(withHost ? [d.host?.hostname ?? r.host.hostname] : []), d.backend, d.pciBusId ?? '-', d.name].join('/');
+    const base = deviceKey(d, r.host.hostname, withHost);
     let key = base;
     for (let n = 2; out.has(key); n++) key = `${base}#${n}`;
     out.set(key, d);
@@ -119,10 +147,9 @@ function keyed(r: RunResult, withHost: boolean): Map<string, DeviceWithHost> {
 }
 
 /** Old and new result of one check, classed by the rules above (expectations not yet applied). */
-function classify(o: { status: CheckStatus } | undefined, n: { status: CheckStatus } | undefined): { kind: ChangeKind; note?: string } {
+export function classify(o: { status: CheckStatus } | undefined, n: { status: CheckStatus } | undefined): { kind: ChangeKind; note?: string } {
   // the host failed the check in NEW: no judgement of the driver either way, and the gate cannot pass on it
   if (n?.status === 'error') return { kind: 'error', note: 'the host failed the check, not the driver' };
-  // `skip` and `error` are no result of the driver's
   const oc = o && isRanked(o.status) ? o.status : undefined;
   const nc = n && isRanked(n.status) ? n.status : undefined;
   if (oc && nc) {
@@ -131,14 +158,14 @@ function classify(o: { status: CheckStatus } | undefined, n: { status: CheckStat
   }
   if (nc) return FAILING.includes(nc) ? { kind: 'regression', note: 'new failure' } : { kind: 'new' };
   if (oc) return { kind: 'missing' };
-  // neither has a result: both skip (unchanged), or skip on one side and absent on the other
+  // neither has a result: both skip (unchanged), or no result on one side and absent on the other
   if (o && n) return { kind: 'unchanged' };
   return { kind: n ? 'new' : 'missing' };
 }
 
-function classifyVerdict(o: { kind: string; refusal?: string } | undefined, n: { kind: string; refusal?: string } | undefined): ChangeKind {
+export function classifyVerdict(o: { kind: string; refusal?: string } | undefined, n: { kind: string; refusal?: string } | undefined): ChangeKind {
   if (!o) return 'new';
-  if (!n) return 'missing';
+  if (!n) return 'regression'; // the device is gone
   if (verdictLabel(o) === verdictLabel(n)) return 'unchanged';
   if (o.kind === 'Usable') return 'regression';
   if (n.kind === 'Refused') return 'regression';
@@ -146,24 +173,59 @@ function classifyVerdict(o: { kind: string; refusal?: string } | undefined, n: {
   return 'changed';
 }
 
-const arrow = (o: string | undefined, n: string | undefined): string => `${o ?? '(none)'} -> ${n ?? '(none)'}`;
+export const arrow = (o: string | undefined, n: string | undefined): string => `${o ?? '(none)'} -> ${n ?? '(none)'}`;
+export const gbpsText = (x: number): string => `${x.toFixed(2)} GB/s`;
+export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;
+
+/** The registered GB/s of OLD against NEW's, judged against `maxDrop`; undefined when neither has a figure. */
+export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
+  const of = o?.timing?.registeredGBps;
+  const nf = n?.timing?.registeredGBps;
+  if (of === undefined && nf === undefined) return undefined;
+  const summaryOf = (kind: ChangeKind, extra = ''): Change => ({
+    kind,
+    check: BANDWIDTH_CHECK,
+    ...(of !== undefined ? { old: gbpsText(of) } : {}),
+    ...(nf !== undefined ? { new: gbpsText(nf) } : {}),
+    summary: `registered ${arrow(of === undefined ? undefined : gbpsText(of), nf === undefined ? undefined : gbpsText(nf))}${extra}`,
+  });
+  // no figure on one side: the verdict (and probe.verdict) already say why; a figure is not judged alone
+  if (of === undefined || nf === undefined || !(of > 0)) return summaryOf(of === undefined ? 'new' : 'missing');
+  const drop = 1 - nf / of;
+  const kind: ChangeKind = drop > maxDrop ? 'regression' : -drop > maxDrop ? 'fix' : 'unchanged';
+  const sign = drop > 0 ? '-' : '+';
+  const ch = summaryOf(kind, ` (${sign}${percent(Math.abs(drop))})`);
+  const staged = { ...(o?.timing ? { old: o.timing.stagedGBps } : {}), ...(n?.timing ? { new: n.timing.stagedGBps } : {}) };
+  ch.figures = { old: of, new: nf, drop, maxDrop, staged };
+  if (kind === 'regression') ch.note = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed`;
+  const stagedText = staged.old !== undefined && staged.new !== undefined ? `staged ${gbpsText(staged.old)} -> ${gbpsText(staged.new)} (shown, not judged)` : undefined;
+  if (stagedText) ch.detail = stagedText;
+  return ch;
+}
 
 interface Pair {
   old?: DeviceWithHost;
   new?: DeviceWithHost;
 }
 
-/** Applies the expectations to a change classed as a regression (or notes a fix of a listed failure). */
+const cite = (e: Expectation): { source: string; line: string } => ({ source: e.source, line: e.line });
+
+/**
+ * Applies the expectations to a change: a regression covered by a `fail` entry is `expected`, one covered by a
+ * `flake` entry is marked; a check covered by a `fail` entry that passed or warned in NEW is an unexpected pass.
+ */
 function withExpectations(ch: Change, device: DeviceWithHost | undefined, hostname: string | undefined, e: Expectations | undefined): Change {
   if (!device || !e) return ch;
   if (ch.kind === 'regression') {
     const fail = findExpectation(e, 'fail', device, ch.check, hostname);
-    if (fail) return { ...ch, kind: 'expected', note: `known failure (${fail.source})${ch.note ? `, ${ch.note}` : ''}` };
+    if (fail) return { ...ch, kind: 'expected', note: `known failure (${fail.source}: ${fail.line})${ch.note ? `, ${ch.note}` : ''}`, expectation: cite(fail) };
     const flake = findExpectation(e, 'flake', device, ch.check, hostname);
-    if (flake) return { ...ch, note: `known flake (${flake.source})${ch.note ? `, ${ch.note}` : ''}` };
-  } else if (ch.kind === 'fix') {
+    if (flake) return { ...ch, note: `known flake (${flake.source})${ch.note ? `, ${ch.note}` : ''}`, expectation: cite(flake) };
+    return ch;
+  }
+  if (ch.new === 'pass' || ch.new === 'warn' || (ch.check === VERDICT_CHECK && ch.new === 'Usable')) {
     const fail = findExpectation(e, 'fail', device, ch.check, hostname);
-    if (fail) return { ...ch, note: `listed as a known failure (${fail.source}): the entry can go` };
+    if (fail) return { ...ch, kind: 'unexpected-pass', note: `unexpected pass: listed as a known failure (${fail.source}: ${fail.line}): update the expectations`, expectation: cite(fail) };
   }
   return ch;
 }
@@ -174,8 +236,8 @@ function checkChange(check: string, o: CheckResult | undefined, n: CheckResult |
   if (o) ch.old = o.status;
   if (n) ch.new = n.status;
   if (note) ch.note = note;
-  if (n && (kind === 'regression' || FAILING.includes(n.status) || n.status === 'warn')) {
-    const detail = short(n.observed ?? n.message);
+  if (n && (kind === 'regression' || kind === 'error' || FAILING.includes(n.status) || n.status === 'warn')) {
+    const detail = oneLine(n.observed ?? n.message);
     if (detail) ch.detail = detail;
   }
   return ch;
@@ -187,7 +249,8 @@ function countOf(changes: Change[]): Counts {
   return c;
 }
 
-function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, e: Expectations | undefined): DeviceComparison {
+function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions): DeviceComparison {
+  const e = o.expectations;
   const any = (p.new ?? p.old)!;
   const ov = p.old ? verdictLabel(p.old.verdict) : undefined;
   const nv = p.new ? verdictLabel(p.new.verdict) : undefined;
@@ -195,8 +258,12 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   const verdict: Change = { kind: classifyVerdict(p.old?.verdict, p.new?.verdict), check: VERDICT_CHECK, summary: `verdict ${arrow(ov, nv)}` };
   if (ov) verdict.old = ov;
   if (nv) verdict.new = nv;
-  if (verdict.kind === 'regression' && p.new?.verdict.reason) verdict.detail = short(p.new.verdict.reason)!;
-  changes.push(withExpectations(verdict, p.new, hostname.new, e));
+  if (!p.new) verdict.note = 'the device is missing';
+  else if (verdict.kind === 'regression' && p.new.verdict.reason) verdict.detail = oneLine(p.new.verdict.reason)!;
+  // a missing device has no NEW side for the expectations to match: its absence is matched against OLD's device
+  changes.push(withExpectations(verdict, p.new ?? p.old, p.new ? hostname.new : hostname.old, e));
+  const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
+  if (bandwidth) changes.push(withExpectations(bandwidth, p.new, hostname.new, e));
   const oldChecks = new Map((p.old?.checks ?? []).map((c) => [c.id, c]));
   const newChecks = new Map((p.new?.checks ?? []).map((c) => [c.id, c]));
   const ids = [...newChecks.keys(), ...[...oldChecks.keys()].filter((id) => !newChecks.has(id))];
@@ -217,13 +284,13 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   return dc;
 }
 
-function summary(r: RunResult): FileSummary {
+export function fileSummary(r: RunResult): FileSummary {
   return { hostname: r.host.hostname, startedAt: r.startedAt, finishedAt: r.finishedAt, tool: `${r.tool.name} ${r.tool.version}`, devices: r.devices.length, ...(r.incomplete ? { incomplete: true } : {}) };
 }
 
-function pairs(old: RunResult, neu: RunResult): { matchedByHost: boolean; pairs: [string, Pair][] } {
-  const matchedByHost = isMerged(old) && isMerged(neu);
-  const o = keyed(old, matchedByHost);
+function pairs(old: RunResult | undefined, neu: RunResult): { matchedByHost: boolean; pairs: [string, Pair][] } {
+  const matchedByHost = old !== undefined && isMerged(old) && isMerged(neu);
+  const o = old ? keyed(old, matchedByHost) : new Map<string, DeviceWithHost>();
   const n = keyed(neu, matchedByHost);
   const out: [string, Pair][] = [];
   for (const [k, d] of n) out.push([k, { new: d, ...(o.has(k) ? { old: o.get(k)! } : {}) }]);
@@ -231,24 +298,45 @@ function pairs(old: RunResult, neu: RunResult): { matchedByHost: boolean; pairs:
   return { matchedByHost, pairs: out };
 }
 
-function total(devices: DeviceComparison[]): Counts {
+export function totalCounts(devices: readonly DeviceComparison[]): Counts {
   const c = zero();
   for (const d of devices) for (const k of CHANGE_KINDS) c[k] += d.counts[k];
   return c;
 }
 
-/** Compares two results files' contents (see the rules at the top of this file). */
-export function compareResults(old: RunResult, neu: RunResult, expectations?: Expectations): Comparison {
-  const { matchedByHost, pairs: ps } = pairs(old, neu);
-  const devices = ps.map(([key, p]) =>
-    compareDevice(key, p, { ...(p.old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, expectations),
-  );
-  return { old: summary(old), new: summary(neu), matchedByHost, ...(expectations ? { expectations: expectations.file } : {}), devices, counts: total(devices) };
+/** Recounts a device's changes (after the gate's re-runs replaced some). */
+export function recount(d: DeviceComparison): void {
+  d.counts = countOf(d.changes);
 }
 
-/** There is at least one regression (expected failures and flakes that passed on re-run are not). */
+/**
+ * Compares two results files' contents (see the rules at the top of this file). With no OLD, NEW is judged on
+ * its own: every failing check is a "new failure", and nothing can be missing.
+ */
+export function compareResults(old: RunResult | undefined, neu: RunResult, options: CompareOptions = {}): Comparison {
+  const { matchedByHost, pairs: ps } = pairs(old, neu);
+  const devices = ps.map(([key, p]) =>
+    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, options),
+  );
+  return {
+    ...(old ? { old: fileSummary(old) } : {}),
+    new: fileSummary(neu),
+    matchedByHost,
+    ...(options.expectations ? { expectations: options.expectations.file } : {}),
+    maxDrop: options.maxDrop ?? DEFAULT_MAX_DROP,
+    devices,
+    counts: totalCounts(devices),
+  };
+}
+
+/** The changes that keep a gate from passing (regressions, unexpected passes, host errors), with their device. */
+export function failingChanges(c: Comparison): { device: DeviceComparison; change: Change }[] {
+  return c.devices.flatMap((device) => device.changes.filter((ch) => FAILING_KINDS.includes(ch.kind)).map((change) => ({ device, change })));
+}
+
+/** There is at least one regression, unexpected pass or host error (expected failures and flakes that passed on re-run are not). */
 export function hasRegression(c: Comparison): boolean {
-  return c.counts.regression > 0;
+  return FAILING_KINDS.some((k) => c.counts[k] > 0);
 }
 
 /** The command's exit status for a comparison: 1 when there is a regression, else 0. */
@@ -256,78 +344,39 @@ export function exitStatus(c: Comparison): 0 | 1 {
   return hasRegression(c) ? 1 : 0;
 }
 
-/** Re-runs one check of one device of the NEW run (by its id in that run); undefined when it could not. */
-export type Rerun = (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
+// ---------------------------------------------------------------------------------------------------------------
+// One failing change as a line, and the readable form of a whole comparison.
 
-/**
- * The baseline gate: compare, then re-run once each regression that may be a flake before it counts, and use the
- * re-run's result if it no longer regresses (kind `flaky`, note "flaky, passed on re-run"). Re-run are:
- * a check covered by a `flake` entry; any `timing.*` check; and, when NEW's verdict is Too_slow (a timing
- * result), the verdict and probe.verdict, both answered by one re-run of probe.verdict (its data.verdict).
- * Each check of a device is re-run at most once, one at a time (timings want a quiet machine). A re-run that
- * still regresses, or that could not run, leaves the regression, its note saying what the re-run gave.
- */
-export async function gate(old: RunResult, neu: RunResult, expectations: Expectations | undefined, rerun: Rerun): Promise<Comparison> {
-  const c = compareResults(old, neu, expectations);
-  const { pairs: ps } = pairs(old, neu);
-  const byKey = new Map(ps);
-  const cache = new Map<string, Promise<CheckResult | undefined>>();
-  const once = (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
-    const k = `${deviceId}\u0000${checkId}`;
-    let p = cache.get(k);
-    if (!p) {
-      p = rerun(deviceId, checkId).catch(() => undefined);
-      cache.set(k, p);
-    }
-    return p;
-  };
-  for (const d of c.devices) {
-    const p = byKey.get(d.key);
-    if (!p?.new) continue;
-    const tooSlow = p.new.verdict.kind === 'Too_slow';
-    for (let i = 0; i < d.changes.length; i++) {
-      const ch = d.changes[i]!;
-      if (ch.kind !== 'regression') continue;
-      const flake = ch.note?.startsWith('known flake') ?? false;
-      if (ch.check === VERDICT_CHECK) {
-        if (!tooSlow) continue;
-        const r = await once(p.new.id, 'probe.verdict');
-        const v = (r?.data as { verdict?: { kind: string; refusal?: string } } | undefined)?.verdict;
-        const again = v ? classifyVerdict(p.old?.verdict, v) : 'regression';
-        const rerunInfo = r ? { status: r.status, ...(v ? { verdict: verdictLabel(v) } : {}) } : undefined;
-        d.changes[i] = again === 'regression' || !v
-          ? { ...ch, note: `${ch.note ? `${ch.note}, ` : ''}${r ? `re-run: ${v ? verdictLabel(v) : r.status}` : 'could not be re-run'}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) }
-          : { ...ch, kind: 'flaky', note: 'flaky, passed on re-run', rerun: rerunInfo! };
-        continue;
-      }
-      if (!(flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict'))) continue;
-      const r = await once(p.new.id, ch.check);
-      const oldCheck = p.old?.checks.find((x) => x.id === ch.check);
-      // a re-run that skipped proves nothing
-      const again = r && r.status !== 'skip' ? classify(oldCheck, r).kind : 'regression';
-      const rerunInfo = r ? { status: r.status, ...(r.observed ? { observed: short(r.observed)! } : {}) } : undefined;
-      d.changes[i] = again === 'regression'
-        ? { ...ch, note: `${ch.note ? `${ch.note}, ` : ''}${r ? `re-run: ${r.status}` : 'could not be re-run'}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) }
-        : { ...ch, kind: 'flaky', note: 'flaky, passed on re-run', rerun: rerunInfo! };
-    }
-    d.counts = countOf(d.changes);
-  }
-  c.counts = total(c.devices);
-  return c;
+export function regressionKind(d: DeviceComparison, ch: Change): RegressionKind {
+  if (ch.kind === 'unexpected-pass' || ch.kind === 'error') return ch.kind;
+  if (ch.check === VERDICT_CHECK) return d.presence === 'missing' ? 'missing' : 'verdict';
+  if (ch.check === BANDWIDTH_CHECK) return 'bandwidth';
+  return 'status';
 }
 
-// ---------------------------------------------------------------------------------------------------------------
-// The readable form.
+/** The device as the reports name it: `cuda:0 NVIDIA H200 (0000:00:06.0)`, with its host when matched by host. */
+export function deviceName(d: DeviceComparison): string {
+  const id = d.id.new && d.id.old && d.id.new !== d.id.old ? `${d.id.new} (was ${d.id.old})` : (d.id.new ?? d.id.old)!;
+  return `${d.host ? `${d.host} ` : ''}${id} ${d.name} (${d.pciBusId ?? 'no PCI bus id'})`;
+}
+
+/** One failing change on one line, in full: `cuda:0 NVIDIA H200 (0000:00:06.0): registered 54.60 GB/s -> 43.68 GB/s (-20.0%): a drop of 20.0%, ...`. */
+export function changeLine(d: DeviceComparison, ch: Change): string {
+  const kind = regressionKind(d, ch);
+  const what =
+    kind === 'missing'
+      ? `missing: the baseline had it (${d.verdict.old ?? 'no verdict'}, ${d.driver.old ?? 'no driver'}), this run has not`
+      : kind === 'error'
+        ? `${ch.check} could not be judged: the host failed it, not the driver`
+        : ch.summary;
+  const why = [kind === 'missing' || kind === 'error' ? undefined : ch.note, ch.detail].filter(Boolean).join(': ');
+  return `${deviceName(d)}: ${what}${why ? `: ${why}` : ''}`;
+}
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
 }
-
-const deviceLabel = (d: DeviceComparison): string => {
-  const id = d.id.new && d.id.old && d.id.new !== d.id.old ? `${d.id.new} (was ${d.id.old})` : (d.id.new ?? d.id.old)!;
-  return `${d.host ? `${d.host} ` : ''}${id} ${d.name}`;
-};
 
 const driverChange = (d: DeviceComparison): string => {
   const { old: o, new: n } = d.driver;
@@ -343,6 +392,8 @@ const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n =
 /** Totals on one line: `1 regression, 5 fixes, 0 new, 0 missing, 30 unchanged`. */
 export function countsLine(c: Counts): string {
   const parts = [plural(c.regression, 'regression'), plural(c.fix, 'fix', 'fixes')];
+  if (c['unexpected-pass']) parts.push(plural(c['unexpected-pass'], 'unexpected pass', 'unexpected passes'));
+  if (c.error) parts.push(plural(c.error, 'host error'));
   if (c.expected) parts.push(`${c.expected} expected`);
   if (c.flaky) parts.push(`${c.flaky} flaky`);
   if (c.changed) parts.push(`${c.changed} changed`);
@@ -352,6 +403,7 @@ export function countsLine(c: Counts): string {
 
 const LINE_KIND: Record<ChangeKind, string> = {
   regression: 'REGRESSION',
+  'unexpected-pass': 'UNEXPECTED PASS',
   error: 'HOST ERROR',
   expected: 'expected',
   flaky: 'flaky',
@@ -362,25 +414,32 @@ const LINE_KIND: Record<ChangeKind, string> = {
   unchanged: 'unchanged',
 };
 
+const figure = (d: DeviceComparison, which: 'old' | 'new'): string => d.changes.find((ch) => ch.check === BANDWIDTH_CHECK)?.[which]?.replace(' GB/s', '') ?? '-';
+
 /**
- * The comparison as a table (a row per device: driver old -> new, verdict, counts), then, per device, a line for
- * each change that is not `unchanged` (regressions first), then the totals. `labels` names the two files.
+ * The comparison as a table (a row per device: PCI bus id, driver old -> new, verdict, registered GB/s, counts),
+ * then, per device, a line for each change that is not `unchanged` (regressions first), then the totals.
+ * `labels` names the two files.
  */
 export function formatComparison(c: Comparison, labels?: { old: string; new: string }): string {
   const out: string[] = [];
   const head = (which: 'old' | 'new'): string => {
     const s = c[which];
+    if (!s) return `${which === 'old' ? 'OLD' : 'NEW'}: none`;
     return `${which === 'old' ? 'OLD' : 'NEW'}: ${labels ? `${labels[which]} ` : ''}(${s.hostname}, ${s.startedAt}, ${s.tool}, ${plural(s.devices, 'device')}${s.incomplete ? ', INCOMPLETE: interrupted' : ''})`;
   };
   out.push(head('old'), head('new'));
   if (c.expectations) out.push(`expectations: ${c.expectations}`);
+  out.push(`registered GB/s: a drop of more than ${percent(c.maxDrop)} is a regression`);
   if (c.matchedByHost) out.push('devices matched by host, backend, PCI bus id and name');
   out.push('');
-  const rows = [['device', 'pci', 'driver', 'verdict', 'regr', 'fix', 'new', 'missing', 'unchanged']];
+  const rows = [['device', 'pci', 'driver', 'verdict', 'GB/s', 'regr', 'fix', 'new', 'missing', 'unchanged']];
   for (const d of c.devices) {
+    const id = d.id.new && d.id.old && d.id.new !== d.id.old ? `${d.id.new} (was ${d.id.old})` : (d.id.new ?? d.id.old)!;
     const verdict = d.verdict.old === d.verdict.new ? d.verdict.new! : arrow(d.verdict.old, d.verdict.new);
-    const presence = d.presence === 'both' ? '' : d.presence === 'new' ? ' [new device]' : ' [missing device]';
-    rows.push([`${deviceLabel(d)}${presence}`, d.pciBusId ?? '-', driverChange(d), verdict, String(d.counts.regression), String(d.counts.fix), String(d.counts.new), String(d.counts.missing), String(d.counts.unchanged)]);
+    const presence = d.presence === 'both' ? '' : d.presence === 'new' ? ' [new device]' : ' [MISSING device]';
+    const gbps = figure(d, 'old') === figure(d, 'new') ? figure(d, 'new') : `${figure(d, 'old')} -> ${figure(d, 'new')}`;
+    rows.push([`${d.host ? `${d.host} ` : ''}${id} ${d.name}${presence}`, d.pciBusId ?? '-', driverChange(d), verdict, gbps, String(d.counts.regression), String(d.counts.fix), String(d.counts.new), String(d.counts.missing), String(d.counts.unchanged)]);
   }
   out.push(...table(rows));
   for (const d of c.devices) {
@@ -388,9 +447,9 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
       .filter((ch) => ch.kind !== 'unchanged' && !(d.presence !== 'both' && (ch.kind === 'new' || ch.kind === 'missing')))
       .sort((a, b) => CHANGE_KINDS.indexOf(a.kind) - CHANGE_KINDS.indexOf(b.kind));
     if (shown.length === 0 && d.presence === 'both') continue;
-    out.push('', `${deviceLabel(d)} (${d.pciBusId ?? 'no PCI bus id'}), driver ${driverChange(d)}`);
-    if (d.presence === 'new') out.push(`  new device: ${plural(d.changes.length - 1, 'check')}, not in OLD`);
-    if (d.presence === 'missing') out.push(`  missing device: ${plural(d.changes.length - 1, 'check')} in OLD, the device is not in NEW`);
+    out.push('', `${deviceName(d)}, driver ${driverChange(d)}`);
+    if (d.presence === 'new') out.push(`  new device: ${plural(d.changes.filter((ch) => ch.check !== VERDICT_CHECK && ch.check !== BANDWIDTH_CHECK).length, 'check')}, not in OLD`);
+    if (d.presence === 'missing') out.push(`  MISSING device: ${plural(d.changes.filter((ch) => ch.check !== VERDICT_CHECK && ch.check !== BANDWIDTH_CHECK).length, 'check')} in OLD, the device is not in NEW`);
     const rowsD = shown.map((ch) => [`  ${LINE_KIND[ch.kind]}`, ch.check, arrow(ch.old, ch.new), [ch.note, ch.detail].filter(Boolean).join(': ')]);
     if (rowsD.length) out.push(...table(rowsD));
     if (d.presence === 'both') out.push(`  ${d.counts.unchanged} unchanged`);
@@ -399,7 +458,25 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
   return `${out.join('\n')}\n`;
 }
 
+/** Every failing change as data: what `--json` lists under `regressions`. */
+export function regressionList(c: Comparison): Record<string, unknown>[] {
+  return failingChanges(c).map(({ device: d, change: ch }) => ({
+    kind: regressionKind(d, ch),
+    ...(d.host ? { host: d.host } : {}),
+    pciBusId: d.pciBusId,
+    device: d.id.new ?? d.id.old,
+    name: d.name,
+    backend: d.backend,
+    ...(ch.check !== VERDICT_CHECK ? { check: ch.check } : {}),
+    ...(ch.old !== undefined ? { old: ch.old } : {}),
+    ...(ch.new !== undefined ? { new: ch.new } : {}),
+    ...(ch.figures ? { figures: ch.figures } : {}),
+    driver: d.driver,
+    line: changeLine(d, ch),
+  }));
+}
+
 /** The comparison as JSON (the `--json` form), with a `format` tag so that readers can tell it from a results file. */
 export function comparisonJson(c: Comparison): string {
-  return `${JSON.stringify({ format: 'mapped-reg-conformance comparison', version: 1, regression: hasRegression(c), ...c }, null, 2)}\n`;
+  return `${JSON.stringify({ format: 'mapped-reg-conformance comparison', version: 2, regression: hasRegression(c), regressions: regressionList(c), ...c }, null, 2)}\n`;
 }

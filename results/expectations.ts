@@ -24,6 +24,8 @@ export interface Expectation {
   host?: string;
   /** Where it was written: `file:line`. */
   source: string;
+  /** The line as written (comments and surrounding blanks removed), for the reports: "known failure: <line>". */
+  line: string;
 }
 
 export interface Expectations {
@@ -74,6 +76,14 @@ function words(line: string, where: string): string[] {
   return out;
 }
 
+/** A word as it can be written again: a value with blanks in quotes (`device="NVIDIA H200"`). */
+function quoted(word: string): string {
+  const eq = word.indexOf('=');
+  const value = word.slice(eq + 1);
+  if (!/\s/.test(value)) return word;
+  return eq > 0 ? `${word.slice(0, eq + 1)}"${value}"` : `"${word}"`;
+}
+
 /** Parses an expectations file's text; a bad line is an InputError naming `file:line`. */
 export function parseExpectations(text: string, file: string): Expectations {
   const entries: Expectation[] = [];
@@ -84,7 +94,7 @@ export function parseExpectations(text: string, file: string): Expectations {
     const [kind, check, ...rest] = w as [string, string | undefined, ...string[]];
     if (kind !== 'fail' && kind !== 'flake') throw new InputError(`${where}: unknown entry "${kind}" (expected "fail" or "flake")`);
     if (!check || check.includes('=')) throw new InputError(`${where}: "${kind}" needs a check id (glob) first, e.g. "${kind} hazard.tmpfs_bytes device=*HIP*"`);
-    const entry: Expectation = { kind, check, source: where };
+    const entry: Expectation = { kind, check, source: where, line: w.map(quoted).join(' ') };
     for (const kv of rest) {
       const eq = kv.indexOf('=');
       const key = kv.slice(0, eq);

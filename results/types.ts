@@ -37,6 +37,11 @@ export interface BackendReport {
   readonly devices: number;
   /** Why there are none, or what went wrong. */
   readonly note?: string;
+  /**
+   * The library loaded, then failed to start (its init returned anything but "no device", or a later call of
+   * the discovery failed): an error of the run, with or without a baseline.
+   */
+  readonly initError?: { readonly message: string; readonly call?: string; readonly code?: number; readonly codeName?: string };
 }
 
 export interface DeviceTiming {
@@ -94,4 +99,85 @@ export interface RunResult {
   /** Wall time of the command's phases (ms): discovery, the devices' checks (all at once), the reports. */
   phasesMs?: { discovery: number; checks: number; reports: number };
   devices: DeviceResult[];
+  /** The gate's decision on this run (results/gate.ts): written by `run`, read by every report. */
+  gate?: GateDecision;
+}
+
+// ---- the gate's decision, as data ----
+
+/** How a check (or the verdict, or the registered GB/s) of a device compares with the baseline (results/compare.ts). */
+export type ChangeKind = 'regression' | 'unexpected-pass' | 'error' | 'expected' | 'flaky' | 'fix' | 'changed' | 'new' | 'missing' | 'unchanged';
+
+/** The registered GB/s of both sides and the drop (a fraction of the baseline's; negative: a rise). */
+export interface BandwidthFigures {
+  old: number;
+  new: number;
+  drop: number;
+  maxDrop: number;
+  /** The staged copy's figures: shown, never judged. */
+  staged?: { old?: number; new?: number };
+}
+
+/** What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an `unexpected-pass`, a host `error`. */
+export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'missing' | 'unexpected-pass' | 'error';
+
+export type GateReasonKind = RegressionKind | 'requirement' | 'driver-init' | 'run-error';
+
+/** Why the gate is red: one line each, in full. */
+export interface GateReason {
+  kind: GateReasonKind;
+  /** The device's id in this run (or in the baseline, for a missing device), its name and PCI bus id. */
+  device?: string;
+  name?: string;
+  pciBusId?: string | null;
+  check?: string;
+  old?: string;
+  new?: string;
+  /** The host failed, not the driver. */
+  host?: boolean;
+  text: string;
+}
+
+/** What the gate says of one check (or of the verdict, `verdict`, or the registered GB/s, `bandwidth`) of one device. */
+export interface GateNote {
+  /** The device's id in this run; for a missing device, its id in the baseline. */
+  device: string;
+  check: string;
+  kind: ChangeKind;
+  old?: string;
+  new?: string;
+  /** Why: "known failure (exp.txt:3: fail hazard.tmpfs_bytes driver=7.2.4*)", "flaky, passed on re-run", ... */
+  note?: string;
+  detail?: string;
+  expectation?: { source: string; line: string };
+  figures?: BandwidthFigures;
+}
+
+/** A device of the baseline that this run does not have. */
+export interface MissingDevice {
+  id: string;
+  name: string;
+  backend: string;
+  pciBusId: string | null;
+  verdict?: string;
+  driver?: string;
+  /** What this run's discovery said of that backend (why it is gone, when it knows). */
+  why?: string;
+}
+
+/** The gate's decision, as the results JSON records it (`gate`) and every report shows it. */
+export interface GateDecision {
+  pass: boolean;
+  /** One line: PASS or FAIL, and why. */
+  headline: string;
+  baseline?: string;
+  expectations?: string;
+  maxDrop: number;
+  requires: string[];
+  reasons: GateReason[];
+  /** Every change that is not `unchanged`, `new` or `missing`: regressions, expected failures, flakes, fixes... */
+  notes: GateNote[];
+  /** The devices of the baseline this run does not have. */
+  missing: MissingDevice[];
+  counts: Record<ChangeKind, number>;
 }

@@ -10,7 +10,8 @@
 //    the source hash and the build lock), imported through Vite's module runner (`runnerImport`, Vite is a
 //    dependency of Vitest): no second copy of the cc command to drift, and no dependence on a test having run;
 // 3. runs the command once per fixture with --size 8, in a temporary scratch folder, with the double's
-//    environment (below), and writes its --json output;
+//    environment (below), its copies paced (MAPPED_REG_DOUBLE_RATES: the registered copy at 2 GB/s, whatever
+//    the machine, so that the fixtures' figures compare as one driver's would), and writes its --json output;
 // 4. makes the files small and stable for git: `log` arrays dropped, the temporary scratch folder, the absolute
 //    path of the double and the hostname replaced by fixed values. Everything else is as the command wrote it.
 //
@@ -40,6 +41,8 @@ const FIXTURES = [
   { file: 'cuda-wrong-bytes.json', args: ['--backend', 'cuda'], env: { MAPPED_REG_DOUBLE_PROFILE: 'cuda', MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' } },
 ];
 
+/** The double's paced copies: the figures of every fixture are the same driver's, on any machine. */
+const RATES = 'registered=2,pinned=2,pageable=0.5';
 const SCRATCH = '/tmp/mapped-reg-fixtures';
 const HOSTNAME = 'fixture-host';
 
@@ -69,7 +72,7 @@ try {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, f.file);
     const r = spawnSync(process.execPath, [join(root, 'dist', 'cli', 'main.js'), ...f.args, '--size', '8', '--scratch-dir', scratch, '--json', json], {
-      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, ...f.env },
+      env: { ...base, MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, MAPPED_REG_DOUBLE_RATES: RATES, ...f.env },
       encoding: 'utf8',
     });
     let text;

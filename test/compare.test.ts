@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
-import { compareResults, comparisonJson, exitStatus, formatComparison, gate, hasRegression, type Change, type Comparison } from '../results/compare.js';
+import { compareResults, comparisonJson, exitStatus, formatComparison, hasRegression, type Change, type Comparison } from '../results/compare.js';
+import { judge, type Rerun } from '../results/gate.js';
+import type { Expectations } from '../results/expectations.js';
 import { isExpectedFailure, isKnownFlake, parseExpectations } from '../results/expectations.js';
 import { mergeResults } from '../results/merge.js';
 import { InputError, readResults, resultsValidator } from '../results/read.js';
@@ -21,6 +23,10 @@ const clone = <T>(x: T): T => structuredClone(x);
 const validate = resultsValidator();
 
 const ROCM724_SORTED = [...ROCM724_FAILS].sort();
+
+/** The gate's comparison of `neu` against the baseline `old`, with its re-runs. */
+const gate = (old: RunResult, neu: RunResult, expectations: Expectations | undefined, rerun: Rerun): Promise<Comparison> =>
+  judge(neu, { baseline: { file: 'old.json', result: old }, ...(expectations ? { expectations } : {}), rerun });
 
 const of = (c: Comparison, kind: Change['kind']): string[] => c.devices.flatMap((d) => d.changes.filter((ch) => ch.kind === kind).map((ch) => ch.check)).sort();
 const change = (c: Comparison, check: string, device = 0): Change => c.devices[device]!.changes.find((ch) => ch.check === check)!;
@@ -59,10 +65,10 @@ describe('compare', () => {
     expect(hasRegression(c)).toBe(false);
     expect(exitStatus(c)).toBe(0);
     const text = formatComparison(c, { old: 'rocm724.json', new: 'rocm-fixed.json' });
-    expect(text).toMatch(/^hip:0 Double HIP Device\s+0000:00:00\.0\s+HIP 7\.2\.4000 -> 7\.2\.5000\s+Usable\s+0\s+5\s+0\s+0\s+16$/m);
+    expect(text).toMatch(/^hip:0 Double HIP Device\s+0000:00:00\.0\s+HIP 7\.2\.4000 -> 7\.2\.5000\s+Usable\s+1\.9\d( -> 1\.9\d)?\s+0\s+5\s+0\s+0\s+17$/m);
     for (const id of ROCM724_SORTED) expect(text).toMatch(new RegExp(`^\\s+fix\\s+${id.replace(/\./g, '\\.')}\\s+fail -> pass$`, 'm'));
     expect(text).not.toMatch(/REGRESSION {2}/);
-    expect(text).toMatch(/^0 regressions, 5 fixes, 0 new, 0 missing, 16 unchanged: no regression$/m);
+    expect(text).toMatch(/^0 regressions, 5 fixes, 0 new, 0 missing, 17 unchanged: no regression$/m);
   });
 
   it('the reverse: the same five checks are regressions, with what the new run observed, and exit status 1', () => {
@@ -162,16 +168,17 @@ describe('expectations', () => {
   it('a known failure is expected, not a regression', () => {
     const e = parseExpectations(text, 'rocm.txt');
     expect(e.entries).toHaveLength(4);
-    const c = compareResults(load('rocm-fixed'), load('rocm724'), e);
+    const c = compareResults(load('rocm-fixed'), load('rocm724'), { expectations: e });
     expect(of(c, 'expected')).toEqual(ROCM724_SORTED);
     expect(of(c, 'regression')).toEqual([]);
     expect(hasRegression(c)).toBe(false);
-    expect(change(c, 'hazard.tmpfs_bytes').note).toBe('known failure (rocm.txt:4)');
-    expect(formatComparison(c)).toMatch(/^\s+expected\s+hazard\.tmpfs_bytes\s+pass -> fail\s+known failure \(rocm\.txt:4\)/m);
+    expect(change(c, 'hazard.tmpfs_bytes').note).toBe('known failure (rocm.txt:4: fail hazard.tmpfs_bytes device=hip:* driver="HIP 7.2.4*")');
+    expect(change(c, 'hazard.tmpfs_bytes').expectation).toEqual({ source: 'rocm.txt:4', line: 'fail hazard.tmpfs_bytes device=hip:* driver="HIP 7.2.4*"' });
+    expect(formatComparison(c)).toMatch(/^\s+expected\s+hazard\.tmpfs_bytes\s+pass -> fail\s+known failure \(rocm\.txt:4: fail hazard\.tmpfs_bytes/m);
     // the driver glob does not cover 7.2.5: with the fixed driver failing, they are regressions again
     const fixedBroken = clone(load('rocm724'));
     fixedBroken.devices[0]!.driver.version = '7.2.5000';
-    expect(of(compareResults(load('rocm-fixed'), fixedBroken, e), 'regression')).toEqual(['hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.prot_none_refused', 'hazard.tmpfs_bytes']);
+    expect(of(compareResults(load('rocm-fixed'), fixedBroken, { expectations: e }), 'regression')).toEqual(['hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.prot_none_refused', 'hazard.tmpfs_bytes']);
   });
 
   it('matches device (name or id), driver (version, or name and version), host', () => {
@@ -187,10 +194,26 @@ describe('expectations', () => {
   });
 
   it('a known failure of the verdict (check id `verdict`)', () => {
-    const e = parseExpectations('fail verdict device=*CUDA*\nfail probe.verdict\nfail hazard.*\nfail timing.margin', 'wb.txt');
-    const c = compareResults(load('cuda'), load('cuda-wrong-bytes'), e);
+    const e = parseExpectations('fail verdict device=*CUDA*\nfail probe.verdict\nfail hazard.*_bytes\nfail hazard.readonly_mapping\nfail hazard.coherent_after_write\nfail timing.margin', 'wb.txt');
+    const c = compareResults(load('cuda'), load('cuda-wrong-bytes'), { expectations: e });
     expect(change(c, 'verdict').kind).toBe('expected');
+    expect(of(c, 'unexpected-pass')).toEqual([]);
     expect(hasRegression(c)).toBe(false);
+  });
+
+  it('a listed failure that passes is an unexpected pass, which fails the comparison until the list is updated', () => {
+    // `fail hazard.*` also lists the hazard checks that pass with wrong bytes
+    const e = parseExpectations('fail verdict device=*CUDA*\nfail probe.verdict\nfail hazard.*\nfail timing.margin', 'wb.txt');
+    const c = compareResults(load('cuda'), load('cuda-wrong-bytes'), { expectations: e });
+    expect(of(c, 'regression')).toEqual([]);
+    const passing = load('cuda-wrong-bytes').devices[0]!.checks.filter((x) => x.id.startsWith('hazard.') && x.status === 'pass').map((x) => x.id).sort();
+    expect(passing.length).toBeGreaterThan(5);
+    expect(of(c, 'unexpected-pass')).toEqual(passing);
+    expect(change(c, passing[0]!)).toMatchObject({ kind: 'unexpected-pass', expectation: { source: 'wb.txt:3', line: 'fail hazard.*' } });
+    expect(change(c, passing[0]!).note).toMatch(/^unexpected pass: listed as a known failure \(wb\.txt:3: fail hazard\.\*\): update the expectations$/);
+    expect(hasRegression(c)).toBe(true);
+    expect(exitStatus(c)).toBe(1);
+    expect(formatComparison(c)).toMatch(/^\s+UNEXPECTED PASS\s+hazard\./m);
   });
 
   it('a bad line is an InputError naming the file and the line', () => {
@@ -234,7 +257,7 @@ describe('the baseline gate', () => {
       return passing(check);
     });
     expect(calls).toEqual(['cuda:0 timing.margin']);
-    expect(change(c, 'timing.margin')).toMatchObject({ kind: 'flaky', note: 'flaky, passed on re-run', rerun: { status: 'pass' } });
+    expect(change(c, 'timing.margin')).toMatchObject({ kind: 'flaky', note: 'flaky, passed on re-run (pass)', rerun: { status: 'pass' } });
     expect(hasRegression(c)).toBe(false);
     expect(c.counts.flaky).toBe(1);
     expect(formatComparison(c)).toMatch(/^\s+flaky\s+timing\.margin\s+pass -> fail\s+flaky, passed on re-run/m);

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resultsValidator } from '../results/read.js';
 import { MAIN, cleanEnv } from './support/command.js';
-import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import type { CheckResult, DeviceResult, GateNote, RunResult } from '../results/types.js';
 import { junitXml, xmlSafe } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { buildDoubles } from './double/build.js';
@@ -260,14 +260,41 @@ function handResult(): RunResult {
 // ---------------------------------------------------------------------------------------------------------------
 // What every report of a result must satisfy, hand-made or real.
 
+/**
+ * The element a check's testcase must carry: by its status alone without a gate; with one, red only when the gate
+ * is red about it (a failing status it accepts, as a known failure or a flake, is skipped).
+ */
+function expectedElement(c: CheckResult, note: GateNote | undefined, gated: boolean): 'failure' | 'error' | 'skipped' | undefined {
+  const failingNote = note !== undefined && ['regression', 'unexpected-pass', 'error'].includes(note.kind);
+  if (c.status === 'error') return 'error';
+  if (note?.kind === 'unexpected-pass') return 'failure';
+  if (['fail', 'timeout', 'crash'].includes(c.status) && gated && !failingNote) return 'skipped';
+  if (c.status === 'fail') return 'failure';
+  if (c.status === 'crash' || c.status === 'timeout') return 'error';
+  if (note?.kind === 'regression') return 'failure';
+  if (c.status === 'skip') return 'skipped';
+  return undefined;
+}
+
 function expectJunitMatches(result: RunResult, xml: string): XmlElement {
   const doc = parseXml(xml);
   expect(doc.name).toBe('testsuites');
+  expect(doc.attrs.skipped, 'junit-10.xsd has no skipped on <testsuites>').toBeUndefined();
+  const gate = result.gate;
   const suites = all(doc, 'testsuite');
-  expect(suites).toHaveLength(result.devices.length);
+  expect(suites).toHaveLength(result.devices.length + (gate ? gate.missing.length + 1 : 0));
+  if (gate) {
+    const g = suites.at(-1)!;
+    expect(g.attrs.name).toBe(`gate [${gate.pass ? 'PASS' : 'FAIL'}]`);
+    const decision = g.children.find((c) => c.name === 'testcase' && c.attrs.name === 'gate.decision')!;
+    expect(!!child(decision, 'failure')).toBe(!gate.pass);
+    if (!gate.pass) expect(child(decision, 'failure')!.attrs.message).toBe(xmlSafe(gate.headline));
+  }
   result.devices.forEach((d, n) => {
     const suite = suites[n]!;
-    expect(suite.attrs.name).toBe(xmlSafe(`${d.id} ${d.name}`));
+    const label = d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind;
+    expect(suite.attrs.name).toBe(xmlSafe(`${d.id} ${d.name} [${label}]`));
+    expect(suite.attrs.hostname).toBe(xmlSafe(result.host.hostname));
     const p = props(suite);
     expect(p).toMatchObject({
       verdict: xmlSafe(d.verdict.text),
@@ -288,15 +315,25 @@ function expectJunitMatches(result: RunResult, xml: string): XmlElement {
       expect(p.linkGBps === undefined ? undefined : Number(p.linkGBps)).toBe(d.timing.linkGBps);
     } else expect(p.registeredGBps).toBeUndefined();
 
-    const cases = suite.children.filter((c) => c.name === 'testcase');
+    const all_ = suite.children.filter((c) => c.name === 'testcase');
+    const gateCases = all_.filter((c) => c.attrs.classname === `${d.id}.gate`);
+    const cases = all_.filter((c) => c.attrs.classname !== `${d.id}.gate`);
+    if (gate) expect(gateCases.map((c) => c.attrs.name)).toContain('gate.verdict');
+    else expect(gateCases).toEqual([]);
+    for (const g of gateCases) {
+      const note = gate!.notes.find((x) => x.device === d.id && `gate.${x.check}` === g.attrs.name);
+      expect(!!child(g, 'failure'), `${d.id} ${g.attrs.name}`).toBe(note !== undefined && ['regression', 'unexpected-pass', 'error'].includes(note.kind));
+    }
     const extra = d.errors?.length ? 1 : 0;
     expect(cases).toHaveLength(d.checks.length + extra);
-    const of = (s: CheckResult['status']): number => d.checks.filter((c) => c.status === s).length;
+    const elements = d.checks.map((c) => expectedElement(c, gate?.notes.find((x) => x.device === d.id && x.check === c.id), gate !== undefined));
+    const of = (e: string): number => elements.filter((x) => x === e).length;
+    const gateFailures = gateCases.filter((g) => child(g, 'failure')).length;
     expect(suite.attrs).toMatchObject({
-      tests: String(d.checks.length + extra),
-      failures: String(of('fail')),
-      errors: String(of('crash') + of('timeout') + extra),
-      skipped: String(of('skip')),
+      tests: String(d.checks.length + extra + gateCases.length),
+      failures: String(of('failure') + gateFailures),
+      errors: String(of('error') + extra),
+      skipped: String(of('skipped')),
     });
     d.checks.forEach((c, k) => {
       const tc = cases[k]!;
@@ -307,15 +344,17 @@ function expectJunitMatches(result: RunResult, xml: string): XmlElement {
       const error = child(tc, 'error');
       const skipped = child(tc, 'skipped');
       const out = child(tc, 'system-out')?.text ?? '';
-      expect(!!failure, `${c.id} <failure>`).toBe(c.status === 'fail');
-      expect(!!error, `${c.id} <error>`).toBe(c.status === 'crash' || c.status === 'timeout');
-      expect(!!skipped, `${c.id} <skipped>`).toBe(c.status === 'skip');
-      if (failure && c.message) expect(failure.attrs.message).toBe(xmlSafe(c.message));
+      const want = elements[k];
+      expect(!!failure, `${c.id} <failure>`).toBe(want === 'failure');
+      expect(!!error, `${c.id} <error>`).toBe(want === 'error');
+      expect(!!skipped, `${c.id} <skipped>`).toBe(want === 'skipped');
+      if (failure && c.message && c.status === 'fail') expect(failure.attrs.message).toBe(xmlSafe(c.message));
       if (error) {
-        expect(error.attrs.type).toBe(c.status);
-        if (c.message) expect(error.attrs.message).toBe(xmlSafe(c.message));
+        expect(error.attrs.type).toBe(c.status === 'error' ? 'host' : c.status);
+        if (c.message && c.status !== 'error') expect(error.attrs.message).toBe(xmlSafe(c.message));
       }
-      if (skipped) expect(skipped.attrs.message).toBe(xmlSafe(c.message ?? 'does not apply'));
+      if (skipped && c.status === 'skip') expect(skipped.attrs.message).toBe(xmlSafe(c.message ?? 'does not apply'));
+      if (skipped && c.status !== 'skip') expect(skipped.attrs.message).toMatch(/^(known failure|flaky): /);
       if (c.status === 'warn') expect(out.split('\n')[0]).toMatch(/^warn: /);
       if (c.expected !== undefined) expect(out).toContain(`expected: ${xmlSafe(c.expected).split(']]>')[0]}`);
       if (c.observed !== undefined) expect(out).toContain(`observed: ${xmlSafe(c.observed).split(']]>')[0]}`);
@@ -335,13 +374,15 @@ function expectJunitMatches(result: RunResult, xml: string): XmlElement {
 function expectMarkdownMatches(result: RunResult, md: string): string[] {
   const rows = md.split('\n').filter((l) => l.startsWith('| '));
   expect(rows).toHaveLength(2 + result.devices.length); // header, delimiter, a row a device
-  // Unescaped pipes split cells: every row has exactly the header's ten cells.
-  for (const r of rows) expect(r.replace(/\\\|/g, '').match(/\|/g)).toHaveLength(11);
+  // Unescaped pipes split cells: every row has exactly the header's eleven cells.
+  for (const r of rows) expect(r.replace(/\\\|/g, '').match(/\|/g)).toHaveLength(12);
   result.devices.forEach((d, n) => expect(rows[2 + n]).toMatch(new RegExp(`^\\| \`${d.id}\` \\| `)));
-  const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
+  const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash', 'error'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
   const errors = result.devices.reduce((n, d) => n + (d.errors?.length ?? 0), 0);
+  const gateItems = (result.gate?.reasons.length ?? 0) + (result.gate?.notes.filter((x) => x.kind === 'expected' || x.kind === 'flaky').length ?? 0);
   const items = md.split('\n').filter((l) => l.startsWith('- '));
-  expect(items).toHaveLength(failing.length + errors);
+  expect(items).toHaveLength(failing.length + errors + gateItems);
+  if (result.gate) expect(md).toContain(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: `);
   return rows;
 }
 
@@ -441,9 +482,9 @@ describe('hand-made results', () => {
   it('Markdown: a row a device, counts, pipes and newlines escaped, the failing checks listed with their messages', () => {
     const md = markdownSummary(result);
     const rows = expectMarkdownMatches(result, md);
-    expect(rows[0]).toBe('| device | name | verdict | registered GB/s | staged GB/s | ratio | passed | warned | failed | skipped |');
-    expect(rows[2]).toBe('| `cuda:0` | NVIDIA H200 \\| "fast" \\<gpu\\> | Usable | 55.12 | 5.47 | 10.07 | 1 | 1 | **3** | 1 |');
-    expect(rows[3]).toBe('| `cpu` | AMD EPYC | Not\\_needed (a CPU device reads host memory directly) | - | - | - | 1 | 0 | 0 | 2 |');
+    expect(rows[0]).toBe('| device | name | driver | verdict | registered GB/s | staged GB/s | ratio | passed | warned | failed | skipped |');
+    expect(rows[2]).toBe('| `cuda:0` | NVIDIA H200 \\| "fast" \\<gpu\\> | CUDA 13.0 (580.159.04) | Usable | 55.12 | 5.47 | 10.07 | 1 | 1 | **3** | 1 |');
+    expect(rows[3]).toBe('| `cpu` | AMD EPYC | none (host memory) Linux 6.8.0 | Not\\_needed (a CPU device reads host memory directly) | - | - | - | 1 | 0 | 0 | 2 |');
     const items = md.split('\n').filter((l) => l.startsWith('- '));
     expect(items[0]).toBe('- `cuda:0` **probe.release** (crash): the check killed its process: SIGSEGV');
     expect(items[1]).toContain('**timing.margin** (fail): q"uo\'te \\<tag\\> &amp; &amp;amp; \\]\\]\\> ');

@@ -1,0 +1,231 @@
+// The gate: the one place that decides whether a run passes. The command calls it after the run; every report
+// (terminal, JSON, JUnit, step summary, HTML) shows its decision and never decides anything itself.
+//
+// A run is compared with its baseline (`--baseline`), or judged on its own when there is none (every failing
+// check a "new failure"), with the same rules as `compare` (results/compare.ts): a device of the baseline that is
+// gone, a check whose status got more severe, a verdict that left Usable, a registered GB/s that fell by more
+// than `maxDrop`, a check the host failed (`error`), and a listed known failure that passed (unexpected pass)
+// each keep the gate red. Then:
+// - each requirement (`--require cuda`, `hip:1`, `cuda=8`) must hold in the run;
+// - a GPU driver library that loaded and then failed (its init returned anything but "no device") is an error
+//   of the run, with or without a baseline;
+// - errors outside any check (a device's process that could not run its checks) keep the gate red.
+// What may be a flake gets one re-run, alone, before it counts (deqp-runner, piglit): a check listed as a flake,
+// any `timing.*` check, a verdict that became Too_slow, and a registered GB/s below the allowed drop.
+import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, VERDICT_CHECK, bandwidthChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, gbpsText, percent, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import type { Expectations } from './expectations.js';
+import { InputError } from './read.js';
+import { type Backend, BACKENDS, type CheckResult, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
+
+/** Re-runs one check of one device of the run (by its id in that run); undefined when it could not. */
+export type Rerun = (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
+
+/** `--require`: a backend with at least one device, one device by id, or an exact count of a backend's devices. */
+export type Requirement = { spec: string; backend: Backend } & ({ kind: 'any' } | { kind: 'id'; id: string } | { kind: 'count'; count: number });
+
+/** Parses a `--require` value; bad input is an InputError (exit 2). */
+export function parseRequirement(spec: string): Requirement {
+  const m = /^([a-z]+)(?::(\d+)|=(\d+))?$/.exec(spec.trim());
+  const backend = m?.[1] as Backend | undefined;
+  if (!m || !backend || !BACKENDS.includes(backend)) {
+    throw new InputError(`--require ${JSON.stringify(spec)}: expected a backend (${BACKENDS.join(', ')}), a device id such as cuda:0, or a count such as cuda=8`);
+  }
+  if (m[2] !== undefined) {
+    if (backend === 'cpu') throw new InputError(`--require ${spec}: the CPU device has no index (use --require cpu)`);
+    return { spec, backend, kind: 'id', id: `${backend}:${Number(m[2])}` };
+  }
+  if (m[3] !== undefined) {
+    const count = Number(m[3]);
+    if (!Number.isSafeInteger(count) || count < 1) throw new InputError(`--require ${spec}: the count must be a whole number of at least 1`);
+    return { spec, backend, kind: 'count', count };
+  }
+  return { spec, backend, kind: 'any' };
+}
+
+/** Parses `--max-drop`: a fraction (0.1) or a percentage (10%), in [0, 1). */
+export function parseMaxDrop(text: string | number): number {
+  const s = String(text).trim();
+  const pct = s.endsWith('%');
+  const x = Number(pct ? s.slice(0, -1) : s) / (pct ? 100 : 1);
+  if (s === '' || s === '%' || !Number.isFinite(x) || x < 0 || x >= 1) {
+    throw new InputError(`--max-drop ${JSON.stringify(String(text))}: expected a fraction in [0, 1) such as 0.1, or a percentage such as 10%`);
+  }
+  return x;
+}
+
+export interface GateOptions {
+  baseline?: { file: string; result: RunResult };
+  expectations?: Expectations;
+  requires?: readonly Requirement[];
+  /** Default DEFAULT_MAX_DROP. */
+  maxDrop?: number;
+  /** How to re-run a check of the run (none when judging files). */
+  rerun?: Rerun;
+}
+
+const verdictOf = (r: CheckResult | undefined): { kind: string; refusal?: string } | undefined => (r?.data as { verdict?: { kind: string; refusal?: string } } | undefined)?.verdict;
+const registeredOf = (r: CheckResult | undefined): number | undefined => (r?.data as { timing?: { registeredGBps?: number } } | undefined)?.timing?.registeredGBps;
+
+/** Each regression that may be a flake is re-run once; one that no longer regresses becomes `flaky`. */
+async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun): Promise<void> {
+  const byId = new Map(run.devices.map((d) => [d.id, d as DeviceWithHost]));
+  const cache = new Map<string, Promise<CheckResult | undefined>>();
+  const once = (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
+    const k = `${deviceId}\u0000${checkId}`;
+    let p = cache.get(k);
+    if (!p) {
+      p = rerun(deviceId, checkId).catch(() => undefined);
+      cache.set(k, p);
+    }
+    return p;
+  };
+  const flaky = (ch: Change, rerunInfo: NonNullable<Change['rerun']>, what: string): Change => ({ ...ch, kind: 'flaky', note: `flaky, passed on re-run (${what})`, rerun: rerunInfo });
+  const still = (ch: Change, rerunInfo: Change['rerun'] | undefined, what: string): Change => ({ ...ch, note: `${ch.note ? `${ch.note}; ` : ''}${what}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) });
+  for (const d of c.devices) {
+    const neu = d.id.new ? byId.get(d.id.new) : undefined;
+    if (!neu) continue;
+    const old = d.id.old && baseline ? (baseline.devices.find((x) => x.id === d.id.old && x.pciBusId === d.pciBusId && x.name === d.name) as DeviceWithHost | undefined) : undefined;
+    const tooSlow = neu.verdict.kind === 'Too_slow';
+    for (let i = 0; i < d.changes.length; i++) {
+      const ch = d.changes[i]!;
+      if (ch.kind !== 'regression') continue;
+      const flake = ch.note?.includes('known flake') ?? false;
+      if (ch.check === VERDICT_CHECK) {
+        if (!tooSlow && !flake) continue;
+        const r = await once(neu.id, 'probe.verdict');
+        const v = verdictOf(r);
+        const info = r ? { status: r.status, ...(v ? { verdict: verdictLabel(v) } : {}) } : undefined;
+        d.changes[i] = v && classifyVerdict(old?.verdict, v) !== 'regression' ? flaky(ch, info!, verdictLabel(v)) : still(ch, info, r ? `re-run: ${v ? verdictLabel(v) : r.status}` : 'could not be re-run');
+      } else if (ch.check === BANDWIDTH_CHECK) {
+        const r = await once(neu.id, 'probe.verdict');
+        const figure = registeredOf(r);
+        const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
+        const again = figure !== undefined && neu.timing ? bandwidthChange(old, { ...neu, timing: { ...neu.timing, registeredGBps: figure } }, maxDrop) : undefined;
+        d.changes[i] = again && again.kind !== 'regression' ? flaky(ch, info!, gbpsText(figure!)) : still(ch, info, r ? `re-run: ${figure !== undefined ? gbpsText(figure) : r.status}` : 'could not be re-run');
+      } else if (flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict')) {
+        const r = await once(neu.id, ch.check);
+        const info = r ? { status: r.status, ...(r.observed ? { observed: r.observed.replace(/\s+/g, ' ') } : {}) } : undefined;
+        const oldCheck = old?.checks.find((x) => x.id === ch.check);
+        // a re-run that skipped proves nothing
+        const again = r && r.status !== 'skip' ? classify(oldCheck, r).kind : 'regression';
+        d.changes[i] = again !== 'regression' && again !== 'error' ? flaky(ch, info!, r!.status) : still(ch, info, r ? `re-run: ${r.status}` : 'could not be re-run');
+      }
+    }
+    recount(d);
+  }
+  c.counts = totalCounts(c.devices);
+}
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** Whether each requirement holds in the run, as reasons for those that do not. */
+function unmet(requires: readonly Requirement[], run: RunResult): GateReason[] {
+  const why = (b: Backend): string => {
+    const report = run.backends?.find((r) => r.backend === b);
+    return report?.note ? `: ${report.note}` : report?.library === null ? ': no library' : '';
+  };
+  const out: GateReason[] = [];
+  for (const r of requires) {
+    const ofBackend = run.devices.filter((d) => d.backend === r.backend);
+    const found = `found ${ofBackend.length ? ofBackend.map((d) => d.id).join(', ') : `no ${r.backend} device`}`;
+    const bad = r.kind === 'any' ? ofBackend.length === 0 : r.kind === 'id' ? !ofBackend.some((d) => d.id === r.id) : ofBackend.length !== r.count;
+    if (!bad) continue;
+    const wanted = r.kind === 'any' ? `at least one ${r.backend} device` : r.kind === 'id' ? `the device ${r.id}` : `exactly ${plural(r.count, `${r.backend} device`)}`;
+    out.push({ kind: 'requirement', text: `--require ${r.spec}: ${wanted} required, ${found}${why(r.backend)}` });
+  }
+  return out;
+}
+
+function headlineOf(pass: boolean, reasons: GateReason[], run: RunResult, o: GateOptions, c: Comparison): string {
+  if (pass) {
+    const kinds = new Map<string, number>();
+    for (const d of run.devices) kinds.set(d.verdict.kind, (kinds.get(d.verdict.kind) ?? 0) + 1);
+    const verdicts = [...kinds].map(([k, n]) => `${n} ${k}`).join(', ');
+    const against = o.baseline ? `no regression against ${o.baseline.file} (registered GB/s within ${percent(c.maxDrop)})` : 'no check failed';
+    const extra = [c.counts.expected ? `${c.counts.expected} known failure(s)` : '', c.counts.flaky ? `${c.counts.flaky} flaky, passed on re-run` : ''].filter(Boolean).join(', ');
+    return `PASS: ${plural(run.devices.length, 'device')}${verdicts ? ` (${verdicts})` : ''}, ${against}${extra ? `; ${extra}` : ''}`;
+  }
+  const hostOnly = reasons.every((r) => r.host);
+  const first = reasons[0]!.text;
+  const more = reasons.length > 1 ? ` (and ${reasons.length - 1} more above)` : '';
+  return `FAIL${hostOnly ? ' (the host, not the driver)' : ''}: ${first}${more}`;
+}
+
+/** The run compared with its baseline (or with nothing), after re-running once what may be a flake. */
+export async function judge(run: RunResult, o: GateOptions = {}): Promise<Comparison> {
+  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
+  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), maxDrop });
+  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, maxDrop, o.rerun);
+  return c;
+}
+
+/** The gate's decision on a run (after re-running what may be a flake, when `rerun` is given). */
+export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateDecision> {
+  const c = await judge(run, o);
+  const maxDrop = c.maxDrop;
+  const reasons: GateReason[] = [];
+  // the run's own troubles first: a driver that failed to start explains the missing devices below
+  for (const b of run.backends ?? []) {
+    if (b.initError) reasons.push({ kind: 'driver-init', text: `${b.backend}: ${b.initError.message}` });
+  }
+  reasons.push(...unmet(o.requires ?? [], run));
+  for (const d of run.devices) {
+    for (const e of d.errors ?? []) reasons.push({ kind: 'run-error', device: d.id, name: d.name, pciBusId: d.pciBusId, text: `${d.id} ${d.name}: ${e}` });
+  }
+  const missing: MissingDevice[] = [];
+  for (const { device: d, change: ch } of failingChanges(c)) {
+    const kind = regressionKind(d, ch);
+    const id = (d.id.new ?? d.id.old)!;
+    if (kind === 'missing') {
+      const report = run.backends?.find((b) => b.backend === d.backend);
+      const why = report?.initError?.message ?? report?.note ?? (report ? `${d.backend} found ${plural(report.devices, 'device')}` : `${d.backend} was not asked for`);
+      missing.push({ id, name: d.name, backend: d.backend, pciBusId: d.pciBusId, ...(d.verdict.old ? { verdict: d.verdict.old } : {}), ...(d.driver.old ? { driver: d.driver.old } : {}), why });
+      reasons.push({ kind, device: id, name: d.name, pciBusId: d.pciBusId, ...(ch.old ? { old: ch.old } : {}), text: `${changeLine(d, ch)}: ${why}` });
+      continue;
+    }
+    reasons.push({
+      kind,
+      device: id,
+      name: d.name,
+      pciBusId: d.pciBusId,
+      ...(ch.check !== VERDICT_CHECK ? { check: ch.check } : {}),
+      ...(ch.old !== undefined ? { old: ch.old } : {}),
+      ...(ch.new !== undefined ? { new: ch.new } : {}),
+      ...(kind === 'error' ? { host: true } : {}),
+      text: changeLine(d, ch),
+    });
+  }
+  const notes: GateNote[] = c.devices.flatMap((d: DeviceComparison) =>
+    d.changes
+      .filter((ch) => !['unchanged', 'new', 'missing'].includes(ch.kind))
+      .map((ch) => ({
+        device: (d.id.new ?? d.id.old)!,
+        check: ch.check,
+        kind: ch.kind,
+        ...(ch.old !== undefined ? { old: ch.old } : {}),
+        ...(ch.new !== undefined ? { new: ch.new } : {}),
+        ...(ch.note ? { note: ch.note } : {}),
+        ...(ch.detail ? { detail: ch.detail } : {}),
+        ...(ch.expectation ? { expectation: ch.expectation } : {}),
+        ...(ch.figures ? { figures: ch.figures } : {}),
+      })),
+  );
+  const pass = reasons.length === 0;
+  return {
+    pass,
+    headline: headlineOf(pass, reasons, run, o, c),
+    ...(o.baseline ? { baseline: o.baseline.file } : {}),
+    ...(o.expectations ? { expectations: o.expectations.file } : {}),
+    maxDrop,
+    requires: (o.requires ?? []).map((r) => r.spec),
+    reasons,
+    notes,
+    missing,
+    counts: c.counts,
+  };
+}
+
+/** What the gate says of one check of one device (or of `verdict` / `bandwidth`), if anything. */
+export function noteFor(gate: GateDecision | undefined, device: string, check: string): GateNote | undefined {
+  return gate?.notes.find((n) => n.device === device && n.check === check);
+}
