@@ -24,17 +24,9 @@ function row(cells: string[]): string {
   return `| ${cells.join(' | ')} |`;
 }
 
-/** The run as GitHub-flavoured Markdown. */
-export function markdownSummary(result: RunResult): string {
+/** The devices' table: a row a device. */
+function deviceTable(result: RunResult): string[] {
   const out: string[] = [];
-  const host = `${result.host.hostname} (${result.host.platform}, kernel ${result.host.kernel})`;
-  out.push(`### ${markdownText(`${result.tool.name} ${result.tool.version}`)} on ${markdownText(host)}`, '');
-  if (result.gate) out.push(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: ${markdownText(result.gate.headline.replace(/^(PASS|FAIL)[^:]*: /, ''))}`, '');
-  if (result.incomplete) out.push('**Interrupted**: the run stopped before every check reported; what is missing was not run.', '');
-  if (result.devices.length === 0) {
-    out.push('No device was found or selected.', '');
-    return `${out.join('\n')}\n`;
-  }
   out.push(row(['device', 'name', 'driver', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'passed', 'warned', 'failed', 'skipped']));
   out.push(row(['---', '---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
   for (const d of result.devices) {
@@ -55,6 +47,18 @@ export function markdownSummary(result: RunResult): string {
       ]),
     );
   }
+  return out;
+}
+
+/** The run as GitHub-flavoured Markdown. */
+export function markdownSummary(result: RunResult): string {
+  const out: string[] = [];
+  const host = `${result.host.hostname} (${result.host.platform}, kernel ${result.host.kernel})`;
+  out.push(`### ${markdownText(`${result.tool.name} ${result.tool.version}`)} on ${markdownText(host)}`, '');
+  if (result.gate) out.push(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: ${markdownText(result.gate.headline.replace(/^(PASS|FAIL)[^:]*: /, ''))}`, '');
+  if (result.incomplete) out.push('**Interrupted**: the run stopped before every check reported; what is missing was not run.', '');
+  if (result.devices.length === 0) out.push('No device was found or selected.');
+  else out.push(...deviceTable(result));
   const gate = result.gate;
   if (gate && gate.reasons.length > 0) {
     out.push('', `#### ${gate.baseline ? 'Regressions and other reasons' : 'Reasons'} the gate failed (${gate.reasons.length})`, '');
