@@ -9,11 +9,20 @@
 // (13.0 < 13.1, 7.2.4 < 7.2.10), runs of the same version by their start time. Every number drawn in a chart is
 // written beside it as text with 2 decimals. All text from results (device names come from drivers) is escaped.
 // Older result files lack fields (verdict.text, backends, timing.ratio...): what is missing is shown as '-'.
+//
+// Regressions are marked where they happen: each run of a device is compared with the run before it (in the
+// table's order) by compare's rules (results/compare.ts): a check whose status got more severe, a verdict that
+// left Usable, a registered GB/s that fell by more than the allowed drop (the run's gate's, else 10%) are marked
+// in the table and on the chart's point. A run that recorded its gate shows its PASS or FAIL. With many runs the
+// charts narrow their bands, and open scrolled to their right end: the newest runs are seen first.
+import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, verdictLabel } from '../results/compare.js';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
 
 type Status = CheckResult['status'];
-const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'skip'];
+const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'error', 'skip'];
+/** More runs of a device than this and its charts narrow their bands (and tilt their labels). */
+const COMPACT_AFTER = 12;
 
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
 const NOT_A_CHAR = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uFFFE\uFFFF]/g;
@@ -76,6 +85,14 @@ interface Entry {
   minRelativeSpeed?: number;
   counts: Record<Status, number>;
   failing: { id: string; status: Status }[];
+  /** What got worse since the run before it (in the table's order), if anything. */
+  regressed?: Regressed;
+}
+
+interface Regressed {
+  checks: { id: string; old: string; new: string }[];
+  verdict?: { old: string; new: string };
+  figure?: { old: number; new: number; drop: number; maxDrop: number };
 }
 
 interface Group {
@@ -94,7 +111,7 @@ function entryOf(run: RunResult, d: DeviceResult): Entry {
   for (const c of checks) {
     const s = c.status as Status;
     if (STATUSES.includes(s)) counts[s]++;
-    if (FAILING.includes(s)) failing.push({ id: str(c.id, '(no id)'), status: s });
+    if (FAILING.includes(s) || s === 'error') failing.push({ id: str(c.id, '(no id)'), status: s });
   }
   const t = (d.timing ?? {}) as Partial<NonNullable<DeviceResult['timing']>>;
   const registered = finite(t.registeredGBps) ? t.registeredGBps : undefined;
@@ -144,12 +161,38 @@ function groupDevices(results: RunResult[]): { groups: Group[]; hosts: string[] 
     }
   }
   const list = [...groups.values()];
-  for (const g of list) g.entries.sort(byVersionThenTime);
+  for (const g of list) {
+    g.entries.sort(byVersionThenTime);
+    g.entries.forEach((e, i) => {
+      const r = i > 0 ? regressedSince(g.entries[i - 1]!, e) : undefined;
+      if (r) e.regressed = r;
+    });
+  }
   const backendOrder = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
   const rank = (b: string): number => (backendOrder.includes(b) ? backendOrder.indexOf(b) : backendOrder.length);
   list.sort((a, b) => a.host.localeCompare(b.host) || rank(a.backend) - rank(b.backend) || a.name.localeCompare(b.name) || a.where.localeCompare(b.where));
   return { groups: list, hosts };
 }
+
+/** What got worse from one run of a device to the next, by compare's rules; undefined when nothing did. */
+function regressedSince(before: Entry, after: Entry): Regressed | undefined {
+  const oldChecks = new Map((Array.isArray(before.device.checks) ? before.device.checks : []).map((c) => [c.id, c]));
+  const checks: Regressed['checks'] = [];
+  for (const c of Array.isArray(after.device.checks) ? after.device.checks : []) {
+    const o = oldChecks.get(c.id);
+    if (classify(o, c).kind === 'regression') checks.push({ id: str(c.id, '(no id)'), old: o ? o.status : '(none)', new: c.status });
+  }
+  const ov = before.device.verdict;
+  const nv = after.device.verdict;
+  const verdict = ov && nv && classifyVerdict(ov, nv) === 'regression' ? { old: verdictLabel(ov), new: verdictLabel(nv) } : undefined;
+  const maxDrop = after.run.gate?.maxDrop ?? DEFAULT_MAX_DROP;
+  const bw = before.registered !== undefined && after.registered !== undefined ? bandwidthChange(before.device, after.device, maxDrop) : undefined;
+  const figure = bw?.kind === 'regression' && bw.figures ? { old: bw.figures.old, new: bw.figures.new, drop: bw.figures.drop, maxDrop } : undefined;
+  if (checks.length === 0 && !verdict && !figure) return undefined;
+  return { checks, ...(verdict ? { verdict } : {}), ...(figure ? { figure } : {}) };
+}
+
+const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
 function verdictClass(kind: string | undefined): string {
   switch (kind) {
@@ -194,6 +237,8 @@ interface Series {
   name: string;
   cls: string;
   values: (number | undefined)[];
+  /** Per point: why it is marked as a regression (a red ring and its reason as a tooltip), if it is. */
+  regressed?: (string | undefined)[];
 }
 
 interface ChartSpec {
@@ -224,13 +269,16 @@ const px = (x: number): string => (Math.round(x * 10) / 10).toString();
 
 function chartSvg(spec: ChartSpec): string {
   const n = spec.xLabels.length;
-  const longest = Math.max(8, ...spec.xLabels.flat().map((l) => l.length));
-  const band = Math.max(96, Math.ceil(longest * 6.4) + 16);
+  // many runs: narrow bands, each label on one tilted line, so that 30 runs fit a screen or two
+  const compact = n > COMPACT_AFTER;
+  const xLabels = compact ? spec.xLabels.map((l) => [l.join(' · ')]) : spec.xLabels;
+  const longest = Math.max(8, ...xLabels.flat().map((l) => l.length));
+  const band = compact ? 46 : Math.max(96, Math.ceil(longest * 6.4) + 16);
   const left = 64;
   const right = 20;
   const top = 40;
-  const lines = Math.max(1, ...spec.xLabels.map((l) => l.length));
-  const bottom = 30 + lines * 14;
+  const lines = Math.max(1, ...xLabels.map((l) => l.length));
+  const bottom = compact ? 24 + Math.ceil(Math.min(longest, 48) * 4.6) : 30 + lines * 14;
   const plotH = 200;
   const legendW = spec.series.reduce((w, s) => w + 40 + s.name.length * 7, 0) + (spec.limit ? 40 + spec.limit.name.length * 7 : 0);
   const plotW = Math.max(band * n, legendW);
@@ -279,8 +327,13 @@ function chartSvg(spec: ChartSpec): string {
     `<text class="axis-label" x="14" y="${px(top + plotH / 2)}" text-anchor="middle" transform="rotate(-90 14 ${px(top + plotH / 2)})">${escapeHtml(spec.yLabel)}</text>`,
   );
   // x labels
-  spec.xLabels.forEach((l, i) => {
+  xLabels.forEach((l, i) => {
     out.push(`<line class="axis" x1="${px(x(i))}" y1="${top + plotH}" x2="${px(x(i))}" y2="${top + plotH + 5}"/>`);
+    if (compact) {
+      const ly = top + plotH + 12;
+      out.push(`<text class="xlabel" x="${px(x(i))}" y="${ly}" text-anchor="end" transform="rotate(-40 ${px(x(i))} ${ly})">${escapeHtml(l[0]!)}</text>`);
+      return;
+    }
     l.forEach((line, j) => {
       out.push(`<text class="${j === 0 ? 'xlabel' : 'xlabel sub'}" x="${px(x(i))}" y="${top + plotH + 18 + j * 14}" text-anchor="middle">${escapeHtml(line)}</text>`);
     });
@@ -334,12 +387,14 @@ function chartSvg(spec: ChartSpec): string {
     const highest = Math.max(...here.map((p) => p.v));
     for (const [k, p] of here.entries()) {
       const above = here.length === 1 || (p.v === highest && here.findIndex((q) => q.v === highest) === k);
-      const label = `${p.s.name} at ${l.join(' ')}: ${p.v.toFixed(2)}`;
+      const regressed = p.s.regressed?.[i];
+      const label = `${p.s.name} at ${l.join(' ')}: ${p.v.toFixed(2)}${regressed ? ` (${regressed})` : ''}`;
+      if (regressed) out.push(`<circle class="regressed-ring" data-series="${escapeHtml(p.s.cls)}" data-index="${i}" cx="${px(x(i))}" cy="${px(y(p.v))}" r="8"><title>${escapeHtml(label)}</title></circle>`);
       out.push(`<circle class="point ${p.s.cls}" cx="${px(x(i))}" cy="${px(y(p.v))}" r="4"><title>${escapeHtml(label)}</title></circle>`);
       // above the point; the lower of two below it, or beside it where the axis leaves no room below
       const [tx, ty, anchor] = above ? [x(i), y(p.v) - 9, 'middle'] : y(p.v) + 17 <= top + plotH - 3 ? [x(i), y(p.v) + 17, 'middle'] : [x(i) + 7, y(p.v) - 6, 'start'];
       out.push(
-        `<text class="value ${p.s.cls}" data-series="${escapeHtml(p.s.cls)}" data-index="${i}" x="${px(tx)}" y="${px(ty)}" text-anchor="${anchor}">${p.v.toFixed(2)}</text>`,
+        `<text class="value ${p.s.cls}${regressed ? ' regressed' : ''}" data-series="${escapeHtml(p.s.cls)}" data-index="${i}" x="${px(tx)}" y="${px(ty)}" text-anchor="${anchor}">${p.v.toFixed(2)}</text>`,
       );
     }
   });
@@ -369,18 +424,28 @@ table.results td.count { text-align: right; font-variant-numeric: tabular-nums; 
 table.results td.count.nonzero { color: #1b1f24; font-weight: 600; }
 table.results td.count.nonzero.s-fail, table.results td.count.nonzero.s-timeout, table.results td.count.nonzero.s-crash { background: #ffebe9; color: #a40e26; }
 table.results td.count.nonzero.s-warn { background: #fff8c5; color: #7d4e00; }
+table.results td.count.nonzero.s-error { background: #ddf4ff; color: #0a3069; }
+table.results tr.regressed td.driver { border-left: 4px solid #cf222e; }
+table.results td.regressed, table.results .check.regressed { background: #ffebe9; }
+.regression-mark { color: #a40e26; font-weight: 600; font-size: 12px; white-space: nowrap; }
+.gate { font-weight: 600; }
+.gate-pass { color: #116329; }
+.gate-fail { color: #a40e26; }
 table.results td.failing .check { display: block; }
 table.results td.failing code { overflow-wrap: anywhere; }
-table.results td.verdict { min-width: 200px; max-width: 380px; }
+table.results td.verdict { min-width: 170px; max-width: 340px; }
 table.results td.driver { min-width: 150px; }
 table.results td.run { white-space: nowrap; }
-table.results td.failing { min-width: 200px; }
+table.results td.failing { min-width: 170px; }
 .v-good { color: #116329; font-weight: 600; }
 .v-warn { color: #7d4e00; font-weight: 600; }
 .v-bad { color: #a40e26; font-weight: 600; }
 .v-neutral { color: #424a53; }
 .charts { display: flex; flex-wrap: wrap; gap: 16px; }
-.chart-box { overflow-x: auto; max-width: 100%; border: 1px solid #d0d7de; border-radius: 4px; padding: 6px; }
+.chart-box { max-width: 100%; min-width: 0; border: 1px solid #d0d7de; border-radius: 4px; padding: 6px; }
+/* a chart wider than the page scrolls, and opens at its right end: the newest runs first */
+.chart-box .scroll { overflow-x: auto; max-width: 100%; direction: rtl; }
+.chart-box .scroll > svg { direction: ltr; }
 .chart-box figcaption { font-weight: 600; margin: 0 0 4px 4px; }
 figure { margin: 0; }
 svg.chart { display: block; font-family: "DejaVu Sans", "Liberation Sans", Arial, sans-serif; }
@@ -401,6 +466,8 @@ svg.chart .point.registered, svg.chart text.registered { fill: #0969da; }
 svg.chart .point.staged, svg.chart text.staged { fill: #bc4c00; }
 svg.chart .point.ratio, svg.chart text.ratio { fill: #1a7f37; }
 svg.chart .limit { stroke: #cf222e; stroke-width: 1.5; stroke-dasharray: 5 4; fill: none; }
+svg.chart .regressed-ring { fill: none; stroke: #cf222e; stroke-width: 2.5; }
+svg.chart text.value.regressed { fill: #cf222e; text-decoration: underline; }
 svg.chart text.limit-value { fill: #cf222e; stroke: #fff; stroke-dasharray: none; stroke-width: 3px; font-weight: normal; font-size: 10px; }
 `;
 
@@ -444,7 +511,7 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
   out.push(
     '<thead><tr><th scope="col">driver</th><th scope="col">run</th><th scope="col">verdict</th>' +
       '<th scope="col">registered<br>GB/s</th><th scope="col">staged<br>GB/s</th><th scope="col">ratio</th>' +
-      STATUSES.map((s) => `<th scope="col">${s}</th>`).join('') +
+      STATUSES.map((s) => `<th scope="col">${s === 'error' ? 'host<br>error' : s}</th>`).join('') +
       '<th scope="col">failing checks</th></tr></thead>',
   );
   const colCount = 7 + STATUSES.length;
@@ -457,17 +524,29 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
     );
     g.entries.forEach((e, ei) => {
       const d = e.device;
-      out.push(`<tr class="entry" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`);
-      out.push(`<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}</td>`);
+      const r = e.regressed;
+      out.push(`<tr class="entry${r ? ' regressed' : ''}" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`);
+      out.push(`<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}${r ? '<br><span class="regression-mark">&#9660; regression</span>' : ''}</td>`);
       const runNote = [str(d.id, ''), e.run.incomplete || d.incomplete ? 'incomplete' : ''].filter(Boolean).join(' · ');
-      out.push(`<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}</td>`);
-      out.push(`<td class="verdict v-${verdictClass(d.verdict?.kind)}">${escapeHtml(verdictText(d))}</td>`);
-      out.push(`<td class="num registered">${fixed(e.registered)}</td>`);
+      const gate = e.run.gate ? `<br><span class="gate gate-${e.run.gate.pass ? 'pass' : 'fail'}" title="${escapeHtml(e.run.gate.headline)}">gate ${e.run.gate.pass ? 'PASS' : 'FAIL'}</span>` : '';
+      out.push(`<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}${gate}</td>`);
+      const was = r?.verdict ? `<br><span class="regression-mark">was ${escapeHtml(r.verdict.old)}</span>` : '';
+      out.push(`<td class="verdict v-${verdictClass(d.verdict?.kind)}${r?.verdict ? ' regressed' : ''}">${escapeHtml(verdictText(d))}${was}</td>`);
+      const drop = r?.figure ? `<br><span class="regression-mark" title="${escapeHtml(`registered ${fixed(r.figure.old)} -> ${fixed(r.figure.new)} GB/s, more than the ${pct(r.figure.maxDrop)} allowed`)}">&#9660; ${pct(r.figure.drop)}</span>` : '';
+      out.push(`<td class="num registered${r?.figure ? ' regressed' : ''}">${fixed(e.registered)}${drop}</td>`);
       out.push(`<td class="num staged">${fixed(e.staged)}</td>`);
       out.push(`<td class="num ratio">${fixed(e.ratio)}</td>`);
       for (const s of STATUSES) out.push(`<td class="count s-${s}${e.counts[s] ? ' nonzero' : ''}">${e.counts[s]}</td>`);
       // one check a line, broken after a dot or an underscore where an id is longer than the column
-      const failing = e.failing.map((f) => `<span class="check"><code>${escapeHtml(f.id).replace(/([._])/g, '$1<wbr>')}</code>${f.status === 'fail' ? '' : ` (${f.status})`}</span>`);
+      const regressedCheck = new Map((r?.checks ?? []).map((c) => [c.id, c]));
+      const checkLine = (id: string, status: string): string => {
+        const rc = regressedCheck.get(id);
+        const mark = rc ? ` <span class="regression-mark">&#9650; was ${escapeHtml(rc.old)}</span>` : '';
+        return `<span class="check${rc ? ' regressed' : ''}"><code>${escapeHtml(id).replace(/([._])/g, '$1<wbr>')}</code>${status === 'fail' ? '' : ` (${escapeHtml(status)})`}${mark}</span>`;
+      };
+      const failing = e.failing.map((f) => checkLine(f.id, f.status));
+      // a check that regressed without failing (pass -> warn) is listed too
+      for (const c of r?.checks ?? []) if (!e.failing.some((f) => f.id === c.id)) failing.push(checkLine(c.id, c.new));
       const errors = (d.errors ?? []).length;
       if (errors) failing.push(`<span class="check">${errors} run error(s)</span>`);
       out.push(`<td class="failing">${failing.join('') || '<span class="small">none</span>'}</td>`);
@@ -498,7 +577,7 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
     out.push(`<section class="device-charts" data-device="${gi}" aria-label="${escapeHtml(`Charts of ${label}`)}">`);
     out.push(`<h3>${escapeHtml(g.name)} <span class="small">${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '))}</span></h3>`);
     out.push('<div class="charts">');
-    out.push('<figure class="chart-box">', `<figcaption>Registered and staged GB/s</figcaption>`);
+    out.push('<figure class="chart-box">', `<figcaption>Registered and staged GB/s</figcaption>`, '<div class="scroll">');
     out.push(
       chartSvg({
         id: `chart-${gi}-gbps`,
@@ -506,12 +585,17 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
         yLabel: 'GB/s',
         xLabels,
         series: [
-          { name: 'registered GB/s', cls: 'registered', values: entries.map((e) => e.registered) },
+          {
+            name: 'registered GB/s',
+            cls: 'registered',
+            values: entries.map((e) => e.registered),
+            regressed: entries.map((e) => (e.regressed?.figure ? `regression: -${pct(e.regressed.figure.drop)} against the run before, more than the ${pct(e.regressed.figure.maxDrop)} allowed` : undefined)),
+          },
           { name: 'staged GB/s', cls: 'staged', values: entries.map((e) => e.staged) },
         ],
       }),
     );
-    out.push('</figure>', '<figure class="chart-box">', `<figcaption>Ratio registered / staged</figcaption>`);
+    out.push('</div>', '</figure>', '<figure class="chart-box">', `<figcaption>Ratio registered / staged</figcaption>`, '<div class="scroll">');
     out.push(
       chartSvg({
         id: `chart-${gi}-ratio`,
@@ -522,7 +606,7 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
         limit: { name: 'min relative speed', values: entries.map((e) => e.minRelativeSpeed) },
       }),
     );
-    out.push('</figure>', '</div>', '</section>');
+    out.push('</div>', '</figure>', '</div>', '</section>');
   }
   if (uncharted.length) {
     out.push(

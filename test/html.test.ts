@@ -99,11 +99,23 @@ const results: RunResult[] = [
 interface Expected {
   /** The device's heading in the table: name, then backend · PCI bus id (else device id) [· host, when several]. */
   header: string;
-  rows: { version: string; registered: string; staged: string; ratio: string; counts: Record<CheckResult['status'], number>; failing: string[] }[];
+  rows: { version: string; registered: string; staged: string; ratio: string; counts: Record<CheckResult['status'], number>; failing: string[]; regressed: string[] }[];
 }
 
 const f2 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
-const STATUSES: CheckResult['status'][] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'skip'];
+const STATUSES: CheckResult['status'][] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'error', 'skip'];
+const RANK: Partial<Record<CheckResult['status'], number>> = { pass: 0, warn: 1, fail: 2, timeout: 3, crash: 4 };
+
+/** The checks of `now` whose status got more severe since `before` (or that fail where `before` had no result). */
+function regressedChecks(before: DeviceResult | undefined, now: DeviceResult): string[] {
+  if (!before) return [];
+  const was = new Map(before.checks.map((c) => [c.id, RANK[c.status]]));
+  return now.checks.filter((c) => {
+    const n = RANK[c.status];
+    const o = was.get(c.id);
+    return n !== undefined && (o === undefined ? n >= 2 : n > o);
+  }).map((c) => c.id);
+}
 
 function expected(rs: RunResult[]): Map<string, Expected> {
   const several = new Set(rs.map((r) => r.host.hostname)).size > 1;
@@ -119,7 +131,7 @@ function expected(rs: RunResult[]): Map<string, Expected> {
     list.sort((a, b) => compareVersions(a.d.driver.version, b.d.driver.version) || Date.parse(a.r.startedAt) - Date.parse(b.r.startedAt));
     out.set(header, {
       header,
-      rows: list.map(({ d }) => {
+      rows: list.map(({ d }, i) => {
         const t = d.timing;
         const ratio = t ? (t.ratio ?? t.registeredGBps / t.stagedGBps) : undefined;
         return {
@@ -128,7 +140,8 @@ function expected(rs: RunResult[]): Map<string, Expected> {
           staged: f2(t?.stagedGBps),
           ratio: f2(ratio),
           counts: Object.fromEntries(STATUSES.map((s) => [s, d.checks.filter((c) => c.status === s).length])) as Record<CheckResult['status'], number>,
-          failing: d.checks.filter((c) => ['fail', 'timeout', 'crash'].includes(c.status)).map((c) => c.id),
+          failing: d.checks.filter((c) => ['fail', 'timeout', 'crash', 'error'].includes(c.status)).map((c) => c.id),
+          regressed: regressedChecks(list[i - 1]?.d, d),
         };
       }),
     });
@@ -267,13 +280,16 @@ describe('htmlReport in Chromium, offline', () => {
         const row = rows.nth(i);
         const x = e.rows[i]!;
         expect(await row.locator('td.driver').innerText()).toContain(x.version);
-        expect(await row.locator('td.registered').innerText()).toBe(x.registered);
+        // the figure, and under it the drop when it is a regression
+        expect((await row.locator('td.registered').innerText()).split('\n')[0]).toBe(x.registered);
         expect(await row.locator('td.staged').innerText()).toBe(x.staged);
         expect(await row.locator('td.ratio').innerText()).toBe(x.ratio);
         for (const s of STATUSES) expect(Number(await row.locator(`td.s-${s}`).innerText()), `${header} ${x.version} ${s}`).toBe(x.counts[s]);
         const failing = await row.locator('td.failing').innerText();
         for (const id of x.failing) expect(failing).toContain(id);
-        if (x.failing.length === 0) expect(failing).toBe('none');
+        // a check that got worse since the run above is marked, failing or not
+        expect((await row.locator('td.failing .check.regressed code').allInnerTexts()).map((t) => t.replace(/\s/g, '')).sort()).toEqual([...x.regressed].sort());
+        if (x.failing.length === 0 && x.regressed.length === 0) expect(failing).toBe('none');
       }
 
       // the charts (of a device measured at least once): a place per run, in the same order, each value written
@@ -304,11 +320,18 @@ describe('htmlReport in Chromium, offline', () => {
 
     // versions in natural order: 7.2.4 < 7.2.9 < 7.2.10, and the two runs of CUDA 13.0 by time
     const hip = page.locator('tbody.device', { hasText: 'Radeon <RX> 7900' });
-    expect(await hip.locator('td.driver').allInnerTexts()).toEqual(['HIP 7.2.4', 'HIP 7.2.9', 'HIP 7.2.10']);
+    expect((await hip.locator('td.driver').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['HIP 7.2.4', 'HIP 7.2.9', 'HIP 7.2.10']);
     const cuda = page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' });
     const cudaRows = await cuda.locator('tr.entry').evaluateAll((els) => els.map((el) => el.getAttribute('data-version')));
     expect(cudaRows).toEqual(['12.8 (kernel module 570.86.10)', '13.0 (kernel module 580.159.04)', '13.0 (kernel module 580.159.04)', '13.1 (kernel module 590.44.01)']);
-    expect(await cuda.locator('tr.entry td.registered').allInnerTexts()).toEqual(['48.12', '54.97', '3.33', '56.79']);
+    expect((await cuda.locator('tr.entry td.registered').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['48.12', '54.97', '3.33', '56.79']);
+    // 54.97 -> 3.33 GB/s with the same driver: a regression of the figure, marked in the table and on the chart
+    expect(await cuda.locator('tr.entry.regressed').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
+    expect(await cuda.locator('tr.entry').nth(2).locator('td.registered .regression-mark').innerText()).toBe('▼ 93.9%');
+    expect(await cuda.locator('tr.entry').nth(2).locator('td.verdict').innerText()).toContain('was Usable');
+    const cudaCharts = page.locator('section.device-charts', { hasText: 'cuda · 0000:00:06.0' });
+    expect(await cudaCharts.locator('svg[id$="-gbps"] circle.regressed-ring').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
+    expect(await cudaCharts.locator('svg[id$="-gbps"] text.value.regressed').allTextContents()).toEqual(['3.33']);
 
     // a run that measured nothing is a gap in the charts, said in words
     const hipCharts = page.locator('section.device-charts', { hasText: 'Radeon <RX> 7900' });
@@ -339,5 +362,53 @@ describe('htmlReport in Chromium, offline', () => {
     expect(readdirSync(work)).toContain('report.png');
     await context.close();
     expect(blocked).toEqual([]);
+  }, 60_000);
+
+  it('32 runs of one GPU: the newest are seen without scrolling, values do not overlap, regressions are marked where they happen', async () => {
+    // CUDA 13.0.0 ... 13.0.31; the registered copy falls 25% at run 20 (then recovers), a hazard check fails from run 25
+    const runs = Array.from({ length: 32 }, (_, i) =>
+      h200With(`13.0.${i}`, new Date(Date.UTC(2026, 0, 1 + i)).toISOString(), i === 20 ? 41.25 : 55 + (i % 3) * 0.1, 5 + (i % 4) * 0.2, (d) => {
+        if (i >= 25) d.checks.find((c) => c.id === 'hazard.tmpfs_bytes')!.status = 'fail';
+      }),
+    );
+    const many = join(work, 'many.html');
+    writeFileSync(many, htmlReport(runs));
+    const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 }, offline: true });
+    const page = await context.newPage();
+    await page.goto(pathToFileURL(many).href, { waitUntil: 'load' });
+    // the page itself does not scroll sideways: only a chart wider than it does
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(1280);
+    const chart = page.locator('section.device-charts', { hasText: 'cuda · 0000:00:06.0' }).locator('svg[id$="-gbps"]');
+    const values = await chart.locator('text.value[data-series="registered"]').evaluateAll((els) =>
+      els.map((el) => {
+        const r = el.getBoundingClientRect();
+        return { i: Number(el.getAttribute('data-index')), left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: el.textContent };
+      }),
+    );
+    expect(values).toHaveLength(32);
+    const box = await chart.evaluate((el) => {
+      const r = el.parentElement!.getBoundingClientRect();
+      return { left: r.left, right: r.right };
+    });
+    // the newest five runs' values are inside the chart's visible box and the window, as the page opens
+    for (const v of values.slice(-5)) {
+      expect(v.left, `run ${v.i}`).toBeGreaterThanOrEqual(box.left);
+      expect(v.right, `run ${v.i}`).toBeLessThanOrEqual(Math.min(box.right, 1280));
+    }
+    // no two neighbouring values overlap
+    for (let k = 1; k < values.length; k++) {
+      const [a, b] = [values[k - 1]!, values[k]!];
+      const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+      expect(apart, `${a.text} at ${a.i} and ${b.text} at ${b.i}`).toBe(true);
+    }
+    // the drop at run 20 (25%, more than the 10% allowed) and the failing check from run 25 are marked
+    expect(await chart.locator('circle.regressed-ring').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['20']);
+    const rows = page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' }).locator('tr.entry');
+    expect(await page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' }).locator('tr.entry.regressed').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['20', '25']);
+    expect(await rows.nth(20).locator('td.registered .regression-mark').innerText()).toMatch(/^▼ 25\.\d%$/);
+    expect(await rows.nth(25).locator('td.failing .check.regressed').innerText()).toMatch(/^hazard\.tmpfs_bytes\s*▲ was pass$/);
+    expect(await rows.nth(26).locator('.regressed').count()).toBe(0);
+    await page.screenshot({ path: join(work, 'many.png') });
+    await context.close();
   }, 60_000);
 });
