@@ -166,7 +166,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
   const reasons: GateReason[] = [];
   // the run's own troubles first: a driver that failed to start explains the missing devices below
   for (const b of run.backends ?? []) {
-    if (b.initError) reasons.push({ kind: 'driver-init', text: `${b.backend}: ${b.initError.message}` });
+    if (b.initError) reasons.push({ kind: 'driver-init', text: `${b.initError.message}: ${b.library ?? 'the library'} loaded, then failed to start` });
   }
   reasons.push(...unmet(o.requires ?? [], run));
   for (const d of run.devices) {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
-import { InputError, readResults } from '../results/read.js';
+import { InputError, readResults, resultsValidator } from '../results/read.js';
 import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
 import { buildDoubles } from './double/build.js';
 import { MAIN, cleanEnv } from './support/command.js';
@@ -83,6 +83,8 @@ function expectSameDecision(r: Ran, pass: boolean): GateDecision {
   expect(r.summary).toContain(`**${pass ? 'PASS' : 'FAIL'}**: `);
   const v = validateJunit(r.junit);
   expect(v.ok, v.output).toBe(true);
+  const validate = resultsValidator();
+  expect(validate(r.json), JSON.stringify(validate.errors)).toBe(true);
   return gate;
 }
 
@@ -130,10 +132,11 @@ describe('the GPU is gone after an upgrade', () => {
     const gate = expectSameDecision(broken, false);
     const report = broken.json.backends!.find((b) => b.backend === 'cuda')!;
     expect(report.initError).toEqual({ message: 'CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN (unknown error)', call: 'cuInit', code: 999, codeName: 'CUDA_ERROR_UNKNOWN' });
-    expect(gate.reasons).toEqual([expect.objectContaining({ kind: 'driver-init', text: 'cuda: CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN (unknown error)' })]);
-    expect(broken.last).toBe('FAIL: cuda: CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN (unknown error)');
+    const said = `CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN (unknown error): ${doubles.cuda} loaded, then failed to start`;
+    expect(gate.reasons).toEqual([expect.objectContaining({ kind: 'driver-init', text: said })]);
+    expect(broken.last).toBe(`FAIL: ${said}`);
     expect(broken.stdout).not.toMatch(/CUDA: CUDA:/);
-    expect(broken.junit).toMatch(/<testcase classname="gate" name="gate\.driver-init"[^>]*>\s*<failure message="cuda: CUDA: cuInit failed: 999/);
+    expect(broken.junit).toMatch(/<testcase classname="gate" name="gate\.driver-init"[^>]*>\s*<failure message="CUDA: cuInit failed: 999/);
   });
 
   it('--require makes presence a requirement without a baseline; a bad spec is refused before anything runs', () => {
@@ -298,4 +301,21 @@ describe('the gate\'s inputs', () => {
     expect(r.stderr).toBe('mapped-reg-conformance: --max-drop "10": expected a fraction in [0, 1) such as 0.1, or a percentage such as 10%\n');
     expect(r.stdout).toBe('');
   });
+});
+
+describe('scripts/h200/gate.sh, the gate on a real GPU, tried here on the double through its CUDA shim', () => {
+  it('plain re-runs pass; cuInit 999 and a registered copy throttled by 20% fail; the script says so and exits 0', () => {
+    const out = mkdtempSync(join(work, 'h200-'));
+    const r = spawnSync('bash', [join(import.meta.dirname, '..', 'scripts', 'h200', 'gate.sh'), out, '--backend', 'cuda', '--size', '8'], {
+      env: cleanEnv({ MAPPED_REG_SHIM_REAL: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES }),
+      encoding: 'utf8',
+    });
+    expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
+    const rows = new Map(readFileSync(join(out, 'gate.txt'), 'utf8').trim().split('\n').slice(1, -1).map((l) => [l.split(/\s+/)[0]!, l.split(/\s+/)] as const));
+    expect([...rows.keys()]).toEqual(['baseline', 're-run-1', 're-run-2', 're-run-3', 're-run-4', 're-run-5', 'shim-unchanged', 'shim-cuinit-999', 'shim-cuinit-999-alone', 'shim-registered-20pct']);
+    for (const [name, cells] of rows) expect(cells[2], name).toBe(cells[1]);
+    expect(rows.get('shim-registered-20pct')!.join(' ')).toMatch(/registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-(19|2\d)\.\d%\)/);
+    expect(rows.get('shim-cuinit-999')!.join(' ')).toMatch(/FAIL: CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN/);
+    expect(readFileSync(join(out, 'gate.txt'), 'utf8')).toMatch(/^0 scenario\(s\) with an unexpected exit status$/m);
+  }, 120_000);
 });

@@ -1,0 +1,135 @@
+// A CUDA driver shim for trying the gate on a real GPU (scripts/h200/gate.sh). It exports the driver API
+// functions the bindings declare (bindings/cuda.ts), forwards each one to the real driver (libcuda.so.1, or the
+// library MAPPED_REG_SHIM_REAL names: the tests put the driver double there), and breaks only what its
+// environment asks for:
+//   MAPPED_REG_SHIM_CUINIT=N             cuInit returns N without calling the driver (999: the driver fails to
+//                                        start, as after a bad upgrade; 100: no device)
+//   MAPPED_REG_SHIM_SLOW_REGISTERED=F    a host-to-device copy whose source lies in a registered range takes F
+//                                        times as long (F = 1.25: its GB/s falls by 20%); other copies as they are
+// Loaded by path: MAPPED_REG_CUDA_LIBRARY=/path/cuda-shim.so. Build: cc -shared -fPIC -O2 -o cuda-shim.so cuda-shim.c -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static void *real(const char *name) {
+  static void *lib;
+  const char *path = getenv("MAPPED_REG_SHIM_REAL");
+  if (!path || !*path) path = "libcuda.so.1";
+  if (!lib) lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  void *f = lib ? dlsym(lib, name) : NULL;
+  if (!f) {
+    fprintf(stderr, "cuda-shim: %s not found in %s (%s)\n", name, path, lib ? "no symbol" : dlerror());
+    abort();
+  }
+  return f;
+}
+
+#define FORWARD(ret, name, params, args)                    \
+  ret name params {                                         \
+    static ret(*f) params;                                  \
+    if (!f) f = (ret(*) params)real(#name);                 \
+    return f args;                                          \
+  }
+
+// ---- the registered ranges (only to tell which copies to slow down) ----
+#define MAX_RANGES 4096
+static struct { uintptr_t start, end; } ranges[MAX_RANGES];
+static int nranges;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int registered(const void *p, size_t n) {
+  uintptr_t a = (uintptr_t)p;
+  int hit = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < nranges && !hit; i++) hit = a >= ranges[i].start && a + n <= ranges[i].end;
+  pthread_mutex_unlock(&lock);
+  return hit;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// ---- what the shim changes ----
+int cuInit(unsigned int flags) {
+  const char *code = getenv("MAPPED_REG_SHIM_CUINIT");
+  if (code && *code) return atoi(code);
+  static int (*f)(unsigned int);
+  if (!f) f = (int (*)(unsigned int))real("cuInit");
+  return f(flags);
+}
+
+int cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
+  static int (*f)(void *, size_t, unsigned int);
+  if (!f) f = (int (*)(void *, size_t, unsigned int))real("cuMemHostRegister_v2");
+  int r = f(p, bytes, flags);
+  if (r == 0) {
+    pthread_mutex_lock(&lock);
+    if (nranges < MAX_RANGES) {
+      ranges[nranges].start = (uintptr_t)p;
+      ranges[nranges].end = (uintptr_t)p + bytes;
+      nranges++;
+    }
+    pthread_mutex_unlock(&lock);
+  }
+  return r;
+}
+
+int cuMemHostUnregister(void *p) {
+  static int (*f)(void *);
+  if (!f) f = (int (*)(void *))real("cuMemHostUnregister");
+  int r = f(p);
+  if (r == 0) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nranges; i++) {
+      if (ranges[i].start == (uintptr_t)p) {
+        ranges[i] = ranges[--nranges];
+        break;
+      }
+    }
+    pthread_mutex_unlock(&lock);
+  }
+  return r;
+}
+
+int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
+  static int (*f)(unsigned long long, const void *, size_t);
+  if (!f) f = (int (*)(unsigned long long, const void *, size_t))real("cuMemcpyHtoD_v2");
+  const char *slow = getenv("MAPPED_REG_SHIM_SLOW_REGISTERED");
+  double factor = slow ? atof(slow) : 1.0;
+  if (factor <= 1.0 || !registered(src, n)) return f(dst, src, n);
+  double t0 = now();
+  int r = f(dst, src, n);
+  double until = t0 + (now() - t0) * factor;
+  while (now() < until) {
+  }
+  return r;
+}
+
+// ---- everything else, as the driver does it ----
+FORWARD(int, cuDriverGetVersion, (int *v), (v))
+FORWARD(int, cuDeviceGetCount, (int *n), (n))
+FORWARD(int, cuDeviceGet, (int *d, int ordinal), (d, ordinal))
+FORWARD(int, cuDeviceGetName, (char *name, int len, int dev), (name, len, dev))
+FORWARD(int, cuDeviceGetPCIBusId, (char *id, int len, int dev), (id, len, dev))
+FORWARD(int, cuDeviceTotalMem_v2, (size_t *bytes, int dev), (bytes, dev))
+FORWARD(int, cuDeviceGetAttribute, (int *pi, int attrib, int dev), (pi, attrib, dev))
+FORWARD(int, cuDevicePrimaryCtxRetain, (void **ctx, int dev), (ctx, dev))
+FORWARD(int, cuDevicePrimaryCtxRelease_v2, (int dev), (dev))
+FORWARD(int, cuDevicePrimaryCtxReset_v2, (int dev), (dev))
+FORWARD(int, cuCtxSetCurrent, (void *ctx), (ctx))
+FORWARD(int, cuCtxSynchronize, (void), ())
+FORWARD(int, cuMemAlloc_v2, (unsigned long long *p, size_t n), (p, n))
+FORWARD(int, cuMemFree_v2, (unsigned long long p), (p))
+FORWARD(int, cuMemHostAlloc, (void **pp, size_t n, unsigned int flags), (pp, n, flags))
+FORWARD(int, cuMemFreeHost, (void *p), (p))
+FORWARD(int, cuMemcpyDtoH_v2, (void *dst, unsigned long long src, size_t n), (dst, src, n))
+FORWARD(int, cuGetErrorName, (int e, const char **s), (e, s))
+FORWARD(int, cuGetErrorString, (int e, const char **s), (e, s))
