@@ -175,9 +175,16 @@ await yargs(hideBin(process.argv))
     fail(msg || err?.message || 'bad usage');
   })
   .epilogue(
-    'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n' +
-      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed (or a regression);\n' +
-      '2 bad usage or bad input; 130 interrupted.',
+    // yargs wraps each line to the terminal: a paragraph is one line here
+    'The gate (README "The gate"): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
+      'It fails on a failed check (unless a known failure, or failed in the baseline too); with --baseline, on a device gone, a status more severe, ' +
+      'a verdict that left Usable, a registered GB/s down more than --max-drop; on a GPU driver that loads and then fails to start; an unmet --require; ' +
+      'a host error; an unexpected pass (a listed failure that passed). A listed flake or a timing is re-run once first. ' +
+      'An expectations file, deqp-runner style:\n' +
+      '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
+      '  flake timing.margin       device="NVIDIA H200"\n\n' +
+      'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
+      'Exit status: 0 the gate passed; 1 the gate failed; 2 bad usage or bad input; 130 interrupted.',
   )
   .version(pkg.version)
   .help()

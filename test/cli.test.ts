@@ -78,11 +78,21 @@ describe('with no GPU', () => {
     const r = cli(['--help']);
     expect(r.code).toBe(0);
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
-    for (const option of ['--scratch-dir', '--size', '--device', '--backend', '--runs', '--min-relative-speed', '--json']) {
-      expect(r.stdout).toContain(option);
-      expect(readme).toContain(option);
-    }
+    // every option --help shows is in the README, and the README's options of run are in --help
+    const shown = [...new Set(r.stdout.match(/--[a-z][a-z-]+/g) ?? [])].filter((o) => o !== '--help' && o !== '--version');
+    expect(shown).toEqual(expect.arrayContaining(['--scratch-dir', '--size', '--device', '--backend', '--runs', '--min-relative-speed', '--json', '--junit', '--baseline', '--expectations', '--require', '--max-drop']));
+    for (const option of shown) expect(readme, option).toContain(option);
     expect(r.stdout).toMatch(/MAPPED_REG_CUDA_LIBRARY/);
+    // the gate, said the same way in both
+    for (const text of ['fail  hazard.tmpfs_bytes  driver=7.2.4*', 'flake timing.margin       device="NVIDIA H200"']) {
+      expect(r.stdout, text).toContain(text);
+      expect(readme, text).toContain(text);
+    }
+    const flat = (s: string): string => s.replace(/\s+/g, ' ');
+    for (const text of ['unexpected pass', 'Exit status: 0 the gate passed; 1 the gate failed']) {
+      expect(flat(r.stdout), text).toContain(text);
+      expect(flat(readme), text).toContain(text);
+    }
   });
 });
 
