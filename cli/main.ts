@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge` and `report`.
-import { mkdirSync, readFileSync } from 'node:fs';
+// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history` (add, compare,
+// report: the fleet's store, whose module and DuckDB are loaded only by those three).
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yargs from 'yargs';
@@ -11,7 +12,7 @@ import { htmlReport } from '../reporters/html.js';
 import { comparisonJson, compareResults, DEFAULT_MAX_DROP, exitStatus, formatComparison } from '../results/compare.js';
 import { readExpectations, type Expectations } from '../results/expectations.js';
 import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
-import { mergeResults } from '../results/merge.js';
+import { mergeResults, mergeSizeProblem } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
@@ -77,6 +78,15 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   }
 }
 
+/** A file's size in bytes (0 when it cannot be read: reading it says why). */
+const sizeOf = (file: string): number => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+
 const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
 
 function execute(a: Args, listOnly: boolean): Promise<void> {
@@ -119,7 +129,7 @@ const common = {
 
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
   .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
   .command(
@@ -150,8 +160,18 @@ await yargs(hideBin(process.argv))
     (a) =>
       guarded(() => {
         const files = a.files.map((f) => resolve(f));
+        // refused before anything is read when the merged file could not be written (V8's string limit)
+        const tooLarge = mergeSizeProblem(files.map(sizeOf));
+        if (tooLarge) throw new InputError(tooLarge);
         const merged = mergeResults(files.map(readResults), files);
-        writeAtomically(resolve(a.o), `${JSON.stringify(merged, null, 2)}\n`);
+        let text: string;
+        try {
+          text = `${JSON.stringify(merged, null, 2)}\n`;
+        } catch (e) {
+          if (e instanceof RangeError) throw new InputError(`merge: the merged file of ${files.length} files is too large for one JSON text (at most 512 MiB in Node.js): for a fleet, use a history store instead: history add --db FILE RESULTS..., then history compare and history report`);
+          throw e;
+        }
+        writeAtomically(resolve(a.o), text);
         process.stdout.write(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${a.o}\n`);
       }),
   )
@@ -168,6 +188,59 @@ await yargs(hideBin(process.argv))
         writeAtomically(resolve(a.html), htmlReport(results));
         process.stdout.write(`report of ${results.length} file(s) written to ${a.html}\n`);
       }),
+  )
+  .command('history', 'the history store of a fleet (DuckDB): history add, history compare, history report', (y) =>
+    y
+      .command(
+        'add <paths..>',
+        'add results files, or folders of them (read recursively), to the store; a run already there is not added again',
+        (z) =>
+          z
+            .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' })
+            .option('db', { type: 'string', demandOption: true, describe: 'the store (a DuckDB file; made when missing)' }),
+        (a) =>
+          guarded(async () => {
+            const { historyAdd } = await import('../history/commands.js');
+            process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, (t) => process.stdout.write(t), (t) => process.stderr.write(t));
+          }),
+      )
+      .command(
+        'compare',
+        'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
+        (z) =>
+          z
+            .option('db', { type: 'string', demandOption: true, describe: 'the store' })
+            .option('old', { type: 'string', demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
+            .option('new', { type: 'string', demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
+            .option('expectations', common.expectations)
+            .option('max-drop', common['max-drop'])
+            .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
+        (a) =>
+          guarded(async () => {
+            const expectations = expectationsOf(a.expectations);
+            const maxDrop = parseMaxDrop(a.maxDrop);
+            const { historyCompare } = await import('../history/commands.js');
+            process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, maxDrop, ...(expectations ? { expectations } : {}) }, (t) => process.stdout.write(t));
+          }),
+      )
+      .command(
+        'report',
+        'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
+        (z) =>
+          z
+            .option('db', { type: 'string', demandOption: true, describe: 'the store' })
+            .option('html', { type: 'string', demandOption: true, describe: 'the page to write' })
+            .option('expectations', common.expectations)
+            .option('max-drop', common['max-drop']),
+        (a) =>
+          guarded(async () => {
+            const expectations = expectationsOf(a.expectations);
+            const maxDrop = parseMaxDrop(a.maxDrop);
+            const { historyReportCommand } = await import('../history/commands.js');
+            await historyReportCommand({ db: a.db, html: a.html, maxDrop, ...(expectations ? { expectations } : {}) }, writeAtomically, (t) => process.stdout.write(t));
+          }),
+      )
+      .demandCommand(1, 'history needs a command: add, compare or report'),
   )
   .strict()
   .fail((msg, err) => {

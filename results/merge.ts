@@ -45,3 +45,18 @@ export function mergeResults(files: RunResult[], names?: string[]): MergedResult
     devices,
   };
 }
+
+/**
+ * The most input `merge` takes, in bytes: the merged file is one JSON text, a string in Node.js, and V8 limits a
+ * string to 2^29 - 24 characters (512 MiB). The merged file is about the size of its inputs (each device gains its
+ * host, a few per cent: 1,000 hosts' 149 MB became 155 MB), so 400 MiB of input leaves a margin.
+ */
+export const MERGE_LIMIT_BYTES = 400 * 1024 * 1024;
+
+/** Why these inputs are too large to merge (a line that points to `history`), or undefined. */
+export function mergeSizeProblem(sizes: readonly number[], limit = MERGE_LIMIT_BYTES): string | undefined {
+  const total = sizes.reduce((a, b) => a + b, 0);
+  if (total <= limit) return undefined;
+  const mb = (x: number): string => `${(x / 1024 / 1024).toFixed(0)} MiB`;
+  return `merge: the ${sizes.length} files hold ${mb(total)}, more than the ${mb(limit)} one merged file can hold (a JSON text in Node.js is at most 512 MiB): for a fleet, use a history store instead: history add --db FILE RESULTS..., then history compare and history report`;
+}

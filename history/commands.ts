@@ -1,0 +1,110 @@
+// The `history` commands (cli/main.ts loads this module, and DuckDB with it, only when one of them runs).
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
+import type { Expectations } from '../results/expectations.js';
+import { InputError } from '../results/read.js';
+import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './compare.js';
+import { historyReport } from './report.js';
+import { addFiles, openStore, resultFiles, storeCounts } from './store.js';
+
+type Out = (text: string) => void;
+
+/** Failing changes listed in the text form; the rest are counted (`--json` lists every one). */
+const SHOWN = 200;
+
+const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
+
+/** `history add`: returns the exit status (2 when a file was refused; the good ones are added all the same). */
+export async function historyAdd(a: { db: string; paths: string[] }, out: Out, err: Out): Promise<number> {
+  const files = resultFiles(a.paths);
+  const t0 = performance.now();
+  const store = await openStore(a.db, 'write');
+  try {
+    const r = await addFiles(store, files, (line) => err(`mapped-reg-conformance: ${line}\n`));
+    const total = await storeCounts(store);
+    store.close();
+    const size = statSync(resolve(a.db)).size;
+    out(
+      `added ${plural(r.runs.added, 'run')} (${plural(r.devices.added, 'device')}, ${plural(r.checks, 'check')}) from ${plural(r.files, 'file')}` +
+        `${r.runs.known || r.devices.known ? `; already in the store: ${plural(r.runs.known, 'run')} (${plural(r.devices.known, 'device')})` : ''}` +
+        `${r.refused.length ? `; refused ${plural(r.refused.length, 'file')} (above)` : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n` +
+        `${a.db}: ${plural(total.runs, 'run')} of ${plural(total.hosts, 'host')}, ${plural(total.devices, 'device')}, ${plural(total.checks, 'check')}, ${(size / 1e6).toFixed(1)} MB\n`,
+    );
+    return r.refused.length ? 2 : 0;
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+}
+
+const sideLine = (which: 'OLD' | 'NEW', s: SideSummary): string => {
+  const drivers = s.drivers.slice(0, 4).map((d) => `${d.driver} (${d.devices})`).join(', ') + (s.drivers.length > 4 ? `, and ${s.drivers.length - 4} more` : '');
+  return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}`;
+};
+
+/** The comparison as text: both sides, who was compared, each failing change on a line (capped), the totals. */
+export function formatHistory(h: HistoryComparison): string {
+  const c = asComparison(h);
+  const out: string[] = [sideLine('OLD', h.old), sideLine('NEW', h.new)];
+  out.push(`compared: ${plural(h.hosts.compared, 'host')} on both sides${h.hosts.newOnly ? `, ${plural(h.hosts.newOnly, 'host')} only on NEW (their devices are new)` : ''}; devices matched by host, backend, PCI bus id and name`);
+  if (h.notCompared.count) out.push(`not compared: ${plural(h.notCompared.count, 'host')} of OLD with no run on NEW (not upgraded yet?): ${h.notCompared.hosts.join(', ')}${h.notCompared.count > h.notCompared.hosts.length ? ', ...' : ''}`);
+  if (h.gpusGone.count) out.push(`GPUs gone: ${plural(h.gpusGone.count, 'host')} whose last run has none of its old devices' backends: ${h.gpusGone.hosts.join(', ')}${h.gpusGone.count > h.gpusGone.hosts.length ? ', ...' : ''}`);
+  if (h.expectations) out.push(`expectations: ${h.expectations}`);
+  out.push(`registered GB/s: a drop of more than ${percent(h.maxDrop)} is a regression`);
+  const failing = failingChanges(c);
+  if (failing.length) {
+    out.push('');
+    for (const { device, change } of failing.slice(0, SHOWN)) out.push(`  ${change.kind === 'regression' ? 'REGRESSION' : change.kind === 'error' ? 'HOST ERROR' : 'UNEXPECTED PASS'}  ${changeLine(device, change)}`);
+    if (failing.length > SHOWN) out.push(`  and ${failing.length - SHOWN} more (--json lists every one)`);
+  }
+  out.push('', `${countsLine(h.counts)}: ${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}`);
+  return `${out.join('\n')}\n`;
+}
+
+export interface CompareArgs {
+  db: string;
+  old: string;
+  new: string;
+  json: boolean;
+  maxDrop: number;
+  expectations?: Expectations;
+}
+
+/** `history compare`: returns the exit status (1 on a regression). */
+export async function historyCompare(a: CompareArgs, out: Out): Promise<number> {
+  const old = parseSelector(a.old, '--old');
+  const neu = parseSelector(a.new, '--new');
+  const store = await openStore(a.db, 'read');
+  let h: HistoryComparison;
+  try {
+    h = await compareSides(store, sideOf(old), sideOf(neu), { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) });
+  } finally {
+    store.close();
+  }
+  // a selector that matches no device of the store is a mistake (a typo), not a fleet whose every device is gone
+  if (h.old.matched === 0) throw new InputError(`--old ${JSON.stringify(a.old)}: no device of any run in ${a.db} matches it`);
+  if (h.new.matched === 0) throw new InputError(`--new ${JSON.stringify(a.new)}: no device of any run in ${a.db} matches it (a driver that fails to start on every host leaves no device of its version: compare with --new 'host=*' then)`);
+  out(a.json ? historyJson(h) : formatHistory(h));
+  return historyHasRegression(h) ? 1 : 0;
+}
+
+export interface ReportArgs {
+  db: string;
+  html: string;
+  maxDrop: number;
+  expectations?: Expectations;
+}
+
+/** `history report`: writes the page; returns the bytes written. */
+export async function historyReportCommand(a: ReportArgs, write: (file: string, text: string) => void, out: Out): Promise<void> {
+  const store = await openStore(a.db, 'read');
+  let page: string;
+  try {
+    page = await historyReport(store, { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) });
+  } finally {
+    store.close();
+  }
+  write(resolve(a.html), page);
+  out(`fleet report of ${a.db} written to ${a.html} (${(Buffer.byteLength(page) / 1e3).toFixed(0)} kB)\n`);
+}

@@ -1,0 +1,356 @@
+// history compare: two selections of the store (`--old driver=13.0*`, `--new driver=13.1*`) compared with the rules
+// of `compare` and of the gate (results/compare.ts), at fleet scale.
+//
+// - A selector is key=glob pairs with the keys of the expectations file, matched as there: `driver=` the driver's
+//   version or name and version, `device=` the device's name or id, `host=` the hostname. Its devices are the
+//   devices that match; its runs the runs that hold one.
+// - Which run counts: per host, the latest run of the selection (by start time). A device of the selection is a
+//   device of that run: a host's latest run decides what the host has, so a GPU gone in it is missing even if an
+//   earlier run of the same driver had it.
+// - What is compared: the hosts that have a run on the new side. A host of the old side with no run on the new
+//   side is not compared (a rollout that has not reached it yet): it is counted, never missing. A host's run on
+//   the new side is its latest run of the new selection, or a later run (after its old side's run) with no device
+//   of the backends its old side had: the GPUs gone after the upgrade, a driver that no longer starts. Then each
+//   device of the old side that the host's new run lacks is missing.
+// - Devices are matched by host, backend, PCI bus id and name (compare's key of two merged files).
+// - The SQL finds the devices where anything could have changed (a verdict, a check's status, a figure beyond the
+//   allowed drop, a device missing or new with a failing check, a check the host failed, a pass that an
+//   expectation lists as a failure); those are then judged by compare itself (compareResults on each host's
+//   devices), so the rules live in one place. Every other device is unchanged, and counted as such.
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, DEFAULT_MAX_DROP, hasRegression, regressionList, totalCounts } from '../results/compare.js';
+import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
+import { InputError } from '../results/read.js';
+import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
+import type { Store } from './store.js';
+
+export interface Selector {
+  /** As given: `driver=13.1* host=node-1*`. */
+  text: string;
+  host?: string;
+  driver?: string;
+  device?: string;
+}
+
+/** Parses a selector (`key=glob` pairs, quoted as in an expectations file); `flag` names it in errors. */
+export function parseSelector(text: string, flag: string): Selector {
+  let e;
+  try {
+    e = parseExpectations(`fail * ${text}`, flag).entries[0];
+  } catch (err) {
+    if (err instanceof InputError) throw new InputError(err.message.replace(`${flag}:1:`, `${flag} ${JSON.stringify(text)}:`).replace(/"fail" needs.*$/, 'expected key=glob pairs'));
+    throw err;
+  }
+  if (!e || (e.host === undefined && e.driver === undefined && e.device === undefined)) {
+    throw new InputError(`${flag} ${JSON.stringify(text)}: expected key=glob pairs of driver=, host=, device= (e.g. ${flag} driver=13.1*)`);
+  }
+  return { text: text.trim(), ...(e.host !== undefined ? { host: e.host } : {}), ...(e.driver !== undefined ? { driver: e.driver } : {}), ...(e.device !== undefined ? { device: e.device } : {}) };
+}
+
+/** A side as the engine takes it: which hosts, which devices (by name, id, driver name and version). */
+export interface Side {
+  label: string;
+  host?: (hostname: string) => boolean;
+  device?: (d: { name: string; id: string; dname: string; dver: string }) => boolean;
+}
+
+/** A selector as a side, its globs matched exactly as the expectations file's (results/expectations.ts). */
+export function sideOf(s: Selector): Side {
+  const g = (glob: string | undefined): ((x: string) => boolean) | undefined => {
+    if (glob === undefined) return undefined;
+    const re = globToRegExp(glob);
+    return (x) => re.test(x);
+  };
+  const host = g(s.host);
+  const device = g(s.device);
+  const driver = g(s.driver);
+  return {
+    label: s.text,
+    ...(host ? { host } : {}),
+    ...(device || driver ? { device: (d) => (!device || device(d.name) || device(d.id)) && (!driver || driver(d.dver) || driver(`${d.dname} ${d.dver}`)) } : {}),
+  };
+}
+
+export interface SideSummary {
+  selector: string;
+  /** Devices of the store that the selector matches, in any run. */
+  matched: number;
+  hosts: number;
+  devices: number;
+  /** Driver name and version of the side's devices, with how many devices each. */
+  drivers: { driver: string; devices: number }[];
+  from?: string;
+  to?: string;
+}
+
+export interface HistoryComparison {
+  old: SideSummary;
+  new: SideSummary;
+  /** Hosts with a run on both sides; on the new side only (their devices are new). */
+  hosts: { compared: number; newOnly: number };
+  /** Hosts of the old side with no run on the new side: not compared (the rollout has not reached them). */
+  notCompared: { count: number; hosts: string[] };
+  /** Hosts whose run on the new side has none of the devices of their old side's backends (gone, or the driver failed). */
+  gpusGone: { count: number; hosts: string[] };
+  maxDrop: number;
+  expectations?: string;
+  /** The devices judged by compare (those where something changed); every other one is unchanged. */
+  devices: DeviceComparison[];
+  counts: Counts;
+}
+
+export interface HistoryCompareOptions {
+  maxDrop?: number;
+  expectations?: Expectations;
+}
+
+const SAMPLE = 20;
+
+type Row = Record<string, unknown>;
+const rows = async (c: DuckDBConnection, sql: string): Promise<Row[]> => (await c.runAndReadAll(sql)).getRowObjectsJS() as Row[];
+const s = (x: unknown): string => String(x);
+const n = (x: unknown): number => Number(x);
+const sqlString = (x: string): string => `'${x.replace(/'/g, "''")}'`;
+
+/** A temp table of string tuples, filled through an appender. */
+async function tempTable(c: DuckDBConnection, name: string, columns: string[], values: (string | number)[][]): Promise<void> {
+  await c.run(`CREATE OR REPLACE TEMP TABLE ${name}(${columns.join(', ')})`);
+  const a = await c.createAppender(name, 'main', 'temp');
+  for (const row of values) {
+    for (const v of row) {
+      if (typeof v === 'number') a.appendInteger(v);
+      else a.appendVarchar(v);
+    }
+    a.endRow();
+  }
+  a.closeSync();
+}
+
+const ORDER = `started_ms DESC NULLS LAST, started_at DESC, run DESC`;
+
+/**
+ * The two sides' runs and devices, as temp tables: side_dev (the selected devices of every run), old_run and
+ * new_run (per host, the run that counts), o_dev and n_dev (the devices compared: of hosts with a new run).
+ */
+async function selectSides(c: DuckDBConnection, old: Side, neu: Side): Promise<void> {
+  const hosts = (await rows(c, `SELECT DISTINCT host FROM runs`)).map((r) => s(r.host));
+  const combos = (await rows(c, `SELECT DISTINCT name, id, dname, dver FROM devices`)).map((r) => ({ name: s(r.name), id: s(r.id), dname: s(r.dname), dver: s(r.dver) }));
+  const sideRows = (side: 'old' | 'new', sd: Side): { hosts: string[][]; combos: string[][] } => ({
+    hosts: hosts.filter((h) => !sd.host || sd.host(h)).map((h) => [side, h]),
+    combos: combos.filter((d) => !sd.device || sd.device(d)).map((d) => [side, d.name, d.id, d.dname, d.dver]),
+  });
+  const o = sideRows('old', old);
+  const nw = sideRows('new', neu);
+  await tempTable(c, 'sel_host', ['side VARCHAR', 'host VARCHAR'], [...o.hosts, ...nw.hosts]);
+  await tempTable(c, 'sel_combo', ['side VARCHAR', 'name VARCHAR', 'id VARCHAR', 'dname VARCHAR', 'dver VARCHAR'], [...o.combos, ...nw.combos]);
+  await c.run(`CREATE OR REPLACE TEMP TABLE side_dev AS
+    SELECT sc.side, r.host, r.run, r.started_ms, r.started_at, d.ord, d.backend
+    FROM devices d JOIN runs r ON r.run = d.run
+    JOIN sel_combo sc ON sc.name = d.name AND sc.id = d.id AND sc.dname = d.dname AND sc.dver = d.dver
+    JOIN sel_host sh ON sh.side = sc.side AND sh.host = r.host`);
+  await c.run(`CREATE OR REPLACE TEMP TABLE old_run AS
+    SELECT DISTINCT host, run, started_ms, started_at FROM side_dev WHERE side = 'old'
+    QUALIFY row_number() OVER (PARTITION BY host ORDER BY ${ORDER}) = 1`);
+  // the backends of each host's old side: a later run with none of them has lost its GPUs
+  await c.run(`CREATE OR REPLACE TEMP TABLE old_backends AS
+    SELECT DISTINCT sd.host, sd.backend FROM side_dev sd JOIN old_run o ON o.run = sd.run WHERE sd.side = 'old'`);
+  await c.run(`CREATE OR REPLACE TEMP TABLE new_run AS
+    SELECT host, run, started_ms, started_at, gone FROM (
+      SELECT DISTINCT host, run, started_ms, started_at, false AS gone FROM side_dev WHERE side = 'new'
+      UNION ALL
+      SELECT r.host, r.run, r.started_ms, r.started_at, true AS gone FROM runs r
+      JOIN old_run o ON o.host = r.host
+      JOIN sel_host sh ON sh.side = 'new' AND sh.host = r.host
+      WHERE r.started_ms > o.started_ms
+        AND NOT EXISTS (SELECT 1 FROM devices d JOIN old_backends b ON b.backend = d.backend AND b.host = r.host WHERE d.run = r.run)
+    ) QUALIFY row_number() OVER (PARTITION BY host ORDER BY ${ORDER}, gone) = 1`);
+  await c.run(`CREATE OR REPLACE TEMP TABLE o_dev AS
+    SELECT o.host, d.* FROM old_run o JOIN side_dev sd ON sd.side = 'old' AND sd.run = o.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord
+    WHERE o.host IN (SELECT host FROM new_run)`);
+  await c.run(`CREATE OR REPLACE TEMP TABLE n_dev AS
+    SELECT nr.host, d.* FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
+}
+
+/** Per fail entry of the expectations: which devices of the new side it could make an unexpected pass of. */
+async function expectationCandidates(c: DuckDBConnection, e: Expectations | undefined): Promise<string> {
+  const fails = (e?.entries ?? []).filter((x) => x.kind === 'fail');
+  if (fails.length === 0) return 'false';
+  const combos = (await rows(c, `SELECT DISTINCT name, id, dname, dver FROM n_dev`)).map((r) => ({ name: s(r.name), id: s(r.id), dname: s(r.dname), dver: s(r.dver) }));
+  const hosts = (await rows(c, `SELECT DISTINCT host FROM n_dev`)).map((r) => s(r.host));
+  const checks = [...(await rows(c, `SELECT DISTINCT check_id FROM checks WHERE (run, ord) IN (SELECT run, ord FROM n_dev)`)).map((r) => s(r.check_id)), 'verdict'];
+  const entryRows: (string | number)[][] = [];
+  const comboRows: (string | number)[][] = [];
+  const hostRows: (string | number)[][] = [];
+  const checkRows: (string | number)[][] = [];
+  fails.forEach((f, i) => {
+    const g = (glob: string | undefined) => (glob === undefined ? () => true : ((re) => (x: string) => re.test(x))(globToRegExp(glob)));
+    const [dev, drv, hst, chk] = [g(f.device), g(f.driver), g(f.host), g(f.check)];
+    entryRows.push([i, f.host === undefined ? 'any' : 'listed']);
+    for (const d of combos) if ((f.device === undefined || dev(d.name) || dev(d.id)) && (f.driver === undefined || drv(d.dver) || drv(`${d.dname} ${d.dver}`))) comboRows.push([i, d.name, d.id, d.dname, d.dver]);
+    if (f.host !== undefined) for (const h of hosts) if (hst(h)) hostRows.push([i, h]);
+    for (const id of checks) if (chk(id)) checkRows.push([i, id]);
+  });
+  await tempTable(c, 'exp_entry', ['entry INTEGER', 'hosts VARCHAR'], entryRows);
+  await tempTable(c, 'exp_combo', ['entry INTEGER', 'name VARCHAR', 'id VARCHAR', 'dname VARCHAR', 'dver VARCHAR'], comboRows);
+  await tempTable(c, 'exp_host', ['entry INTEGER', 'host VARCHAR'], hostRows);
+  await tempTable(c, 'exp_check', ['entry INTEGER', 'check_id VARCHAR'], checkRows);
+  // a listed failure that passed (or warned), or a Usable verdict listed as a failure
+  await c.run(`CREATE OR REPLACE TEMP TABLE exp_cand AS
+    SELECT DISTINCT n.host, n.dkey FROM n_dev n
+    JOIN exp_combo x ON x.name = n.name AND x.id = n.id AND x.dname = n.dname AND x.dver = n.dver
+    JOIN exp_entry e ON e.entry = x.entry
+    WHERE (e.hosts = 'any' OR EXISTS (SELECT 1 FROM exp_host h WHERE h.entry = e.entry AND h.host = n.host))
+      AND ((n.vlabel = 'Usable' AND EXISTS (SELECT 1 FROM exp_check k WHERE k.entry = e.entry AND k.check_id = 'verdict'))
+        OR EXISTS (SELECT 1 FROM checks ch JOIN exp_check k ON k.check_id = ch.check_id
+                   WHERE k.entry = e.entry AND ch.run = n.run AND ch.ord = n.ord AND ch.status IN ('pass', 'warn')))`);
+  return `(n.host, n.dkey) IN (SELECT host, dkey FROM exp_cand)`;
+}
+
+/** The device as compare reads it, from its stored row and checks. */
+function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
+  const verdict: { kind: string; refusal?: string; reason?: string } = { kind: s(r.vkind) };
+  if (r.vref !== null) verdict.refusal = s(r.vref);
+  if (r.vreason !== null) verdict.reason = s(r.vreason);
+  const d = {
+    id: s(r.id),
+    backend: s(r.backend),
+    name: s(r.name),
+    pciBusId: r.pci === null ? null : s(r.pci),
+    driver: { name: s(r.dname), version: s(r.dver) },
+    verdict,
+    checks: checks.map((k) => ({ id: s(k.check_id), status: s(k.status), ...(k.detail !== null ? { observed: s(k.detail) } : {}) }) as CheckResult),
+    host: { hostname: s(r.host), kernel: '', platform: '' },
+    ...(r.registered !== null ? { timing: { registeredGBps: n(r.registered), ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}) } } : {}),
+  };
+  return d as unknown as DeviceWithHost;
+}
+
+const runOf = (host: string, devices: DeviceWithHost[]): RunResult =>
+  ({ schemaVersion: 1, tool: { name: 'history', version: '' }, host: { hostname: host, kernel: '', platform: '' }, startedAt: '', finishedAt: '', options: {}, devices }) as RunResult;
+
+async function summary(c: DuckDBConnection, side: 'old' | 'new', label: string): Promise<SideSummary> {
+  const table = side === 'old' ? 'old_run' : 'new_run';
+  const head = (await rows(c, `SELECT count(*) AS hosts, min(started_at) AS "from", max(started_at) AS "to", (SELECT count(*) FROM side_dev WHERE side = '${side}') AS matched FROM ${table}`))[0]!;
+  const drivers = await rows(c, `SELECT d.dname || ' ' || d.dver AS driver, count(*) AS devices FROM ${table} x JOIN side_dev sd ON sd.side = '${side}' AND sd.run = x.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord GROUP BY ALL ORDER BY devices DESC, driver`);
+  return {
+    selector: label,
+    matched: n(head.matched),
+    hosts: n(head.hosts),
+    devices: drivers.reduce((t, r) => t + n(r.devices), 0),
+    drivers: drivers.map((r) => ({ driver: s(r.driver), devices: n(r.devices) })),
+    ...(head.from !== null ? { from: s(head.from), to: s(head.to) } : {}),
+  };
+}
+
+/** Compares two sides of the store (see the rules at the top of this file). */
+export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions = {}): Promise<HistoryComparison> {
+  const { c } = store;
+  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
+  await selectSides(c, old, neu);
+  const expCand = await expectationCandidates(c, o.expectations);
+  // every pair of devices of a compared host; judged by compare when anything could have changed
+  await c.run(`CREATE OR REPLACE TEMP TABLE pairs AS
+    SELECT coalesce(n.host, o.host) AS host, o.run AS orun, o.ord AS oord, n.run AS nrun, n.ord AS nord,
+      CASE
+        WHEN n.run IS NULL THEN true
+        WHEN ${expCand} THEN true
+        WHEN o.run IS NULL THEN n.failing OR n.has_error OR n.dup_checks
+        ELSE o.vlabel <> n.vlabel OR o.sig <> n.sig OR n.has_error OR o.dup_checks OR n.dup_checks
+          OR (o.registered IS NULL) <> (n.registered IS NULL)
+          OR (o.registered IS NOT NULL AND NOT (o.registered > 0 AND (n.registered = o.registered OR abs(1 - n.registered / o.registered) < ${maxDrop} - 1e-12)))
+      END AS judged,
+      CASE WHEN o.run IS NULL THEN 'new' ELSE 'unchanged' END AS kind,
+      1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries
+    FROM o_dev o FULL OUTER JOIN n_dev n ON o.host = n.host AND o.dkey = n.dkey`);
+  const rest = await rows(c, `SELECT kind, sum(entries) AS entries FROM pairs WHERE NOT judged GROUP BY kind`);
+  const devRows = await rows(c, `
+    SELECT 'old' AS side, o.* FROM o_dev o JOIN pairs p ON p.judged AND p.orun = o.run AND p.oord = o.ord
+    UNION ALL BY NAME
+    SELECT 'new' AS side, n.* FROM n_dev n JOIN pairs p ON p.judged AND p.nrun = n.run AND p.nord = n.ord`);
+  const checkRows = await rows(c, `
+    SELECT ch.run, ch.ord, ch.check_id, ch.status, ch.detail FROM checks ch
+    WHERE (ch.run, ch.ord) IN (SELECT orun, oord FROM pairs WHERE judged AND orun IS NOT NULL UNION ALL SELECT nrun, nord FROM pairs WHERE judged AND nrun IS NOT NULL)
+    ORDER BY ch.run, ch.ord, ch.pos`);
+  const checksOf = new Map<string, Row[]>();
+  for (const k of checkRows) {
+    const key = `${s(k.run)}/${s(k.ord)}`;
+    let list = checksOf.get(key);
+    if (!list) checksOf.set(key, (list = []));
+    list.push(k);
+  }
+  // per host, the devices of each side in their run's order, judged by compare itself
+  const byHost = new Map<string, { old: Row[]; new: Row[] }>();
+  for (const r of devRows) {
+    const h = s(r.host);
+    let e = byHost.get(h);
+    if (!e) byHost.set(h, (e = { old: [], new: [] }));
+    e[r.side === 'old' ? 'old' : 'new'].push(r);
+  }
+  const devices: DeviceComparison[] = [];
+  for (const host of [...byHost.keys()].sort()) {
+    const e = byHost.get(host)!;
+    const build = (list: Row[]): DeviceWithHost[] => list.sort((a, b) => n(a.ord) - n(b.ord)).map((r) => deviceOf(r, checksOf.get(`${s(r.run)}/${s(r.ord)}`) ?? []));
+    const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(o.expectations ? { expectations: o.expectations } : {}) });
+    for (const d of cmp.devices) {
+      // one side empty: compare matched without the host; the key names it all the same
+      if (!cmp.matchedByHost) d.key = `${host}/${d.key}`;
+      d.host = host;
+      devices.push(d);
+    }
+  }
+  const counts = totalCounts(devices);
+  for (const r of rest) counts[r.kind === 'new' ? 'new' : 'unchanged'] += n(r.entries);
+
+  const hostCounts = (await rows(c, `SELECT count(*) FILTER (WHERE host IN (SELECT host FROM old_run)) AS compared, count(*) FILTER (WHERE host NOT IN (SELECT host FROM old_run)) AS new_only FROM new_run`))[0]!;
+  const sample = async (sql: string): Promise<{ count: number; hosts: string[] }> => {
+    const list = (await rows(c, sql)).map((r) => s(r.host));
+    return { count: list.length, hosts: list.slice(0, SAMPLE) };
+  };
+  const notCompared = await sample(`SELECT host FROM old_run WHERE host NOT IN (SELECT host FROM new_run) ORDER BY host`);
+  const gpusGone = await sample(`SELECT host FROM new_run WHERE gone ORDER BY host`);
+  const result: HistoryComparison = {
+    old: await summary(c, 'old', old.label),
+    new: await summary(c, 'new', neu.label),
+    hosts: { compared: n(hostCounts.compared), newOnly: n(hostCounts.new_only) },
+    notCompared,
+    gpusGone,
+    maxDrop,
+    ...(o.expectations ? { expectations: o.expectations.file } : {}),
+    devices,
+    counts,
+  };
+  for (const t of ['sel_host', 'sel_combo', 'side_dev', 'old_run', 'old_backends', 'new_run', 'o_dev', 'n_dev', 'pairs', 'exp_entry', 'exp_combo', 'exp_host', 'exp_check', 'exp_cand']) await c.run(`DROP TABLE IF EXISTS temp.${t}`);
+  return result;
+}
+
+/** The comparison as compare's own Comparison (for regressionList, countsLine...). */
+export function asComparison(h: HistoryComparison): Comparison {
+  return { new: { hostname: 'history', startedAt: '', finishedAt: '', tool: '', devices: h.new.devices }, matchedByHost: true, maxDrop: h.maxDrop, devices: h.devices, counts: h.counts };
+}
+
+export const historyHasRegression = (h: HistoryComparison): boolean => hasRegression(asComparison(h));
+
+/** The `--json` form: compare's regressions (kind, host, pciBusId, check, both sides, line) and the sides. */
+export function historyJson(h: HistoryComparison): string {
+  const c = asComparison(h);
+  return `${JSON.stringify(
+    {
+      format: 'mapped-reg-conformance history comparison',
+      version: 1,
+      regression: hasRegression(c),
+      regressions: regressionList(c),
+      old: h.old,
+      new: h.new,
+      hosts: h.hosts,
+      notCompared: h.notCompared,
+      gpusGone: h.gpusGone,
+      maxDrop: h.maxDrop,
+      ...(h.expectations ? { expectations: h.expectations } : {}),
+      counts: h.counts,
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+export { BANDWIDTH_CHECK, CHANGE_KINDS, sqlString };

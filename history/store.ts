@@ -1,0 +1,356 @@
+// The history store (issue 16): results of many runs on many hosts, kept columnar in one DuckDB file, for
+// `history add`, `history compare` and `history report`. This module (and @duckdb/node-api with it) is loaded
+// only by those commands (cli/main.ts imports it dynamically): `run`, `list`, `compare`, `merge` and `report`
+// never load the engine.
+//
+// What is stored, per run (a results file, or each part of a merged one): host, startedAt (as written, and as
+// milliseconds), finishedAt, kernel, platform, tool, incomplete, the gate's PASS/FAIL, a GPU driver that failed to
+// start, the file it came from and when it was added. Per device: its place in the run, the key compare matches it
+// by (backend/PCI bus id/name, #2... for a repeat), id, backend, name, PCI bus id, driver name and version, the
+// verdict (kind, refusal, reason, label), the registered and staged GB/s, incomplete, the count of errors outside
+// any check, and a digest of its checks' statuses (so that two runs of a device whose checks did not change are
+// told apart without reading them). Per check: id, status, and, for a status other than pass and skip, what it
+// observed (the text compare shows for a regression). Not stored: logs, check data, expected texts, titles,
+// durations, attributes, scratch, options.
+//
+// A run is identified by its host and start time, a device in it by its key: adding a file again, or a file that
+// a merged file already brought, adds nothing.
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { deviceKey, verdictLabel } from '../results/compare.js';
+import { InputError, parseResults, readInput } from '../results/read.js';
+import { FAILING } from '../results/status.js';
+import type { DeviceWithHost, RunResult } from '../results/types.js';
+
+export const STORE_FORMAT = 'mapped-reg-conformance history';
+export const STORE_VERSION = 1;
+/** The engine's memory limit and threads: a fleet's add stays within this, whatever its size. */
+export const MEMORY_LIMIT = '1GB';
+export const THREADS = Math.max(1, Math.min(4, availableParallelism()));
+/** How long an add waits for another process that holds the store (DuckDB has one writer at a time). */
+export const LOCK_WAIT_MS = 300_000;
+
+const SCHEMA = [
+  `CREATE TABLE meta(key VARCHAR, value VARCHAR)`,
+  `CREATE TABLE runs(run INTEGER, host VARCHAR, started_at VARCHAR, started_ms DOUBLE, finished_at VARCHAR, kernel VARCHAR, platform VARCHAR,
+     tool VARCHAR, incomplete BOOLEAN, gate VARCHAR, init_error VARCHAR, source VARCHAR, added_at VARCHAR, devices INTEGER)`,
+  `CREATE TABLE devices(run INTEGER, ord SMALLINT, dkey VARCHAR, id VARCHAR, backend VARCHAR, name VARCHAR, pci VARCHAR, dname VARCHAR, dver VARCHAR,
+     vkind VARCHAR, vref VARCHAR, vreason VARCHAR, vlabel VARCHAR, registered DOUBLE, staged DOUBLE, incomplete BOOLEAN, errors INTEGER,
+     nchecks SMALLINT, sig VARCHAR, failing BOOLEAN, has_error BOOLEAN, dup_checks BOOLEAN)`,
+  `CREATE TABLE checks(run INTEGER, ord SMALLINT, pos SMALLINT, check_id VARCHAR, status VARCHAR, detail VARCHAR)`,
+];
+const TABLES = ['runs', 'devices', 'checks'] as const;
+
+export interface Store {
+  file: string;
+  c: DuckDBConnection;
+  close(): void;
+}
+
+const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').trim();
+
+/**
+ * Opens the store: for writing (made when missing), or read-only (it must exist). A file that is not a DuckDB
+ * database, or a DuckDB database that is not a history store, is bad input. A writer waits for another that
+ * holds the file, up to LOCK_WAIT_MS.
+ */
+export async function openStore(file: string, mode: 'write' | 'read'): Promise<Store> {
+  const path = resolve(file);
+  if (mode === 'read' && !existsSync(path)) throw new InputError(`${file}: no history store there (make one with: history add --db ${file} RESULTS...)`);
+  const options: Record<string, string> = { memory_limit: MEMORY_LIMIT, threads: String(THREADS), preserve_insertion_order: 'false', ...(mode === 'read' ? { access_mode: 'READ_ONLY' } : {}) };
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let instance: DuckDBInstance | undefined;
+  for (;;) {
+    try {
+      instance = await DuckDBInstance.create(path, options);
+      break;
+    } catch (e) {
+      const m = message(e);
+      if (/lock/i.test(m) && Date.now() < deadline) {
+        await new Promise((done) => setTimeout(done, 500));
+        continue;
+      }
+      throw new InputError(`${file}: cannot open it as a history store (${m})`);
+    }
+  }
+  const c = await instance.connect();
+  const store: Store = {
+    file,
+    c,
+    close: () => {
+      c.closeSync();
+      instance.closeSync();
+    },
+  };
+  try {
+    const tables = (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'`)).getRowsJS().map((r) => String(r[0]));
+    if (tables.length === 0 && mode === 'write') {
+      for (const s of SCHEMA) await c.run(s);
+      await c.run(`INSERT INTO meta VALUES ('format', ${sqlString(STORE_FORMAT)}), ('version', '${STORE_VERSION}')`);
+      return store;
+    }
+    if (!tables.includes('meta')) throw new InputError(`${file}: a DuckDB database, but not a history store of ${STORE_FORMAT.split(' ')[0]} (no meta table)`);
+    const meta = new Map((await c.runAndReadAll(`SELECT key, value FROM meta`)).getRowsJS().map((r) => [String(r[0]), String(r[1])]));
+    if (meta.get('format') !== STORE_FORMAT) throw new InputError(`${file}: a DuckDB database, but not a history store (format ${JSON.stringify(meta.get('format') ?? null)})`);
+    if (meta.get('version') !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${meta.get('version')} (this version of mapped-reg-conformance reads version ${STORE_VERSION})`);
+    return store;
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// history add
+
+/** The files named on the command line: a file as given, a folder's *.json files, recursively, in name order. */
+export function resultFiles(paths: string[]): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile() && e.name.endsWith('.json')) out.push(p);
+    }
+  };
+  for (const p of paths) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch (e) {
+      throw new InputError(`${p}: cannot read it (${(e as NodeJS.ErrnoException).code ?? message(e)})`);
+    }
+    if (st.isDirectory()) {
+      const before = out.length;
+      walk(p);
+      if (out.length === before) throw new InputError(`${p}: no results file (*.json) in this folder`);
+    } else out.push(p);
+  }
+  return out;
+}
+
+/** One run as stored: a results file, or one part of a merged file. */
+interface RunRow {
+  host: string;
+  startedAt: string;
+  finishedAt: string;
+  kernel: string;
+  platform: string;
+  tool: string;
+  incomplete: boolean;
+  gate: string | null;
+  initError: string | null;
+  devices: DeviceWithHost[];
+}
+
+/** The runs a results file holds: itself, or the parts of a merged file (each device with the part it came from). */
+export function runsOf(r: RunResult): RunRow[] {
+  const tool = `${r.tool.name} ${r.tool.version}`;
+  const initError = (r.backends ?? []).filter((b) => b.initError).map((b) => `${b.backend}: ${b.initError!.message}`).join('; ') || null;
+  const gate = r.gate ? (r.gate.pass ? 'PASS' : 'FAIL') : null;
+  const parts = (r as { merged?: { hostname: string; kernel: string; platform: string; startedAt: string; finishedAt: string; tool: string; devices: number; incomplete?: boolean }[] }).merged;
+  const devices = r.devices as DeviceWithHost[];
+  if (parts && parts.length > 0 && parts.reduce((n, p) => n + p.devices, 0) === devices.length) {
+    // a merged file: its devices are its parts' devices, in the parts' order
+    let at = 0;
+    return parts.map((p) => {
+      const ds = devices.slice(at, at + p.devices);
+      at += p.devices;
+      const hostInit = (r.backends ?? []).filter((b) => b.initError && (b as { host?: string }).host === p.hostname).map((b) => `${b.backend}: ${b.initError!.message}`).join('; ') || null;
+      return { host: p.hostname, startedAt: p.startedAt, finishedAt: p.finishedAt, kernel: p.kernel, platform: p.platform, tool: p.tool, incomplete: p.incomplete === true, gate: null, initError: hostInit, devices: ds };
+    });
+  }
+  // a device that carries another host (a merged file without its parts list): a run of that host, at the file's time
+  const byHost = new Map<string, DeviceWithHost[]>();
+  for (const d of devices) {
+    const h = d.host?.hostname ?? r.host.hostname;
+    byHost.set(h, [...(byHost.get(h) ?? []), d]);
+  }
+  if (byHost.size === 0) byHost.set(r.host.hostname, []);
+  return [...byHost].map(([host, ds]) => {
+    const h = ds[0]?.host ?? r.host;
+    return { host, startedAt: r.startedAt, finishedAt: r.finishedAt, kernel: h.kernel, platform: h.platform, tool, incomplete: r.incomplete === true, gate, initError, devices: ds };
+  });
+}
+
+/** The keys compare matches a run's devices by (without the host): backend/pciBusId/name, then #2, #3... */
+export function deviceKeys(devices: DeviceWithHost[]): string[] {
+  const seen = new Set<string>();
+  return devices.map((d) => {
+    const base = deviceKey(d, '', false);
+    let key = base;
+    for (let n = 2; seen.has(key); n++) key = `${base}#${n}`;
+    seen.add(key);
+    return key;
+  });
+}
+
+/** A digest of a device's check statuses, as compare reads them (by id; a repeated id: the last one). */
+function checkDigest(d: DeviceWithHost): { sig: string; n: number; dup: boolean } {
+  const byId = new Map<string, string>();
+  for (const c of d.checks) byId.set(c.id, c.status);
+  const text = [...byId].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([id, s]) => `${id}\u0000${s}`).join('\u0001');
+  return { sig: createHash('md5').update(text).digest('base64'), n: byId.size, dup: byId.size !== d.checks.length };
+}
+
+const DETAIL_STATUSES = new Set(['warn', 'fail', 'timeout', 'crash', 'error']);
+
+export interface AddReport {
+  files: number;
+  /** Files refused: one line each, naming the file. */
+  refused: string[];
+  runs: { added: number; known: number };
+  devices: { added: number; known: number };
+  checks: number;
+}
+
+/** Files per transaction: what a crash mid-way can lose at most (the files before it are kept). */
+const BATCH_FILES = 256;
+
+/**
+ * Adds results files to the store: each read and checked as `compare` reads it (refused with one line naming it:
+ * not JSON, another schemaVersion, not the schema's shape), its runs and devices added unless already there. The
+ * good files of a call are kept whatever the bad ones. `onRefused` is told each refusal as it happens.
+ */
+export async function addFiles(store: Store, files: string[], onRefused?: (line: string) => void): Promise<AddReport> {
+  const { c } = store;
+  const report: AddReport = { files: 0, refused: [], runs: { added: 0, known: 0 }, devices: { added: 0, known: 0 }, checks: 0 };
+  const known = new Map<string, number>();
+  for (const r of (await c.runAndReadAll(`SELECT host, started_at, run FROM runs`)).getRowsJS()) known.set(`${String(r[0])}\u0000${String(r[1])}`, Number(r[2]));
+  let nextRun = Number((await c.runAndReadAll(`SELECT coalesce(max(run), 0) FROM runs`)).getRowsJS()[0]![0]) + 1;
+  const storedKeys = async (run: number): Promise<Set<string>> =>
+    new Set((await c.runAndReadAll(`SELECT dkey FROM devices WHERE run = ${run}`)).getRowsJS().map((r) => String(r[0])));
+  const keysOfRun = new Map<number, Set<string>>();
+
+  for (const t of TABLES) await c.run(`CREATE OR REPLACE TEMP TABLE stage_${t} AS SELECT * FROM main.${t} LIMIT 0`);
+  let appenders: Record<(typeof TABLES)[number], DuckDBAppender> | undefined;
+  const open = async (): Promise<Record<(typeof TABLES)[number], DuckDBAppender>> => ({
+    runs: await c.createAppender('stage_runs', 'main', 'temp'),
+    devices: await c.createAppender('stage_devices', 'main', 'temp'),
+    checks: await c.createAppender('stage_checks', 'main', 'temp'),
+  });
+  const flush = async (): Promise<void> => {
+    if (!appenders) return;
+    for (const a of Object.values(appenders)) a.closeSync();
+    appenders = undefined;
+    await c.run('BEGIN TRANSACTION');
+    for (const t of TABLES) await c.run(`INSERT INTO main.${t} SELECT * FROM temp.stage_${t}`);
+    await c.run('COMMIT');
+    for (const t of TABLES) await c.run(`DELETE FROM temp.stage_${t}`);
+  };
+  const addedAt = new Date().toISOString();
+  const str = (a: DuckDBAppender, v: string | null | undefined): void => (v === null || v === undefined ? a.appendNull() : a.appendVarchar(v));
+  const num = (a: DuckDBAppender, v: number | null | undefined): void => (v === null || v === undefined || !Number.isFinite(v) ? a.appendNull() : a.appendDouble(v));
+
+  let inBatch = 0;
+  for (const file of files) {
+    let result: RunResult;
+    try {
+      result = parseResults(readInput(file), file);
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      report.refused.push(e.message);
+      onRefused?.(e.message);
+      continue;
+    }
+    report.files++;
+    appenders ??= await open();
+    const a = appenders;
+    for (const run of runsOf(result)) {
+      const runKey = `${run.host}\u0000${run.startedAt}`;
+      const keys = deviceKeys(run.devices);
+      let id = known.get(runKey);
+      let have: Set<string>;
+      if (id === undefined) {
+        id = nextRun++;
+        known.set(runKey, id);
+        have = new Set();
+        keysOfRun.set(id, have);
+        const ms = Date.parse(run.startedAt);
+        a.runs.appendInteger(id);
+        str(a.runs, run.host);
+        str(a.runs, run.startedAt);
+        num(a.runs, Number.isNaN(ms) ? null : ms);
+        str(a.runs, run.finishedAt);
+        str(a.runs, run.kernel);
+        str(a.runs, run.platform);
+        str(a.runs, run.tool);
+        a.runs.appendBoolean(run.incomplete);
+        str(a.runs, run.gate);
+        str(a.runs, run.initError);
+        str(a.runs, resolve(file));
+        str(a.runs, addedAt);
+        a.runs.appendInteger(run.devices.length);
+        a.runs.endRow();
+        report.runs.added++;
+      } else {
+        report.runs.known++;
+        have = keysOfRun.get(id) ?? (await storedKeys(id));
+        keysOfRun.set(id, have);
+      }
+      run.devices.forEach((d, ord) => {
+        const dkey = keys[ord]!;
+        if (have.has(dkey)) {
+          report.devices.known++;
+          return;
+        }
+        have.add(dkey);
+        report.devices.added++;
+        const digest = checkDigest(d);
+        const v = d.verdict as { kind: string; refusal?: string; reason?: string };
+        a.devices.appendInteger(id);
+        a.devices.appendSmallInt(ord);
+        str(a.devices, dkey);
+        str(a.devices, d.id);
+        str(a.devices, d.backend);
+        str(a.devices, d.name);
+        str(a.devices, d.pciBusId);
+        str(a.devices, d.driver.name);
+        str(a.devices, d.driver.version);
+        str(a.devices, v.kind);
+        str(a.devices, v.refusal);
+        str(a.devices, v.reason);
+        str(a.devices, verdictLabel(v));
+        num(a.devices, d.timing?.registeredGBps);
+        num(a.devices, d.timing?.stagedGBps);
+        a.devices.appendBoolean(d.incomplete === true);
+        a.devices.appendInteger(d.errors?.length ?? 0);
+        a.devices.appendSmallInt(digest.n);
+        str(a.devices, digest.sig);
+        a.devices.appendBoolean(d.checks.some((k) => FAILING.includes(k.status)));
+        a.devices.appendBoolean(d.checks.some((k) => k.status === 'error'));
+        a.devices.appendBoolean(digest.dup);
+        a.devices.endRow();
+        d.checks.forEach((k, pos) => {
+          a.checks.appendInteger(id);
+          a.checks.appendSmallInt(ord);
+          a.checks.appendSmallInt(pos);
+          str(a.checks, k.id);
+          str(a.checks, k.status);
+          str(a.checks, DETAIL_STATUSES.has(k.status) ? (k.observed ?? k.message) : null);
+          a.checks.endRow();
+          report.checks++;
+        });
+      });
+    }
+    if (++inBatch >= BATCH_FILES) {
+      await flush();
+      inBatch = 0;
+    }
+  }
+  await flush();
+  for (const t of TABLES) await c.run(`DROP TABLE IF EXISTS temp.stage_${t}`);
+  await c.run('CHECKPOINT');
+  return report;
+}
+
+/** What the store holds, in numbers. */
+export async function storeCounts(store: Store): Promise<{ runs: number; hosts: number; devices: number; checks: number }> {
+  const r = (await store.c.runAndReadAll(`SELECT (SELECT count(*) FROM runs), (SELECT count(DISTINCT host) FROM runs), (SELECT count(*) FROM devices), (SELECT count(*) FROM checks)`)).getRowsJS()[0]!;
+  return { runs: Number(r[0]), hosts: Number(r[1]), devices: Number(r[2]), checks: Number(r[3]) };
+}
