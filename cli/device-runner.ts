@@ -2,7 +2,6 @@
 // Node API, with the options in MAPPED_REG_SUITE_OPTIONS. Events go out on file descriptor 3 as JSON lines
 // (suites/check.ts, reporters/events.ts). The command (cli/orchestrate.ts) starts one of these per device and
 // starts another for the checks left when one dies.
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
@@ -99,6 +98,8 @@ const vitest = await startVitest(
     maxWorkers: 1,
     fileParallelism: false,
     isolate: false,
+    // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
+    cache: false,
     // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
     testTimeout: 0,
     hookTimeout: 0,
@@ -106,7 +107,9 @@ const vitest = await startVitest(
     reporters: [new EventsReporter()],
     sequence: { sequencer: SuiteOrder },
   },
-  { cacheDir: join(tmpdir(), 'mapped-reg-conformance-vite'), logLevel: 'error', clearScreen: false },
+  // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
+  // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
+  { logLevel: 'error', clearScreen: false },
 );
 await vitest.close();
 process.exit(0);
