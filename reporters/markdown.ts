@@ -3,6 +3,7 @@
 // errors outside any check. Text from drivers and checks is escaped: it renders as text, never as Markdown or HTML.
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
+import { hostFaultMarkdown } from './host-faults.js';
 
 
 /** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */
@@ -62,5 +63,6 @@ export function markdownSummary(result: RunResult): string {
     for (const e of d.errors ?? []) failures.push(`- \`${d.id.replace(/`/g, "'")}\` **run error**: ${markdownText(e)}`);
   }
   if (failures.length > 0) out.push('', `#### Failing checks (${failures.length})`, '', ...failures);
+  out.push(...hostFaultMarkdown(result)); // issue 12: the checks the host failed, told apart from the driver's
   return `${out.join('\n')}\n`;
 }

@@ -6,6 +6,7 @@ import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { inject, it } from 'vitest';
 import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
 import type { Selection } from '../cli/select.js';
+import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
@@ -14,7 +15,10 @@ import type { CheckResult, SuiteName } from '../results/types.js';
 export type { CheckStatus } from '../results/status.js';
 export type { SuiteName } from '../results/types.js';
 
-/** What a check saw. A check that throws is `fail` with the error as its message. */
+/**
+ * What a check saw. A check that throws is `fail` with the error as its message, except for a HostFault
+ * (bindings/host-fault.ts: the host's own call failed, e.g. no space for its file): `error`, with the reason.
+ */
 export interface Observation {
   /** Default `pass`. `fail` makes the Vitest test case fail. */
   status?: 'pass' | 'warn' | 'fail';
@@ -167,6 +171,11 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
           o = check.run(ctx);
         }
       } catch (e) {
+        // the host could not give the check what it needs (no space for its file, ...): not the driver's failure
+        if (isHostFault(e)) {
+          finish({ status: 'error', message: e.message });
+          return;
+        }
         const message = e instanceof Error ? e.message : String(e);
         finish({ status: 'fail', message: `the check raised: ${message}` });
         throw e;

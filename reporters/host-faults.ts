@@ -1,0 +1,32 @@
+// The checks the host failed (status `error`: no scratch space, a process killed from outside), told apart from
+// the driver's failures in the terminal summary and the step summary: the run does not pass, and it is the
+// host's fault, not the driver's. One function per output, called from one line each (cli/run.ts,
+// reporters/markdown.ts).
+import type { DeviceResult, RunResult } from '../results/types.js';
+import { markdownText } from './markdown.js';
+
+/** The host-failed checks of a device. */
+const hostFailed = (d: DeviceResult) => d.checks.filter((c) => c.status === 'error');
+
+/** Terminal lines: per device with host faults, how many checks and the first reason; none when there are none. */
+export function hostFaultLines(devices: readonly DeviceResult[]): string[] {
+  const lines: string[] = [];
+  for (const d of devices) {
+    const failed = hostFailed(d);
+    if (failed.length === 0) continue;
+    const reasons = [...new Set(failed.map((c) => c.message ?? 'no reason given'))];
+    lines.push(
+      `${d.id}: ${failed.length} check(s) could not run because of the host, not the driver (status error; the run does not pass): ${failed.map((c) => c.id).join(', ')}`,
+      ...reasons.slice(0, 3).map((r) => `  ${r.slice(0, 300)}`),
+      ...(reasons.length > 3 ? [`  (and ${reasons.length - 3} other reason(s): see the JSON results)`] : []),
+    );
+  }
+  return lines;
+}
+
+/** Markdown lines for the step summary: a section naming the host-failed checks; none when there are none. */
+export function hostFaultMarkdown(result: RunResult): string[] {
+  const items = result.devices.flatMap((d) => hostFailed(d).map((c) => `- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (error): ${markdownText(c.message ?? 'no reason given')}`));
+  if (items.length === 0) return [];
+  return ['', `#### Not run because of the host, not the driver (${items.length})`, '', 'These checks could not judge the driver (status `error`): the run does not pass until the host is fixed.', '', ...items];
+}
