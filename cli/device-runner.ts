@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
 import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
-import { readProtNonePage } from '../bindings/libc.js';
-import { type DiscoveryEvent, EventsReporter } from '../reporters/events.js';
+import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
+import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
 import { deviceOptions, pickDevice } from './select.js';
 import type { SuiteOptions } from '../suites/check.js';
 
@@ -44,6 +44,12 @@ if (!raw) {
   process.stderr.write('device-runner: MAPPED_REG_SUITE_OPTIONS is not set (this process is started by mapped-reg-conformance)\n');
   process.exit(2);
 }
+// This process ends with the command: the kernel sends SIGKILL when the command dies, even to a check stuck in a
+// native call or a busy loop (no event loop needed). If the command died before this line, the parent is no
+// longer the one that started us: end now.
+setParentDeathSignal(9);
+const parent = Number(process.env.MAPPED_REG_PARENT_PID);
+if (parent > 0 && getppid() !== parent) process.exit(3);
 let options = JSON.parse(raw) as SuiteOptions;
 let vitestModule: Promise<typeof import('vitest/node')> | undefined;
 if (options.discover) {
@@ -67,10 +73,15 @@ if (options.discover) {
   vitestModule = loadVitest();
   vitestModule.catch(() => {}); // awaited below, unless the command says stop
   if ((await commandSays()) !== 'go') process.exit(0);
-  options = deviceOptions(chosen, options, selection);
+  options = { ...deviceOptions(chosen, options, selection), ...(options.attempt ? { attempt: options.attempt } : {}) };
 }
+// the device's checks, for the command, before the first one starts
+const plan: PlanEvent = { type: 'plan', checks: await (await import('../suites/plan.js')).checkPlan() };
+writeSync(3, `${JSON.stringify(plan)}\n`);
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (options.forceHang === '@runner') for (;;);
+// test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
+if (options.forceCrash === '@runner') process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
 
