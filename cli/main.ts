@@ -13,21 +13,25 @@ import { readExpectations, type Expectations } from '../results/expectations.js'
 import { mergeResults } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
-import { writeAtomically } from './outputs.js';
+import { capResult } from '../reporters/cap.js';
+import { terminalSafe } from '../reporters/safe-text.js';
+import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
+import { checkOutputs, OutputError, writeOutput } from './outputs.js';
+import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
+import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
+import { guardStdout, say, sayIsTTY } from './stdout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
 const DEFAULT_SCRATCH = resolve(root, 'scratch');
 
-// A reader that closes early (`| head`) is not an error of ours.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw e;
-});
+// A reader that closes early (`| head`), a full disk: the run goes on, its reports are written (cli/stdout.ts).
+guardStdout();
 
 function fail(message: string): never {
-  process.stderr.write(`mapped-reg-conformance: ${message.split('\n')[0]}\n`);
+  // one line, and nothing raw from a file or a driver reaches the terminal
+  process.stderr.write(`mapped-reg-conformance: ${terminalSafe(message.split('\n')[0]!, false)}\n`);
   process.exit(2);
 }
 
@@ -53,13 +57,19 @@ function options(a: Args, listOnly: boolean) {
   const backends = a.backend.length ? a.backend : [...BACKENDS];
   const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
   if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  // every output is checked before anything runs: a name that cannot be written is refused now, not after the run
+  const outputs = checkOutputs([
+    { option: '--json', value: a.json },
+    { option: '--junit', value: a.junit },
+    ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
+  ]);
   let scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH;
   if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
   if (!listOnly) {
     const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
     if (problem) throw new UsageError(problem);
   }
-  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), tty: process.stdout.isTTY === true, write: (t: string) => process.stdout.write(t), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
+  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => say(`${terminalSafe(l)}\n`), tty: sayIsTTY(), write: say, outputs: { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) }, ...(a.json !== undefined ? { json: a.json } : {}), ...(a.junit !== undefined ? { junit: a.junit } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
 }
 
 /** Bad usage and bad input files end the command with one line on stderr and status 2. */
@@ -67,41 +77,57 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   try {
     await body();
   } catch (e) {
-    if (e instanceof UsageError || e instanceof InputError || e instanceof DiscoveryError) fail(e.message);
+    if (e instanceof UsageError || e instanceof InputError || e instanceof DiscoveryError || e instanceof OutputError) fail(e.message);
     throw e;
   }
 }
 
 const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
 
+/** A results file given on the command line, read and checked; one that lists a device twice is refused. */
+function readInputFile(file: string): RunResult {
+  const r = readResults(resolve(file));
+  const twice = duplicateDevice(r);
+  if (twice) throw new InputError(`${file}: ${twice}`);
+  return r;
+}
+
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
+    // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
+    if (!listOnly) installStopSignals();
     const o = options(a, listOnly);
     // the baseline and the expectations are read before anything runs: a bad one is refused up front
-    const baseline = !listOnly && a.baseline ? readResults(resolve(a.baseline)) : undefined;
+    const baseline = !listOnly && a.baseline ? readInputFile(a.baseline) : undefined;
     const expectations = expectationsOf(a.expectations);
+    if (!listOnly) keepGoing();
     const outcome = await run(o, { name: pkg.name, version: pkg.version });
     process.exitCode = outcome.exitCode;
-    if (baseline && outcome.exitCode !== 130) {
+    if (baseline && !stoppedBy()) {
+      const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
       const c = await gate(baseline, outcome.result, expectations, outcome.rerun);
-      process.stdout.write(`\n${formatComparison(c, { old: a.baseline!, new: 'this run' })}\n`);
+      stop();
+      say(`\n${terminalSafe(formatComparison(c, { old: a.baseline!, new: 'this run' }))}\n`);
       process.exitCode = exitStatus(c);
     }
+    // a signal that came once the checks were over (while the reports were written): its status all the same
+    if (stoppedBy()) process.exitCode = stoppedStatus();
   });
 }
 
+// every option that takes a value must be given one (`--size` alone is bad usage, not 256)
 const common = {
-  'scratch-dir': { type: 'string', describe: 'folder for the scratch files (default: the package\'s scratch/)' },
-  size: { type: 'number', default: 256, describe: 'MiB of the region probed' },
-  device: { type: 'string', array: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
-  backend: { type: 'string', array: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
-  runs: { type: 'number', default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
-  'min-relative-speed': { type: 'number', default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
-  timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
-  json: { type: 'string', describe: 'write the results as JSON to this file' },
-  junit: { type: 'string', describe: 'write JUnit XML to this file: one testsuite per device, with its verdict' },
-  baseline: { type: 'string', describe: 'compare with this earlier results file after the run, as a gate: exit 1 on a regression, else 0' },
-  expectations: { type: 'string', describe: 'known failures and flakes (deqp-runner style) for --baseline' },
+  'scratch-dir': { type: 'string', requiresArg: true, describe: 'folder for the scratch files (default: the package\'s scratch/)' },
+  size: { type: 'number', requiresArg: true, default: 256, describe: 'MiB of the region probed' },
+  device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
+  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
+  runs: { type: 'number', requiresArg: true, default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
+  'min-relative-speed': { type: 'number', requiresArg: true, default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
+  timeout: { type: 'number', requiresArg: true, default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
+  json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
+  junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
+  baseline: { type: 'string', requiresArg: true, describe: 'compare with this earlier results file after the run, as a gate: exit 1 on a regression, else 0' },
+  expectations: { type: 'string', requiresArg: true, describe: 'known failures and flakes (deqp-runner style) for --baseline' },
 } as const;
 
 await yargs(hideBin(process.argv))
@@ -120,8 +146,8 @@ await yargs(hideBin(process.argv))
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
       guarded(() => {
-        const c = compareResults(readResults(resolve(a.old)), readResults(resolve(a.new)), expectationsOf(a.expectations));
-        process.stdout.write(a.json ? `${comparisonJson(c)}\n` : `${formatComparison(c, { old: a.old, new: a.new })}\n`);
+        const c = compareResults(readInputFile(a.old), readInputFile(a.new), expectationsOf(a.expectations));
+        say(a.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: a.old, new: a.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
   )
@@ -131,13 +157,19 @@ await yargs(hideBin(process.argv))
     (y) =>
       y
         .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('o', { alias: 'output', type: 'string', demandOption: true, describe: 'the merged file' }),
+        .option('o', { alias: 'output', type: 'string', requiresArg: true, demandOption: true, describe: 'the merged file (- for standard output)' }),
     (a) =>
       guarded(() => {
+        const out = checkOutputs([{ option: '-o', value: a.o }])['-o']!;
         const files = a.files.map((f) => resolve(f));
-        const merged = mergeResults(files.map(readResults), files);
-        writeAtomically(resolve(a.o), `${JSON.stringify(merged, null, 2)}\n`);
-        process.stdout.write(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${a.o}\n`);
+        const results = files.map((f, i) => readInputFile(a.files[i]!));
+        const twice = duplicateInputs(results, a.files);
+        if (twice) throw new InputError(twice);
+        const merged = mergeResults(results, files);
+        const again = duplicateDevice(merged);
+        if (again) throw new InputError(`merge: ${again}`);
+        writeOutput(out, `${JSON.stringify(merged, null, 2)}\n`);
+        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
       }),
   )
   .command(
@@ -146,23 +178,30 @@ await yargs(hideBin(process.argv))
     (y) =>
       y
         .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('html', { type: 'string', demandOption: true, describe: 'the page to write' }),
+        .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const results: RunResult[] = a.files.map((f) => readResults(resolve(f)));
-        writeAtomically(resolve(a.html), htmlReport(results));
-        process.stdout.write(`report of ${results.length} file(s) written to ${a.html}\n`);
+        const out = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+        const results: RunResult[] = a.files.map((f) => readInputFile(f));
+        const twice = duplicateInputs(results, a.files);
+        if (twice) throw new InputError(twice);
+        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
+        writeOutput(out, htmlReport(results.map(capResult)));
+        say(`report of ${results.length} file(s) written to ${terminalSafe(a.html, false)}\n`);
       }),
   )
   .strict()
   .fail((msg, err) => {
-    if (err && !(err instanceof UsageError)) throw err;
+    // yargs' own complaints (an option without its value: YError) are bad usage too
+    if (err && !(err instanceof UsageError) && err.name !== 'YError') throw err;
     fail(msg || err?.message || 'bad usage');
   })
   .epilogue(
     'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n' +
-      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed (or a regression);\n' +
-      '2 bad usage or bad input; 130 interrupted.',
+      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed, the host failed a check\n' +
+      '(status error), a report could not be written (or a regression); 2 bad usage or bad input, an output that cannot be\n' +
+      'written (checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped,\n' +
+      'scratch files removed, the JSON marked incomplete). Scratch files: --scratch-dir and /dev/shm (.mapped-reg-<pid>-*).',
   )
   .version(pkg.version)
   .help()

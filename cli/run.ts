@@ -1,7 +1,6 @@
 // What `run` and `list` do: discover, decide static verdicts, run the conformance suites of every device (each
 // in its own process, through Vitest), and report. The verdicts and checks come from the suites and the model;
 // this file only drives, gathers and prints.
-import { appendFileSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { type Backend, type Discovery, type DiscoveredDevice, type PlainDevice, type PlainDiscovery, deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
@@ -10,7 +9,10 @@ import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson
 import type { SuiteOptions } from '../suites/check.js';
 import { type CheckStatus, FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
-import { writeAtomically } from './outputs.js';
+import { type OutputTargets, writeReports } from './outputs.js';
+import { onStop, type StopSignal, stoppedStatus } from './signals.js';
+import { hostFaultLines } from '../reporters/host-faults.js';
+import { capResult } from '../reporters/cap.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { Progress } from '../reporters/terminal.js';
 import { type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
@@ -27,6 +29,8 @@ export interface RunOptions {
   timeoutS: number;
   json?: string;
   junit?: string;
+  /** Where --json, --junit and GITHUB_STEP_SUMMARY go, checked before anything runs (cli/outputs.ts). */
+  outputs?: OutputTargets;
   /** list: static verdicts only, nothing registered or copied. */
   listOnly: boolean;
   /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
@@ -85,6 +89,7 @@ function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOpt
   result.cacheable = verdictCacheable;
   if (run.errors.length) result.errors = run.errors;
   result.processes = run.processes;
+  if (run.restarts?.length) result.restarts = run.restarts;
   if (run.incomplete) result.incomplete = true;
   return result;
 }
@@ -107,9 +112,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   let interrupted = false;
   // set below: the devices waiting for the GPUs' probes are released by an interrupt too
   let gpusProbed: () => void = () => {};
-  const onInterrupt = (): void => {
+  const onInterrupt = (signal: StopSignal): void => {
     interrupted = true;
-    o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
+    o.out(`\ninterrupted (${signal}): stopping every device (the driver releases what their processes held)`);
     interruptAll();
     gpusProbed();
   };
@@ -169,12 +174,23 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     groups.forEach((g) => g.answer(false));
     await Promise.all(groups.map((g) => g.run));
     if (startedEarly) removeScratchOfTheDead();
-    process.removeListener('SIGINT', onInterrupt);
+    stopListening();
   };
+  // SIGINT, SIGTERM and SIGHUP stop the run (cli/signals.ts); a second one while it stops is ignored
+  let stopListening: () => void = () => {};
   if (o.listOnly) found = plainDiscovery(discover(o.backends));
   else {
-    process.once('SIGINT', onInterrupt);
-    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
+    stopListening = onStop(onInterrupt);
+    // what killed processes left (their lock is free: bindings/scratch-lock.ts); a live run's folder is kept
+    for (const dir of [o.scratchDir, '/dev/shm']) {
+      let stale: string[] = [];
+      try {
+        stale = removeStaleScratch(dir);
+      } catch {
+        // a folder we cannot read holds nothing of ours
+      }
+      for (const name of stale) o.out(`removed ${name}, left in ${dir} by a process that no longer runs`);
+    }
     const arrivals = discoveryGroups(o.backends).map((backends) => {
       let arrived: () => void = () => {};
       const arrival = new Promise<void>((resolve) => (arrived = resolve));
@@ -254,7 +270,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const restRuns = afterProbes.then(() => (interrupted ? [] : runDevices(rest, { timeoutS: o.timeoutS, onEvent })));
     runs = (await Promise.all([Promise.all(firstRuns), Promise.all(gpuRuns), restRuns])).flat();
     progress.finish();
-    process.removeListener('SIGINT', onInterrupt);
+    stopListening();
     removeScratchOfTheDead();
   }
   const tChecked = performance.now();
@@ -272,6 +288,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   o.out(line(header));
   for (const r of rows) o.out(line(r));
   for (const d of devices) for (const e of d.errors ?? []) o.out(`${d.id}: ${e}`);
+  for (const l of hostFaultLines(devices)) o.out(l); // issue 12: the host's faults are told apart from the driver's
 
   const result: RunResult = {
     schemaVersion: 1,
@@ -289,11 +306,10 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   const tReports = performance.now();
   // junit-report-builder is loaded only for --junit
   const junit = o.junit ? (await import('../reporters/junit.js')).junitXml(result) : undefined;
-  const markdown = process.env.GITHUB_STEP_SUMMARY && !o.listOnly ? markdownSummary(result) : undefined;
+  const markdown = o.outputs?.summary && !o.listOnly ? markdownSummary(capResult(result)) : undefined;
   result.phasesMs!.reports = performance.now() - tReports; // building them; the writes follow
-  if (o.json) writeAtomically(o.json, `${JSON.stringify(result, null, 2)}\n`);
-  if (o.junit && junit !== undefined) writeAtomically(o.junit, junit);
-  if (markdown !== undefined) appendFileSync(process.env.GITHUB_STEP_SUMMARY!, `${markdown}\n`);
+  // every report is tried; one that cannot be written is told in one line and the run does not pass
+  const unwritten = writeReports(o.outputs ?? {}, { json: o.json ? `${JSON.stringify(result, null, 2)}\n` : undefined, junit, summary: markdown === undefined ? undefined : `${markdown}\n` });
   o.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
   const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
     const options = suiteOptions.find((s) => s.device === deviceId);
@@ -303,7 +319,8 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const again = await runDevice({ ...options, skip: others }, { timeoutS: o.timeoutS });
     return again.checks.find((c) => c.id === checkId);
   };
-  if (interrupted) return { result, exitCode: 130, rerun };
+  if (interrupted) return { result, exitCode: stoppedStatus(), rerun };
+  if (unwritten) return { result, exitCode: 1, rerun };
   const failed = devices.some((d) => (d.errors?.length ?? 0) > 0 || d.checks.some((c) => FAILING.includes(c.status) || c.status === 'error'));
   return { result, exitCode: failed ? 1 : 0, rerun };
 }
