@@ -20,6 +20,7 @@ import {
   fsyncSync,
   lstatSync,
   openSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   statSync,
@@ -115,14 +116,20 @@ export function checkOutput(option: string, value: string, append = false): Outp
   }
   let real = path;
   if (st.isSymbolicLink()) {
-    try {
-      real = realpathSync(path);
-      st = statSync(real);
-    } catch (e) {
-      throw new OutputError(`${what}: a symbolic link to nothing usable (${why(e)})`);
+    // followed a link at a time: a link to /dev/stdout or /proc/self/fd/1 is that descriptor (whose own link, for
+    // a pipe, names no file)
+    for (let hops = 0; st.isSymbolicLink(); hops++) {
+      if (hops > 40) throw new OutputError(`${what}: too many symbolic links`);
+      real = resolve(dirname(real), readlinkSync(real));
+      const linked = descriptorOf(real);
+      if (linked !== undefined) return checkOutput(option, `/dev/fd/${linked}`, append);
+      try {
+        st = lstatSync(real);
+      } catch (e) {
+        throw new OutputError(`${what}: a symbolic link to nothing usable (${real}: ${why(e)})`);
+      }
     }
-    const linked = descriptorOf(real);
-    if (linked !== undefined) return { kind: 'fd', name: option, fd: linked };
+    real = realpathSync(real);
   }
   if (st.isDirectory()) throw new OutputError(`${what}: is a folder, not a file`);
   if (!st.isFile()) {
