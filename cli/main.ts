@@ -197,11 +197,14 @@ await yargs(hideBin(process.argv))
     fail(msg || err?.message || 'bad usage');
   })
   .epilogue(
-    'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n' +
-      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed, the host failed a check\n' +
-      '(status error), a report could not be written (or a regression); 2 bad usage or bad input, an output that cannot be\n' +
-      'written (checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped,\n' +
-      'scratch files removed, the JSON marked incomplete). Scratch files: --scratch-dir and /dev/shm (.mapped-reg-<pid>-*).',
+    'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
+      'Exit status: 0 every device conformant (or no regression against the baseline); 1 a check failed, a check could not run ' +
+      'because of the host (status error: no scratch space, a process killed from outside), or a report could not be written ' +
+      '(or a regression); 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
+      'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
+      'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
+      'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
+      'their process lives; a run removes those whose lock is free (left by a killed process).',
   )
   .version(pkg.version)
   .help()
