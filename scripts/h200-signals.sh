@@ -22,8 +22,8 @@
 # <scenario>-after.log/.json (the second run), summary.tsv; prints a table. Exit 0 when every scenario met its
 # expectation, else 1. Needs bash, coreutils, procps and node; nothing else, no network, no compiler.
 #
-# Environment: SIZE (MiB probed, default 256), SCRATCH (scratch folder, default a fresh one under TMPDIR, removed
-# at the end when empty), MAIN (the command, default dist/cli/main.js), SIGNALS_ARGS (extra options for every run),
+# Environment: SIZE (MiB probed, default 256), SCRATCH (scratch folder, default the package's scratch/, as a default
+# run uses), MAIN (the command, default dist/cli/main.js), SIGNALS_ARGS (extra options for every run),
 # WAIT_S (bound of each wait, default 120), SCENARIOS (default all four); MAPPED_REG_CUDA_LIBRARY and the other
 # MAPPED_REG_* variables pass through to the command (the tests point it at the driver double).
 set -uo pipefail
@@ -36,8 +36,8 @@ main=${MAIN:-dist/cli/main.js}
 wait_s=${WAIT_S:-120}
 read -r -a extra <<< "${SIGNALS_ARGS:-}"
 scenarios=${SCENARIOS:-kill-scratch kill-probe kill-between term-probe}
-made_scratch=0
-if [[ -n ${SCRATCH:-} ]]; then scratch=$SCRATCH; else scratch=$(mktemp -d "${TMPDIR:-/tmp}/mapped-reg-h200-signals.XXXXXX"); made_scratch=1; fi
+scratch=${SCRATCH:-$PWD/scratch}
+mkdir -p "$scratch"
 [[ -f $main ]] || { echo "h200-signals: $main not found: run from the project's root with dist/ built" >&2; exit 2; }
 # the driver's library and the test hooks, as the command sees them
 [[ -n ${MAPPED_REG_FORCE_KILL:-} ]] && { echo "h200-signals: MAPPED_REG_FORCE_KILL is set by this script only" >&2; exit 2; }
@@ -216,7 +216,6 @@ for scenario in $scenarios; do
   echo "$row" >> "$out/summary.tsv"
 done
 
-(( made_scratch )) && rmdir "$scratch" 2>/dev/null
 printf '%-13s %-40s %-5s %-7s %-12s %-28s %-9s %-11s %-6s %-8s %-34s %s\n' scenario moment exit checks 'by process' statuses verdict json 'procs' 'scratch' 'second run' ok
 for row in "${rows[@]}"; do
   IFS=$'\t' read -r a b c d e f g h i j k l <<< "$row"
