@@ -192,7 +192,7 @@ for scenario in $scenarios; do
   for f in "$scratch"/.mapped-reg-* /dev/shm/.mapped-reg-*; do
     [[ -e $f ]] || continue
     for p in "${seen[@]}"; do
-      if [[ $f == */.mapped-reg-"$p"-* ]]; then scratch_left=$(( scratch_left + 1 )); echo "-- scratch left: $f" >> "$log"; fi
+      if [[ $f == */.mapped-reg-"$p"-* || $f == */.mapped-reg-new-"$p"-* ]]; then scratch_left=$(( scratch_left + 1 )); echo "-- scratch left: $f" >> "$log"; fi
     done
   done
   details "$json" >> "$log"

@@ -2,7 +2,7 @@
 // faults (no scratch space, on real small tmpfs mounts) reported as `error`, never as the driver's `fail`; stale
 // scratch judged by a lock its owner holds, not by a pid.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -121,24 +121,31 @@ describe('item 8: stale scratch is judged by a lock its owner holds, not by a pi
     });
   }
 
-  /** A scratch folder as a run makes it, named with a pid that is no process here (a run in another PID namespace). */
-  function folder(dir: string, name: string): string {
-    const f = join(dir, name);
-    mkdirSync(f);
-    writeFileSync(join(f, 'lock'), '');
-    writeFileSync(join(f, 'region.bin'), 'x');
-    return f;
+  /**
+   * A scratch folder as a run makes it, named with a pid that is no process here (a run in another PID namespace);
+   * with `hold`, its lock is held by another process before the folder takes its name (other tests' runs clean
+   * /dev/shm at any moment). Returns the folder and the function that releases the lock.
+   */
+  async function folder(dir: string, name: string, hold: boolean): Promise<{ path: string; release: () => void }> {
+    const path = join(dir, name);
+    const making = join(dir, `making-${name.slice(1)}`);
+    mkdirSync(making);
+    writeFileSync(join(making, 'lock'), '');
+    writeFileSync(join(making, 'region.bin'), 'x');
+    const release = hold ? await holdLock(join(making, 'lock')) : () => {};
+    renameSync(making, path); // the lock stays with the file
+    return { path, release };
   }
 
   it("a live run's folder in another PID namespace (its lock held) is kept, in --scratch-dir and in /dev/shm; a dead one's (its lock free) is removed", async () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const tag = `${process.pid}${Math.random().toString(36).slice(2, 8)}`;
     // 4194399 is above any pid_max: that pid means nothing here
-    const live = folder(scratch, `.mapped-reg-4194399-live${tag}`);
-    const dead = folder(scratch, `.mapped-reg-4194399-dead${tag}`);
-    const liveShm = folder('/dev/shm', `.mapped-reg-4194399-live${tag}`);
-    const deadShm = folder('/dev/shm', `.mapped-reg-4194399-dead${tag}`);
-    const releases = [await holdLock(join(live, 'lock')), await holdLock(join(liveShm, 'lock'))];
+    const { path: live, release: releaseLive } = await folder(scratch, `.mapped-reg-4194399-live${tag}`, true);
+    await folder(scratch, `.mapped-reg-4194399-dead${tag}`, false);
+    const { path: liveShm, release: releaseShm } = await folder('/dev/shm', `.mapped-reg-4194399-live${tag}`, true);
+    const { path: deadShm } = await folder('/dev/shm', `.mapped-reg-4194399-dead${tag}`, false);
+    const releases = [releaseLive, releaseShm];
     try {
       const r = cli(['--backend', 'cpu', '--scratch-dir', scratch]);
       expect(r.code).toBe(0);
