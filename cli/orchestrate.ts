@@ -277,7 +277,8 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
         return run;
       }
       const how = a.signal ? `killed by ${a.signal}${fromOutside ? ' (not by this command)' : ''}` : `exited with status ${a.code}`;
-      barren = a.results.length > 0 ? [how] : [...barren, how];
+      // a process that reported checks before it died made progress: only the deaths after the last progress count
+      barren = a.results.length > 0 ? [] : [...barren, how];
       if (barren.length > MAX_BARREN_RESTARTS) {
         const why = `the device's process died outside any check ${barren.length} times in a row without reporting a check (${barren.join('; ')})`;
         run.errors.push(`${why}: the checks left were not run`);

@@ -340,8 +340,11 @@ function expectMarkdownMatches(result: RunResult, md: string): string[] {
   result.devices.forEach((d, n) => expect(rows[2 + n]).toMatch(new RegExp(`^\\| \`${d.id}\` \\| `)));
   const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
   const errors = result.devices.reduce((n, d) => n + (d.errors?.length ?? 0), 0);
+  // then the checks the host failed and why each new process was started (reporters/host-faults.ts)
+  const hostFailed = result.devices.reduce((n, d) => n + d.checks.filter((c) => c.status === 'error').length, 0);
+  const restarts = result.devices.reduce((n, d) => n + (d.restarts?.length ?? 0), 0);
   const items = md.split('\n').filter((l) => l.startsWith('- '));
-  expect(items).toHaveLength(failing.length + errors);
+  expect(items).toHaveLength(failing.length + errors + hostFailed + restarts);
   return rows;
 }
 
