@@ -74,6 +74,9 @@ interface Libc {
   statfs(path: string, out: StatfsRaw): number;
   sysconf(name: number): number;
   strerror(errnum: number): string;
+  flock(fd: number, operation: number): number;
+  prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
+  getppid(): number;
 }
 
 let loaded: Libc | undefined;
@@ -101,6 +104,10 @@ function load(): Libc {
     statfs: lib.func('int statfs(const char *path, _Out_ libc_statfs *buf)'),
     sysconf: lib.func('long sysconf(int name)'),
     strerror: lib.func('const char *strerror(int errnum)'),
+    flock: lib.func('int flock(int fd, int operation)'),
+    // variadic in glibc; the kernel reads five register-sized arguments, which is what this declares
+    prctl: lib.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)'),
+    getppid: lib.func('int getppid(void)'),
   };
 }
 
@@ -238,6 +245,40 @@ let page: number | undefined;
 
 export function pageSize(): number {
   return (page ??= check('sysconf', libc().sysconf(SC_PAGESIZE)));
+}
+
+// ---- locks and processes ----
+
+export const LOCK_SH = 1;
+export const LOCK_EX = 2;
+export const LOCK_NB = 4;
+export const LOCK_UN = 8;
+
+/**
+ * flock(2) on an open descriptor. With LOCK_NB, a lock another open file holds gives false (EWOULDBLOCK)
+ * instead of waiting; any other failure throws. The lock lives as long as the open file (every descriptor
+ * of it closed, or the process dead, releases it), whatever PID namespace the holder is in.
+ */
+export function flock(fd: number, operation: number): boolean {
+  if (libc().flock(fd, operation) === 0) return true;
+  const errno = koffi.errno();
+  if ((operation & LOCK_NB) !== 0 && errno === koffi.os.errno.EWOULDBLOCK) return false;
+  throw new LibcError('flock', errno);
+}
+
+const PR_SET_PDEATHSIG = 1;
+
+/**
+ * prctl(PR_SET_PDEATHSIG, signal): the kernel sends `signal` to this process when the thread that started it
+ * ends (its parent dies). Even a process stuck in a native call or a busy loop gets it.
+ */
+export function setParentDeathSignal(signal: number): void {
+  check('prctl', libc().prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0));
+}
+
+/** getppid(2): the parent's pid in this process's PID namespace (1, or a subreaper's, once the parent died). */
+export function getppid(): number {
+  return libc().getppid();
 }
 
 // ---- file systems ----

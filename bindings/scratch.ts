@@ -1,14 +1,16 @@
 // A scratch file of random bytes, mapped read-only and shared (as model weights are), with a reference: the
 // same bytes read independently, by pread, when the probe compares them (a chunk at a time, never a whole
 // region in memory). The file lives in a private folder named after the process
-// (`.mapped-reg-<pid>-XXXXXX`), removed by close(), at process exit, or, after a crash, by the next run that
-// finds the folder of a process that no longer exists.
+// (`.mapped-reg-<pid>-XXXXXX`) that the process holds locked (bindings/scratch-lock.ts), removed by close(), at
+// process exit, or, after a crash, by the next run that finds the folder's lock free.
 import { randomFillSync } from 'node:crypto';
-import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
+import { closeSync, fsyncSync, openSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
 import { registrations, type RegistrationTable } from '../src/ops.js';
 import type { ReferenceReader } from '../src/probe.js';
+import { HostFault, asHostFault } from './host-fault.js';
 import { type FsInfo, MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
+import { type LockedFolder, makeLockedFolder, removeStale } from './scratch-lock.js';
 
 const MiB = 1024 * 1024;
 const CHUNK = 8 * MiB;
@@ -63,45 +65,31 @@ export function scratchDirProblem(dir: string, bytes: number): string | undefine
   return 'problem' in c ? c.problem : undefined;
 }
 
-const PREFIX = '.mapped-reg-';
-/** Folders of this process still to remove at exit. */
-const live = new Set<string>();
-process.on('exit', () => {
-  for (const folder of live) rmSync(folder, { recursive: true, force: true });
-});
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Removes the scratch folders that processes which no longer exist left in `dir` (after a crash). */
+/**
+ * Removes the scratch folders left in `dir` by processes that were killed (their lock is free), and returns
+ * their names; a folder whose owner lives, in any PID namespace, is kept (bindings/scratch-lock.ts).
+ */
 export function removeStaleScratch(dir: string): string[] {
-  const removed: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const m = /^\.mapped-reg-(\d+)-/.exec(name);
-    if (m && Number(m[1]) !== process.pid && !processExists(Number(m[1]))) {
-      rmSync(join(dir, name), { recursive: true, force: true });
-      removed.push(name);
-    }
-  }
-  return removed;
+  return removeStale(dir);
 }
 
 /** Makes and maps a scratch file of `bytes` random bytes in `dir`; its reference reads the file on demand. */
 export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
   if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`scratch size must be a positive number of bytes, not ${bytes}`);
+  const doing = "making the probe's scratch file";
+  // the command checked the folder before the run; what fails here now is the host's doing (a full disk, a
+  // second run sharing it): a HostFault, never the driver's failure
   const checked = checkDir(dir, bytes);
-  if ('problem' in checked) throw new Error(checked.problem);
+  if ('problem' in checked) throw new HostFault(`${checked.problem} while ${doing}`, /free, less than/.test(checked.problem) ? 'ENOSPC' : undefined);
   const fsType = checked.fs.fsName;
   // A private folder inside the scratch folder: the file name cannot collide with anything there.
-  const own = mkdtempSync(join(dir, `${PREFIX}${process.pid}-`));
-  live.add(own);
-  const path = join(own, 'region.bin');
+  let folder: LockedFolder;
+  try {
+    folder = makeLockedFolder(dir);
+  } catch (e) {
+    throw asHostFault(e, dir, doing);
+  }
+  const path = join(folder.path, 'region.bin');
   let fd = -1;
   let map: Mapping | undefined;
   try {
@@ -142,8 +130,7 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
         if (!closed) {
           closed = true;
           closeSync(openFd);
-          rmSync(own, { recursive: true, force: true });
-          live.delete(own);
+          folder.remove();
         }
         if (!unmapped && !table.isPinned(m)) {
           munmap(m);
@@ -155,8 +142,7 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
   } catch (e) {
     if (map) munmap(map); // nothing registered yet
     if (fd >= 0) closeSync(fd);
-    rmSync(own, { recursive: true, force: true });
-    live.delete(own);
-    throw e;
+    folder.remove();
+    throw asHostFault(e, dir, doing);
   }
 }

@@ -2,14 +2,13 @@
 // Node API, with the options in MAPPED_REG_SUITE_OPTIONS. Events go out on file descriptor 3 as JSON lines
 // (suites/check.ts, reporters/events.ts). The command (cli/orchestrate.ts) starts one of these per device and
 // starts another for the checks left when one dies.
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
 import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
-import { readProtNonePage } from '../bindings/libc.js';
-import { type DiscoveryEvent, EventsReporter } from '../reporters/events.js';
+import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
+import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
 import { deviceOptions, pickDevice } from './select.js';
 import type { SuiteOptions } from '../suites/check.js';
 
@@ -45,6 +44,12 @@ if (!raw) {
   process.stderr.write('device-runner: MAPPED_REG_SUITE_OPTIONS is not set (this process is started by mapped-reg-conformance)\n');
   process.exit(2);
 }
+// This process ends with the command: the kernel sends SIGKILL when the command dies, even to a check stuck in a
+// native call or a busy loop (no event loop needed). If the command died before this line, the parent is no
+// longer the one that started us: end now.
+setParentDeathSignal(9);
+const parent = Number(process.env.MAPPED_REG_PARENT_PID);
+if (parent > 0 && getppid() !== parent) process.exit(3);
 let options = JSON.parse(raw) as SuiteOptions;
 let vitestModule: Promise<typeof import('vitest/node')> | undefined;
 if (options.discover) {
@@ -68,10 +73,15 @@ if (options.discover) {
   vitestModule = loadVitest();
   vitestModule.catch(() => {}); // awaited below, unless the command says stop
   if ((await commandSays()) !== 'go') process.exit(0);
-  options = deviceOptions(chosen, options, selection);
+  options = { ...deviceOptions(chosen, options, selection), ...(options.attempt ? { attempt: options.attempt } : {}) };
 }
+// the device's checks, for the command, before the first one starts
+const plan: PlanEvent = { type: 'plan', checks: await (await import('../suites/plan.js')).checkPlan() };
+writeSync(3, `${JSON.stringify(plan)}\n`);
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (options.forceHang === '@runner') for (;;);
+// test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
+if (options.forceCrash === '@runner') process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
 
@@ -99,6 +109,8 @@ const vitest = await startVitest(
     maxWorkers: 1,
     fileParallelism: false,
     isolate: false,
+    // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
+    cache: false,
     // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
     testTimeout: 0,
     hookTimeout: 0,
@@ -106,7 +118,9 @@ const vitest = await startVitest(
     reporters: [new EventsReporter()],
     sequence: { sequencer: SuiteOrder },
   },
-  { cacheDir: join(tmpdir(), 'mapped-reg-conformance-vite'), logLevel: 'error', clearScreen: false },
+  // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
+  // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
+  { logLevel: 'error', clearScreen: false },
 );
 await vitest.close();
 process.exit(0);

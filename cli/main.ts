@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history` (add, compare,
-// report: the fleet's store, whose module and DuckDB are loaded only by those three).
+// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`.
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,23 +14,27 @@ import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
+import { capResult } from '../reporters/cap.js';
+import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
-import { writeAtomically } from './outputs.js';
-import { writeReports } from './reports.js';
+import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
+import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
+import { writeRunReports } from './reports.js';
+import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
+import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
+import { guardStdout, say, sayIsTTY } from './stdout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
 const DEFAULT_SCRATCH = resolve(root, 'scratch');
 
-// A reader that closes early (`| head`) is not an error of ours.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw e;
-});
+// A reader that closes early (`| head`), a full disk: the run goes on, its reports are written (cli/stdout.ts).
+guardStdout();
 
 function fail(message: string): never {
-  process.stderr.write(`mapped-reg-conformance: ${message.split('\n')[0]}\n`);
+  // one line, and nothing raw from a file or a driver reaches the terminal
+  process.stderr.write(`mapped-reg-conformance: ${terminalSafe(message.split('\n')[0]!, false)}\n`);
   process.exit(2);
 }
 
@@ -59,13 +62,21 @@ function options(a: Args, listOnly: boolean) {
   const backends = a.backend.length ? a.backend : [...BACKENDS];
   const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
   if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  // every output is checked before anything runs: a name that cannot be written is refused now, not after the run
+  const outputs = checkOutputs([
+    { option: '--json', value: a.json },
+    { option: '--junit', value: a.junit },
+    ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
+  ]);
   let scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH;
   if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
   if (!listOnly) {
     const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
     if (problem) throw new UsageError(problem);
   }
-  return { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => process.stdout.write(`${l}\n`), tty: process.stdout.isTTY === true, write: (t: string) => process.stdout.write(t), ...(a.json ? { json: resolve(a.json) } : {}), ...(a.junit ? { junit: resolve(a.junit) } : {}), ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
+  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
+  const run = { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => say(`${terminalSafe(l)}\n`), tty: sayIsTTY(), write: say, ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
+  return { run, targets };
 }
 
 /** Bad usage and bad input files end the command with one line on stderr and status 2. */
@@ -73,10 +84,12 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   try {
     await body();
   } catch (e) {
-    if (e instanceof UsageError || e instanceof InputError || e instanceof DiscoveryError) fail(e.message);
+    if (e instanceof UsageError || e instanceof InputError || e instanceof DiscoveryError || e instanceof OutputError) fail(e.message);
     throw e;
   }
 }
+
+const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
 
 /** A file's size in bytes (0 when it cannot be read: reading it says why). */
 const sizeOf = (file: string): number => {
@@ -87,49 +100,64 @@ const sizeOf = (file: string): number => {
   }
 };
 
-const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
+/** A results file given on the command line, read and checked; one that lists a device twice is refused. */
+function readInputFile(file: string): RunResult {
+  const r = readResults(resolve(file));
+  const twice = duplicateDevice(r);
+  if (twice) throw new InputError(`${file}: ${twice}`);
+  return r;
+}
 
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
-    const o = options(a, listOnly);
+    // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
+    if (!listOnly) installStopSignals();
+    const { run: o, targets } = options(a, listOnly);
     // the gate's inputs are read and checked before anything runs: a bad one is refused up front
-    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readResults(resolve(a.baseline)) } : undefined;
+    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readInputFile(a.baseline) } : undefined;
     const expectations = expectationsOf(a.expectations);
     const requires = a.require.map(parseRequirement);
     const maxDrop = parseMaxDrop(a.maxDrop);
+    if (!listOnly) keepGoing();
     const outcome = await run(o, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
-    const say = (lines: string[]): void => lines.forEach((l) => o.out(l));
-    say(['', ...runSummary(result, listOnly)]);
-    if (!listOnly && !outcome.interrupted) {
+    const tell = (lines: string[]): void => lines.forEach((l) => o.out(l));
+    tell(['', ...runSummary(result, listOnly)]);
+    if (!listOnly && !stoppedBy()) {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
+      const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
       result.gate = await decide(result, { ...(baseline ? { baseline } : {}), ...(expectations ? { expectations } : {}), requires, maxDrop, rerun: outcome.rerun });
+      stop();
     }
-    await writeReports(result, { ...(o.json ? { json: o.json } : {}), ...(o.junit ? { junit: o.junit } : {}), ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? { stepSummary: process.env.GITHUB_STEP_SUMMARY } : {}) });
-    if (result.gate) say(['', ...gateSummary(result.gate)]);
-    process.exitCode = outcome.interrupted ? 130 : result.gate && !result.gate.pass ? 1 : 0;
+    // every report is tried; one that cannot be written is told in one line and the run does not pass
+    const unwritten = await writeRunReports(result, targets, listOnly);
+    if (result.gate) tell(['', ...gateSummary(result.gate)]);
+    process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
+    // a signal (during the run, or once the checks were over, while the reports were written): its status all the same
+    if (stoppedBy()) process.exitCode = stoppedStatus();
   });
 }
 
+// every option that takes a value must be given one (`--size` alone is bad usage, not 256)
 const common = {
-  'scratch-dir': { type: 'string', describe: 'folder for the scratch files (default: the package\'s scratch/)' },
-  size: { type: 'number', default: 256, describe: 'MiB of the region probed' },
-  device: { type: 'string', array: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
-  backend: { type: 'string', array: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
-  runs: { type: 'number', default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
-  'min-relative-speed': { type: 'number', default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
-  timeout: { type: 'number', default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
-  json: { type: 'string', describe: 'write the results as JSON to this file' },
-  junit: { type: 'string', describe: 'write JUnit XML to this file: one testsuite per device, with its verdict' },
-  baseline: { type: 'string', describe: 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)' },
-  expectations: { type: 'string', describe: 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does' },
-  require: { type: 'string', array: true, default: [] as string[], describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
-  'max-drop': { type: 'string', default: String(DEFAULT_MAX_DROP * 100) + '%', describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)' },
+  'scratch-dir': { type: 'string', requiresArg: true, describe: 'folder for the scratch files (default: the package\'s scratch/)' },
+  size: { type: 'number', requiresArg: true, default: 256, describe: 'MiB of the region probed' },
+  device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
+  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
+  runs: { type: 'number', requiresArg: true, default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
+  'min-relative-speed': { type: 'number', requiresArg: true, default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
+  timeout: { type: 'number', requiresArg: true, default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
+  json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
+  junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
+  baseline: { type: 'string', requiresArg: true, describe: 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)' },
+  expectations: { type: 'string', requiresArg: true, describe: 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does' },
+  require: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
+  'max-drop': { type: 'string', requiresArg: true, default: String(DEFAULT_MAX_DROP * 100) + '%', describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)' },
 } as const;
 
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
   .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
   .command(
@@ -145,8 +173,8 @@ await yargs(hideBin(process.argv))
     (a) =>
       guarded(() => {
         const expectations = expectationsOf(a.expectations);
-        const c = compareResults(readResults(resolve(a.old)), readResults(resolve(a.new)), { ...(expectations ? { expectations } : {}), maxDrop: parseMaxDrop(a.maxDrop) });
-        process.stdout.write(a.json ? `${comparisonJson(c)}\n` : `${formatComparison(c, { old: a.old, new: a.new })}\n`);
+        const c = compareResults(readInputFile(a.old), readInputFile(a.new), { ...(expectations ? { expectations } : {}), maxDrop: parseMaxDrop(a.maxDrop) });
+        say(a.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: a.old, new: a.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
   )
@@ -156,14 +184,20 @@ await yargs(hideBin(process.argv))
     (y) =>
       y
         .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('o', { alias: 'output', type: 'string', demandOption: true, describe: 'the merged file' }),
+        .option('o', { alias: 'output', type: 'string', requiresArg: true, demandOption: true, describe: 'the merged file (- for standard output)' }),
     (a) =>
       guarded(() => {
+        const out = checkOutputs([{ option: '-o', value: a.o }])['-o']!;
         const files = a.files.map((f) => resolve(f));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
         if (tooLarge) throw new InputError(tooLarge);
-        const merged = mergeResults(files.map(readResults), files);
+        const results = files.map((f, i) => readInputFile(a.files[i]!));
+        const twice = duplicateInputs(results, a.files);
+        if (twice) throw new InputError(twice);
+        const merged = mergeResults(results, files);
+        const again = duplicateDevice(merged);
+        if (again) throw new InputError(`merge: ${again}`);
         let text: string;
         try {
           text = `${JSON.stringify(merged, null, 2)}\n`;
@@ -171,8 +205,8 @@ await yargs(hideBin(process.argv))
           if (e instanceof RangeError) throw new InputError(`merge: the merged file of ${files.length} files is too large for one JSON text (at most 512 MiB in Node.js): for a fleet, use a history store instead: history add --db FILE RESULTS..., then history compare and history report`);
           throw e;
         }
-        writeAtomically(resolve(a.o), text);
-        process.stdout.write(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${a.o}\n`);
+        writeOutput(out, text);
+        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
       }),
   )
   .command(
@@ -181,12 +215,16 @@ await yargs(hideBin(process.argv))
     (y) =>
       y
         .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('html', { type: 'string', demandOption: true, describe: 'the page to write' }),
+        .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const results: RunResult[] = a.files.map((f) => readResults(resolve(f)));
-        writeAtomically(resolve(a.html), htmlReport(results));
-        process.stdout.write(`report of ${results.length} file(s) written to ${a.html}\n`);
+        const out = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+        const results: RunResult[] = a.files.map((f) => readInputFile(f));
+        const twice = duplicateInputs(results, a.files);
+        if (twice) throw new InputError(twice);
+        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
+        writeOutput(out, htmlReport(results.map(capResult)));
+        say(`report of ${results.length} file(s) written to ${terminalSafe(a.html, false)}\n`);
       }),
   )
   .command('history', 'the history store of a fleet (DuckDB): history add, history compare, history report', (y) =>
@@ -197,11 +235,11 @@ await yargs(hideBin(process.argv))
         (z) =>
           z
             .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' })
-            .option('db', { type: 'string', demandOption: true, describe: 'the store (a DuckDB file; made when missing)' }),
+            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store (a DuckDB file; made when missing)' }),
         (a) =>
           guarded(async () => {
             const { historyAdd } = await import('../history/commands.js');
-            process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, (t) => process.stdout.write(t), (t) => process.stderr.write(t));
+            process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, say, (t) => process.stderr.write(t));
           }),
       )
       .command(
@@ -209,9 +247,9 @@ await yargs(hideBin(process.argv))
         'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
         (z) =>
           z
-            .option('db', { type: 'string', demandOption: true, describe: 'the store' })
-            .option('old', { type: 'string', demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
-            .option('new', { type: 'string', demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
+            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
+            .option('old', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
+            .option('new', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
             .option('expectations', common.expectations)
             .option('max-drop', common['max-drop'])
             .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
@@ -220,7 +258,7 @@ await yargs(hideBin(process.argv))
             const expectations = expectationsOf(a.expectations);
             const maxDrop = parseMaxDrop(a.maxDrop);
             const { historyCompare } = await import('../history/commands.js');
-            process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, maxDrop, ...(expectations ? { expectations } : {}) }, (t) => process.stdout.write(t));
+            process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, maxDrop, ...(expectations ? { expectations } : {}) }, say);
           }),
       )
       .command(
@@ -228,23 +266,25 @@ await yargs(hideBin(process.argv))
         'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
         (z) =>
           z
-            .option('db', { type: 'string', demandOption: true, describe: 'the store' })
-            .option('html', { type: 'string', demandOption: true, describe: 'the page to write' })
+            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
+            .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' })
             .option('expectations', common.expectations)
             .option('max-drop', common['max-drop']),
         (a) =>
           guarded(async () => {
+            const page = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
             const expectations = expectationsOf(a.expectations);
             const maxDrop = parseMaxDrop(a.maxDrop);
             const { historyReportCommand } = await import('../history/commands.js');
-            await historyReportCommand({ db: a.db, html: a.html, maxDrop, ...(expectations ? { expectations } : {}) }, writeAtomically, (t) => process.stdout.write(t));
+            await historyReportCommand({ db: a.db, html: a.html, maxDrop, ...(expectations ? { expectations } : {}) }, (_file, text) => writeOutput(page, text), say);
           }),
       )
       .demandCommand(1, 'history needs a command: add, compare or report'),
   )
   .strict()
   .fail((msg, err) => {
-    if (err && !(err instanceof UsageError)) throw err;
+    // yargs' own complaints (an option without its value: YError) are bad usage too
+    if (err && !(err instanceof UsageError) && err.name !== 'YError') throw err;
     fail(msg || err?.message || 'bad usage');
   })
   .epilogue(
@@ -257,7 +297,12 @@ await yargs(hideBin(process.argv))
       '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
       '  flake timing.margin       device="NVIDIA H200"\n\n' +
       'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
-      'Exit status: 0 the gate passed; 1 the gate failed; 2 bad usage or bad input; 130 interrupted.',
+      'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
+      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
+      'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
+      'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
+      'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
+      'their process lives; a run removes those whose lock is free (left by a killed process).',
   )
   .version(pkg.version)
   .help()

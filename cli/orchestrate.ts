@@ -1,13 +1,18 @@
 // Each device in its own process (cli/device-runner.ts), all devices at once. A check that kills its process
 // is `crash` with the signal, one that runs past --timeout is killed and `timeout`; either way a new process
 // is started for the checks of that device that have not reported yet (as deqp-runner resumes after a crash).
+// A process killed from outside (SIGKILL from the OOM killer or a user; SIGTERM, SIGINT, SIGHUP sent to it
+// alone) is the host's doing, not the driver's: inside a check, that check runs once more in a new process and
+// is `error` if it is killed again; outside any check (starting, between two checks), a new process runs the
+// checks left. A device whose processes keep dying outside any check without reporting a check gets
+// MAX_BARREN_RESTARTS new ones, then its checks never run are `error` with the reason.
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import type { ResultEvent, SuiteOptions } from '../suites/check.js';
-import type { DiscoveryEvent, RunnerEvent } from '../reporters/events.js';
+import type { DiscoveryEvent, PlanEvent, RestartEvent, RunnerEvent } from '../reporters/events.js';
 import { deviceOptions } from './select.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
@@ -19,6 +24,10 @@ const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js')
 export const RUNNER_NODE_OPTIONS = ['--max-semi-space-size=1'];
 /** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
 export const STALL_GRACE_S = 10;
+/** New processes a device gets in a row when each one dies outside any check without reporting a check. */
+export const MAX_BARREN_RESTARTS = 2;
+/** Signals a driver's fault does not send (it gives SIGSEGV, SIGBUS, SIGABRT...): someone outside sent them. */
+export const FROM_OUTSIDE: readonly string[] = ['SIGKILL', 'SIGTERM', 'SIGINT', 'SIGHUP'];
 
 export interface DeviceRun {
   device: string;
@@ -29,8 +38,10 @@ export interface DeviceRun {
   processes: number;
   /** The last lines the runner processes printed (for a crash's context). */
   output: string;
-  /** The run was interrupted (SIGINT) before every check reported. */
+  /** The run was interrupted (SIGINT, SIGTERM, SIGHUP) before every check reported. */
   incomplete?: boolean;
+  /** Why each process after the first was started (a crash, a timeout, a kill from outside), in order. */
+  restarts?: string[];
 }
 
 /** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
@@ -47,7 +58,7 @@ export interface OrchestrateOptions {
   /** Seconds one check may run before it is killed (0: never). */
   timeoutS: number;
   /** Each event as it comes (progress). */
-  onEvent?: (device: string, event: RunnerEvent | { type: 'start'; id: string; suite: SuiteName; title: string }) => void;
+  onEvent?: (device: string, event: RunnerEvent | RestartEvent | { type: 'start'; id: string; suite: SuiteName; title: string }) => void;
   /** Extra environment for the runners. */
   env?: NodeJS.ProcessEnv;
   /**
@@ -74,6 +85,10 @@ interface Attempt {
   ended: boolean;
   /** What a runner started with `discover` found, and the device it picked. */
   discovery?: DiscoveryEvent;
+  /** The device's checks, as the runner listed them before its first check. */
+  plan?: PlanEvent['checks'];
+  /** A discovering runner was told to stop (its device is checked by another process, or not at all). */
+  toldToStop?: boolean;
 }
 
 function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt> {
@@ -81,7 +96,10 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
     const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
       // a discovering runner waits for the command's word on its stdin
       stdio: [options.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
-      env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options) },
+      // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
+      // (and a runner ends itself when the command dies: MAPPED_REG_PARENT_PID, cli/device-runner.ts)
+      detached: true,
+      env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options), MAPPED_REG_PARENT_PID: String(process.pid) },
     });
     live.add(child);
     if (interrupted) child.kill('SIGKILL');
@@ -105,6 +123,10 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
         return;
       }
       lastEvent = performance.now();
+      if (e.type === 'plan') {
+        a.plan = e.checks;
+        return;
+      }
       if (e.type === 'discovery') {
         if (!options.discover || a.discovery) {
           a.errors.push('a discovery from a runner that was not asked for one');
@@ -116,6 +138,7 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
         const answer = (go: boolean): void => {
           if (answered) return;
           answered = true;
+          if (!go) a.toldToStop = true;
           child.stdin?.end(go ? 'go\n' : 'stop\n');
         };
         child.stdin?.on('error', () => {}); // a runner that exited first: nothing to tell it
@@ -163,18 +186,30 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
 }
 
 /**
- * Runs the suites of one device, resuming after crashes and timeouts until every check has reported. With
+ * Runs the suites of one device, resuming after crashes, timeouts and kills until every check has reported. With
  * `options.discover`, the first process discovers and picks the device (o.onDiscovery hears of it); the run then
  * carries that discovery, and no device ('' and no checks) when the runner picked none or ended before its
- * discovery (`discovery` absent: the errors and the output say why).
+ * discovery (`discovery` absent: the errors and the output say why). Each check carries the number of the
+ * process that reported it (1 for the first).
  */
 export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): Promise<DeviceRun> {
   const run: DeviceRun = { device: options.device, checks: [], errors: [], processes: 0, output: '' };
   const reported = new Set<string>(options.skip);
+  /** Checks whose process was killed from outside while they ran, and that process's number. */
+  const killedOnce = new Map<string, number>();
+  /** How the processes that died outside any check without reporting a check ended, in a row. */
+  let barren: string[] = [];
+  let plan: PlanEvent['checks'] | undefined;
   let current = options;
+  const restart = (message: string): void => {
+    (run.restarts ??= []).push(message);
+    o.onEvent?.(run.device, { type: 'restart', message });
+  };
+  const left = (): number => (plan ? plan.filter((c) => !reported.has(c.id)).length : 0);
   for (;;) {
     run.processes += 1;
-    const a = await attempt({ ...current, skip: [...reported] }, o);
+    const n = run.processes;
+    const a = await attempt({ ...current, skip: [...reported], attempt: n }, o);
     run.output = a.output;
     if (current.discover) {
       const chosen = a.discovery?.device ? a.discovery.discovery.devices.find((d) => d.id === a.discovery!.device) : undefined;
@@ -194,10 +229,15 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
       }
       current = deviceOptions(chosen, current, current.discover);
       run.device = chosen.id;
+      // told to stop: its device is not this process's to check (its run is not used)
+      if (a.toldToStop) return run;
     }
+    plan ??= a.plan;
     for (const r of a.results) {
       const { type: _type, ...result } = r;
-      run.checks.push(result);
+      const killedIn = killedOnce.get(r.id);
+      const note = killedIn ? [`run again in process ${n}: process ${killedIn} was killed during this check from outside, not by this command`] : [];
+      run.checks.push({ ...result, process: n, ...(note.length ? { log: [...(result.log ?? []), ...note] } : {}) });
       reported.add(r.id);
     }
     run.errors.push(...a.errors);
@@ -205,28 +245,55 @@ export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): P
       run.incomplete = true;
       return run;
     }
+    const fromOutside = !a.timedOut && !a.stalled && a.signal !== null && FROM_OUTSIDE.includes(a.signal);
     if (a.unfinished) {
+      barren = [];
       const { id, suite, title, startedAt } = a.unfinished;
+      if (fromOutside && !killedOnce.has(id)) {
+        // the OOM killer or a user, not the driver: the check runs once more before anything is concluded
+        killedOnce.set(id, n);
+        restart(`process ${n} was killed by ${a.signal} during ${id}, not by this command (the OOM killer, a user, a scheduler): ${id} and the ${Math.max(0, left() - 1)} checks after it run in process ${n + 1}`);
+        continue;
+      }
       const durationMs = performance.now() - startedAt;
-      const status: CheckStatus = a.timedOut ? 'timeout' : 'crash';
+      const status: CheckStatus = a.timedOut ? 'timeout' : fromOutside ? 'error' : 'crash';
       const message = a.timedOut
         ? `no result after ${o.timeoutS} s: the check was killed`
-        : a.signal
-          ? `the check killed its process: ${a.signal}`
-          : `the process exited with status ${a.code} during the check`;
-      run.checks.push({ id, suite, title, status, durationMs, message, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
+        : fromOutside
+          ? `the host: the check's process was killed by ${a.signal} from outside twice (processes ${killedOnce.get(id)} and ${n}), not by this command and not by a fault of the driver (the OOM killer, a user, a scheduler)`
+          : a.signal
+            ? `the check killed its process: ${a.signal}`
+            : `the process exited with status ${a.code} during the check`;
+      run.checks.push({ id, suite, title, status, durationMs, message, process: n, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
       o.onEvent?.(run.device, { type: 'result', id, suite, title, status, durationMs, message });
       reported.add(id);
+      if (plan && left() === 0) return run;
+      restart(`process ${n} ended during ${id} (${status}${a.signal ? `, ${a.signal}` : ''}): the ${left()} checks after it run in process ${n + 1}`);
       continue; // the checks after it still run, in a new process
     }
     if (!a.ended) {
-      run.errors.push(
-        a.stalled
-          ? `the device's process made no progress for ${o.timeoutS + STALL_GRACE_S} s outside any check and was killed`
-          : a.signal
-            ? `the device's process was killed by ${a.signal} outside any check`
-            : `the device's process exited with status ${a.code} before the end of the run`,
-      );
+      if (a.stalled) {
+        run.errors.push(`the device's process made no progress for ${o.timeoutS + STALL_GRACE_S} s outside any check and was killed`);
+        return run;
+      }
+      const how = a.signal ? `killed by ${a.signal}${fromOutside ? ' (not by this command)' : ''}` : `exited with status ${a.code}`;
+      // a process that reported checks before it died made progress: only the deaths after the last progress count
+      barren = a.results.length > 0 ? [] : [...barren, how];
+      if (barren.length > MAX_BARREN_RESTARTS) {
+        const why = `the device's process died outside any check ${barren.length} times in a row without reporting a check (${barren.join('; ')})`;
+        run.errors.push(`${why}: the checks left were not run`);
+        for (const c of plan ?? []) {
+          if (reported.has(c.id)) continue;
+          const message = `never run: ${why}`;
+          run.checks.push({ ...c, status: 'error', durationMs: 0, message });
+          o.onEvent?.(run.device, { type: 'result', ...c, status: 'error', durationMs: 0, message });
+          reported.add(c.id);
+        }
+        return run;
+      }
+      const last = a.results.at(-1)?.id;
+      restart(`process ${n} was ${how} outside any check${last ? ` (after ${last})` : ''}: ${plan ? `the ${left()} checks left` : 'the checks'} run in process ${n + 1}`);
+      continue;
     }
     return run;
   }

@@ -1,19 +1,292 @@
-// Writing the reports the user named.
-import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+// Writing the reports the user named (--json, --junit, GITHUB_STEP_SUMMARY, merge -o, report --html). Every
+// output is checked before anything runs (checkOutputs): a name that cannot be written is bad input (exit 2,
+// one line, nothing run). Then:
+// - `-` (and /dev/stdout, /dev/fd/1) is standard output, allowed once; the command's own text then goes to
+//   stderr (cli/stdout.ts), so that stdout carries the report alone;
+// - a target that exists and is not a regular file (a pipe, a terminal, a character device, /dev/fd/N) is
+//   written directly, never replaced;
+// - a regular file (or a new one) is written atomically: an exclusively created, randomly named temporary file
+//   beside it (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, then the mode of the file it replaces or 0644 less the
+//   umask), synced, then renamed over it. A symbolic link is followed: the file it names is replaced, the link
+//   stays. GITHUB_STEP_SUMMARY is appended to, as GitHub expects.
+import { randomBytes } from 'node:crypto';
+import {
+  accessSync,
+  appendFileSync,
+  closeSync,
+  constants as fsConstants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { reserveStdout, writeStdout } from './stdout.js';
 
-/** Writes `data` to `file` atomically: a temporary file beside it, then a rename. */
-export function writeAtomically(file: string, data: string): void {
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+/** Where one output goes, once checked. */
+export type OutputTarget =
+  /** A descriptor of this process: 1 for `-` and /dev/stdout, else /dev/fd/N, /dev/stderr. */
+  | { kind: 'fd'; name: string; fd: number }
+  /** An existing file that is not a regular file (a named pipe, a terminal, a device): written in place. */
+  | { kind: 'direct'; name: string; path: string }
+  /** A regular file, or one to create: written atomically (or appended to). */
+  | { kind: 'file'; name: string; path: string };
+
+/** The outputs of a run, checked. */
+export interface OutputTargets {
+  json?: OutputTarget;
+  junit?: OutputTarget;
+  /** GITHUB_STEP_SUMMARY: appended to. */
+  summary?: OutputTarget;
+}
+
+/** An output that cannot be written: bad input, one line (the command exits 2 before anything runs). */
+export class OutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutputError';
+  }
+}
+
+const why = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+
+/** The descriptor a path names, for /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N. */
+function descriptorOf(path: string): number | undefined {
+  if (path === '/dev/stdout') return 1;
+  if (path === '/dev/stderr') return 2;
+  const m = /^\/(?:dev\/fd|proc\/self\/fd|proc\/(\d+)\/fd)\/(\d+)$/.exec(path);
+  if (m && (m[1] === undefined || Number(m[1]) === process.pid)) return Number(m[2]);
+  return undefined;
+}
+
+/**
+ * Whether a file can be made in `dir`: one is made there (exclusively, under a random name) and removed. This
+ * is what the atomic write does, so it fails for the same reasons: a missing folder, no permission, a read-only
+ * file system, no inode left.
+ */
+function probeFolder(dir: string, what: string): void {
+  let st;
   try {
-    writeFileSync(tmp, data);
+    st = statSync(dir);
+  } catch (e) {
+    throw new OutputError(`${what}: the folder ${dir} ${why(e) === 'ENOENT' ? 'does not exist' : `cannot be used (${why(e)})`}`);
+  }
+  if (!st.isDirectory()) throw new OutputError(`${what}: ${dir} is not a folder`);
+  const probe = join(dir, `.mapped-reg-probe-${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    closeSync(openSync(probe, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600));
+  } catch (e) {
+    const code = why(e);
+    const reason = code === 'EROFS' ? 'is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'is not writable' : `cannot hold a new file (${code})`;
+    throw new OutputError(`${what}: the folder ${dir} ${reason}`);
+  }
+  unlinkSync(probe);
+}
+
+/** Checks one output name (`append`: it is appended to, not replaced); errors name it (`--json x.json`). */
+export function checkOutput(option: string, value: string, append = false): OutputTarget {
+  const what = `${option} ${value}`;
+  if (value === '') throw new OutputError(`${option} '': an empty file name (use - for standard output)`);
+  if (value === '-') return { kind: 'fd', name: option, fd: 1 };
+  const path = resolve(value);
+  const fd = descriptorOf(path);
+  if (fd !== undefined) {
+    try {
+      fstatSync(fd);
+    } catch {
+      throw new OutputError(`${what}: descriptor ${fd} is not open`);
+    }
+    return { kind: 'fd', name: option, fd };
+  }
+  let st;
+  try {
+    st = lstatSync(path);
+  } catch (e) {
+    if (why(e) !== 'ENOENT') throw new OutputError(`${what}: cannot be used (${why(e)})`);
+    // a new file: its folder must take it
+    probeFolder(dirname(path), what);
+    return { kind: 'file', name: option, path };
+  }
+  let real = path;
+  if (st.isSymbolicLink()) {
+    // followed a link at a time: a link to /dev/stdout or /proc/self/fd/1 is that descriptor (whose own link, for
+    // a pipe, names no file)
+    for (let hops = 0; st.isSymbolicLink(); hops++) {
+      if (hops > 40) throw new OutputError(`${what}: too many symbolic links`);
+      real = resolve(dirname(real), readlinkSync(real));
+      const linked = descriptorOf(real);
+      if (linked !== undefined) return checkOutput(option, `/dev/fd/${linked}`, append);
+      try {
+        st = lstatSync(real);
+      } catch (e) {
+        throw new OutputError(`${what}: a symbolic link to nothing usable (${real}: ${why(e)})`);
+      }
+    }
+    real = realpathSync(real);
+  }
+  if (st.isDirectory()) throw new OutputError(`${what}: is a folder, not a file`);
+  if (!st.isFile()) {
+    // a named pipe, a terminal, a device: written in place, never replaced
+    try {
+      accessSync(real, fsConstants.W_OK);
+    } catch (e) {
+      throw new OutputError(`${what}: cannot be written (${why(e)})`);
+    }
+    return { kind: 'direct', name: option, path: real };
+  }
+  try {
+    accessSync(real, fsConstants.W_OK);
+  } catch (e) {
+    if (why(e) === 'EROFS') throw new OutputError(`${what}: is on a read-only file system`);
+    // not writable in place: the atomic write replaces it all the same when its folder allows; an append cannot
+    if (append) throw new OutputError(`${what}: cannot be written (${why(e)})`);
+  }
+  if (!append) probeFolder(dirname(real), what);
+  return { kind: 'file', name: option, path: real };
+}
+
+/** What tells two targets apart: the descriptor, or the file (its inode when it exists, else its path). */
+function identity(t: OutputTarget): string {
+  if (t.kind === 'fd') {
+    // standard output is standard output, whatever it is connected to
+    if (t.fd === 1) return 'fd:1';
+    try {
+      const st = fstatSync(t.fd);
+      return `ino:${st.dev}:${st.ino}`;
+    } catch {
+      return `fd:${t.fd}`;
+    }
+  }
+  try {
+    const st = statSync(t.path);
+    return `ino:${st.dev}:${st.ino}`;
+  } catch {
+    return `path:${t.path}`;
+  }
+}
+
+/** One output a command was asked for: its option (or variable), the name given, and whether it is appended to. */
+export interface OutputRequest {
+  option: string;
+  value: string | undefined;
+  append?: boolean;
+}
+
+/**
+ * Checks every output of a command before anything runs (a value undefined: not asked for). Returns the targets
+ * by option. Throws an OutputError, one line, for: an empty name, a folder, a file whose folder is missing or
+ * cannot take a new file (read-only, no permission), a target that cannot be written, and two outputs naming the
+ * same file (by path or inode) or standard output twice. A `-` reserves standard output for that report.
+ */
+export function checkOutputs(outputs: OutputRequest[]): Record<string, OutputTarget> {
+  const checked: Record<string, OutputTarget> = {};
+  const seen = new Map<string, string>();
+  for (const { option, value, append } of outputs) {
+    if (value === undefined) continue;
+    const t = checkOutput(option, value, append);
+    const id = identity(t);
+    const other = seen.get(id);
+    if (other !== undefined) throw new OutputError(`${other} and ${option} name the same ${id === 'fd:1' ? 'standard output' : `file (${value})`}: each report needs its own`);
+    seen.set(id, option);
+    checked[option] = t;
+  }
+  if (Object.values(checked).some((t) => t.kind === 'fd' && t.fd === 1)) reserveStdout();
+  return checked;
+}
+
+/** Writes all of `data` to a descriptor (a blocking one; a non-blocking pipe that is full is waited for). */
+function writeAll(fd: number, data: Buffer): void {
+  let done = 0;
+  while (done < data.length) {
+    try {
+      done += writeSync(fd, data, done, data.length - done);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+}
+
+/** The mode a new report gets: 0644 less the umask. */
+function newFileMode(): number {
+  const mask = process.umask();
+  return 0o644 & ~mask;
+}
+
+/**
+ * Writes `data` to `file` atomically: an exclusively created, randomly named temporary file beside it (never
+ * a name someone could have prepared, never a link followed), with the mode of the file it replaces (or 0644
+ * less the umask), synced, then renamed over it. On failure the temporary file is removed and the error thrown.
+ */
+export function writeAtomically(file: string, data: string): void {
+  let mode = newFileMode();
+  try {
+    mode = statSync(file).mode & 0o7777;
+  } catch {
+    // a new file
+  }
+  const tmp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
+  let fd = -1;
+  try {
+    fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
+    writeAll(fd, Buffer.from(data));
+    fchmodSync(fd, mode);
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = -1;
     renameSync(tmp, file);
   } catch (e) {
+    if (fd >= 0) closeSync(fd);
     try {
       unlinkSync(tmp);
     } catch {
-      // never written
+      // never made, or already renamed
     }
     throw e;
   }
+}
+
+/** Writes (or, with `append`, appends) `data` to a checked target. Throws what the write threw. */
+export function writeOutput(t: OutputTarget, data: string, append = false): void {
+  if (t.kind === 'fd') {
+    if (t.fd === 1) writeStdout(data, t.name);
+    else writeAll(t.fd, Buffer.from(data));
+  } else if (t.kind === 'direct') {
+    const fd = openSync(t.path, fsConstants.O_WRONLY | (append ? fsConstants.O_APPEND : 0));
+    try {
+      writeAll(fd, Buffer.from(data));
+    } finally {
+      closeSync(fd);
+    }
+  } else if (append) appendFileSync(t.path, data);
+  else writeAtomically(t.path, data);
+}
+
+/**
+ * Writes the reports of a run: each one is tried, whatever happened to the others; one that fails is told on
+ * stderr in one line. Returns true when any could not be written.
+ */
+export function writeReports(targets: OutputTargets, data: { json?: string | undefined; junit?: string | undefined; summary?: string | undefined }): boolean {
+  let failed = false;
+  const write = (t: OutputTarget | undefined, text: string | undefined, append = false): void => {
+    if (!t || text === undefined) return;
+    try {
+      writeOutput(t, text, append);
+    } catch (e) {
+      failed = true;
+      const where = t.kind === 'fd' ? `descriptor ${t.fd}` : t.path;
+      process.stderr.write(`mapped-reg-conformance: ${t.name}: could not write ${where} (${why(e)}): the run does not pass\n`);
+    }
+  };
+  write(targets.json, data.json);
+  write(targets.junit, data.junit);
+  write(targets.summary, data.summary, true);
+  return failed;
 }

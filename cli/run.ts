@@ -8,6 +8,7 @@ import { removeStaleScratch } from '../bindings/scratch.js';
 import { cacheable, staticToString, staticVerdict, verdictJson, type VerdictJson } from '../src/index.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { onStop, type StopSignal } from './signals.js';
 import { Progress } from '../reporters/terminal.js';
 import { type DeviceRun, interruptAll, runDevice, runDevices } from './orchestrate.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
@@ -21,8 +22,6 @@ export interface RunOptions {
   runs: number;
   minRelativeSpeed: number;
   timeoutS: number;
-  json?: string;
-  junit?: string;
   /** list: static verdicts only, nothing registered or copied. */
   listOnly: boolean;
   /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
@@ -79,13 +78,14 @@ function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, o: RunOpt
   result.cacheable = verdictCacheable;
   if (run.errors.length) result.errors = run.errors;
   result.processes = run.processes;
+  if (run.restarts?.length) result.restarts = run.restarts;
   if (run.incomplete) result.incomplete = true;
   return result;
 }
 
 export interface RunOutcome {
   result: RunResult;
-  /** Stopped by a signal: what finished is in `result` (marked incomplete), and no gate is made of it. */
+  /** Stopped by a signal (cli/signals.ts): what finished is in `result`, marked incomplete; no gate is made of it. */
   interrupted: boolean;
   /** Runs one check of one device again, in a new process of that device (the baseline gate's flake re-run). */
   rerun: (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
@@ -102,9 +102,9 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
   let interrupted = false;
   // set below: the devices waiting for the GPUs' probes are released by an interrupt too
   let gpusProbed: () => void = () => {};
-  const onInterrupt = (): void => {
+  const onInterrupt = (signal: StopSignal): void => {
     interrupted = true;
-    o.out('\ninterrupted: stopping every device (the driver releases what their processes held)');
+    o.out(`\ninterrupted (${signal}): stopping every device (the driver releases what their processes held)`);
     interruptAll();
     gpusProbed();
   };
@@ -164,12 +164,23 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     groups.forEach((g) => g.answer(false));
     await Promise.all(groups.map((g) => g.run));
     if (startedEarly) removeScratchOfTheDead();
-    process.removeListener('SIGINT', onInterrupt);
+    stopListening();
   };
+  // SIGINT, SIGTERM and SIGHUP stop the run (cli/signals.ts); a second one while it stops is ignored
+  let stopListening: () => void = () => {};
   if (o.listOnly) found = plainDiscovery(discover(o.backends));
   else {
-    process.once('SIGINT', onInterrupt);
-    for (const stale of removeStaleScratch(o.scratchDir)) o.out(`removed ${stale}, left in ${o.scratchDir} by a run that no longer exists`);
+    stopListening = onStop(onInterrupt);
+    // what killed processes left (their lock is free: bindings/scratch-lock.ts); a live run's folder is kept
+    for (const dir of [o.scratchDir, '/dev/shm']) {
+      let stale: string[] = [];
+      try {
+        stale = removeStaleScratch(dir);
+      } catch {
+        // a folder we cannot read holds nothing of ours
+      }
+      for (const name of stale) o.out(`removed ${name}, left in ${dir} by a process that no longer runs`);
+    }
     const arrivals = discoveryGroups(o.backends).map((backends) => {
       let arrived: () => void = () => {};
       const arrival = new Promise<void>((resolve) => (arrived = resolve));
@@ -249,7 +260,7 @@ export async function run(o: RunOptions, tool: { name: string; version: string }
     const restRuns = afterProbes.then(() => (interrupted ? [] : runDevices(rest, { timeoutS: o.timeoutS, onEvent })));
     runs = (await Promise.all([Promise.all(firstRuns), Promise.all(gpuRuns), restRuns])).flat();
     progress.finish();
-    process.removeListener('SIGINT', onInterrupt);
+    stopListening();
     removeScratchOfTheDead();
   }
   const tChecked = performance.now();

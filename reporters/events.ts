@@ -25,7 +25,19 @@ export interface DiscoveryEvent {
   device: string | null;
 }
 
-export type RunnerEvent = ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent;
+/** The checks this process would run (every check of the device, in order), sent before the first one starts. */
+export interface PlanEvent {
+  type: 'plan';
+  checks: { id: string; suite: ResultEvent['suite']; title: string }[];
+}
+
+/** Not from a runner: the command started a new process for a device's checks left (cli/orchestrate.ts), and why. */
+export interface RestartEvent {
+  type: 'restart';
+  message: string;
+}
+
+export type RunnerEvent = ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent | PlanEvent;
 
 export class EventsReporter implements Reporter {
   readonly #started = performance.now();

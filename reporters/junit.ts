@@ -61,6 +61,7 @@ function details(c: CheckResult): string {
   if (c.status === 'warn') lines.unshift(`warn: ${c.message ?? c.observed ?? 'warning'}`);
   if (c.data !== undefined) lines.push(`data: ${JSON.stringify(c.data)}`);
   for (const l of c.log ?? []) lines.push(`log: ${l}`);
+  if (c.process !== undefined && c.process > 1) lines.push(`process: ${c.process} (reported by a new process of the device's run)`);
   return lines.join('\n');
 }
 
@@ -112,6 +113,7 @@ function properties(d: DeviceResult, gate: GateDecision | undefined): [string, s
     ['bytes', d.timing?.bytes],
     ['linkGBps', d.timing?.linkGBps],
     ['processes', d.processes],
+    ['restarts', d.restarts?.join(' | ')],
     ['incomplete', d.incomplete],
     ['gate', gate ? (gate.pass ? 'PASS' : 'FAIL') : undefined],
     ['gate.baseline', gate?.baseline],

@@ -5,6 +5,7 @@
 // escaped: it renders as text, never as Markdown or HTML.
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
+import { hostFaultMarkdown } from './host-faults.js';
 
 
 /** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */
@@ -71,17 +72,18 @@ export function markdownSummary(result: RunResult): string {
   }
   const failures: string[] = [];
   for (const d of result.devices) {
-    for (const c of d.checks.filter((c) => FAILING.includes(c.status) || c.status === 'error')) {
+    // the checks the host failed (status error) are listed apart, below (reporters/host-faults.ts)
+    for (const c of d.checks.filter((c) => FAILING.includes(c.status))) {
       const said = c.message ?? (c.expected !== undefined || c.observed !== undefined ? '' : 'no message');
       const eo = [c.expected !== undefined ? `expected ${c.expected}` : '', c.observed !== undefined ? `observed ${c.observed}` : ''].filter(Boolean).join('; ');
       const text = [said, eo].filter(Boolean).join(' — ');
       const note = gate?.notes.find((n) => n.device === d.id && n.check === c.id);
       const accepted = gate && !(note && ['regression', 'unexpected-pass', 'error'].includes(note.kind)) ? ` — accepted by the gate (${note?.kind === 'expected' ? 'known failure' : note?.kind === 'flaky' ? 'flaky' : 'failed in the baseline too'})` : '';
-      const status = c.status === 'error' ? 'host error' : c.status;
-      failures.push(`- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (${status}): ${markdownText(text)}${accepted}`);
+      failures.push(`- \`${d.id.replace(/`/g, "'")}\` **${markdownText(c.id)}** (${c.status}): ${markdownText(text)}${accepted}`);
     }
     for (const e of d.errors ?? []) failures.push(`- \`${d.id.replace(/`/g, "'")}\` **run error**: ${markdownText(e)}`);
   }
   if (failures.length > 0) out.push('', `#### Failing checks (${failures.length})`, '', ...failures);
+  out.push(...hostFaultMarkdown(result)); // issue 12: the checks the host failed, told apart from the driver's
   return `${out.join('\n')}\n`;
 }

@@ -4,11 +4,11 @@
 // longer than the terminal wraps there, whole words and all.
 import { FAILING } from '../results/status.js';
 import type { DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
+import { hostFaultLines } from './host-faults.js';
+import { terminalSafe } from './safe-text.js';
 
-/** Control characters (escape sequences above all) from a driver, a file or a device name, made visible. */
-export function terminalText(s: string): string {
-  return s.replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
+/** One line of the terminal: control characters (escape sequences above all) from a driver or a file made visible. */
+const terminalText = (s: string): string => terminalSafe(s, false);
 
 const fixed = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
 const label = (d: DeviceResult): string => (d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind);
@@ -36,6 +36,8 @@ export function runSummary(result: RunResult, listOnly = false): string[] {
   const out = table(rows);
   for (const d of result.devices) if (d.verdict.reason) out.push(terminalText(`${d.id}: ${d.verdict.text}`));
   for (const d of result.devices) for (const e of d.errors ?? []) out.push(terminalText(`${d.id}: ${e}`));
+  // the host's faults, told apart from the driver's, and why each new process of a device was started
+  out.push(...hostFaultLines(result.devices).map(terminalText));
   return out;
 }
 

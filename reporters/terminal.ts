@@ -3,6 +3,7 @@
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
 // once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
 import { type CheckStatus, FAILING } from '../results/status.js';
+import { terminalSafe } from './safe-text.js';
 
 export interface ProgressEvent {
   type: string;
@@ -69,7 +70,7 @@ export class Progress {
       const c = s.counts;
       const failing = FAILING.reduce((n, status) => n + c[status], 0);
       const what = s.finished ? 'done' : (s.running ?? 'starting');
-      return `  ${device.padEnd(width)}  ${String(s.done).padStart(3)} checks  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip  ${what}`;
+      return `  ${device.padEnd(width)}  ${String(s.done).padStart(3)} checks  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip${c.error ? `  ${c.error} error (host)` : ''}  ${what}`;
     });
     lines.push(`  ${this.#elapsed()}`);
     this.write(`${lines.join('\n')}\n`);
@@ -94,13 +95,15 @@ export class Progress {
         }
         return;
       }
-      const detail = e.observed ?? e.message ?? '';
+      const detail = terminalSafe(e.observed ?? e.message ?? '', false);
       const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail}` : ''}`;
       // on a terminal only what did not pass stays on screen; in a log every check has its line
       if (!this.tty || e.status !== 'pass') this.#line(text);
       else this.#draw();
     } else if (e.type === 'error' && e.message) {
-      this.#line(`  ${device} error: ${e.message}`);
+      this.#line(`  ${device} error: ${terminalSafe(e.message, false)}`);
+    } else if (e.type === 'restart' && e.message) {
+      this.#line(`  [${this.#elapsed()}] ${device} new process: ${terminalSafe(e.message, false)}`);
     } else if (e.type === 'end') {
       s.finished = true;
       this.#tellSkipped(device, s);
@@ -112,7 +115,7 @@ export class Progress {
   #tellSkipped(device: string, s: DeviceState): void {
     for (const [reason, ids] of s.skipped) {
       const what = ids.length === 1 ? `${ids[0]} skip` : `${ids.length} checks skip`;
-      this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${reason}` : ''}`);
+      this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${terminalSafe(reason, false)}` : ''}`);
     }
     s.skipped.clear();
   }

@@ -27,6 +27,8 @@ export interface CheckResult {
   /** Figures for the reports (bandwidths, return codes, ...). */
   data?: Record<string, unknown>;
   log?: string[];
+  /** Which of the device's processes reported it (1: the first; more after a crash, a timeout or a kill). */
+  process?: number;
 }
 
 /** What discovery found of one backend. */
@@ -71,6 +73,8 @@ export interface DeviceResult {
   /** Errors outside any check, and how many processes the device's run needed. */
   errors?: string[];
   processes?: number;
+  /** Why each process after the first was started (a crash, a timeout, a kill from outside), in order. */
+  restarts?: string[];
   /** Interrupted before every check of the device reported. */
   incomplete?: boolean;
 }

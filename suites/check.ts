@@ -5,7 +5,8 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { inject, it } from 'vitest';
 import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
-import type { Selection } from '../cli/select.js';
+import { hookFor, type Selection } from '../cli/select.js';
+import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 
@@ -14,7 +15,10 @@ import type { CheckResult, SuiteName } from '../results/types.js';
 export type { CheckStatus } from '../results/status.js';
 export type { SuiteName } from '../results/types.js';
 
-/** What a check saw. A check that throws is `fail` with the error as its message. */
+/**
+ * What a check saw. A check that throws is `fail` with the error as its message, except for a HostFault
+ * (bindings/host-fault.ts: the host's own call failed, e.g. no space for its file): `error`, with the reason.
+ */
 export interface Observation {
   /** Default `pass`. `fail` makes the Vitest test case fail. */
   status?: 'pass' | 'warn' | 'fail';
@@ -63,6 +67,8 @@ export interface SuiteOptions {
   minRelativeSpeed: number;
   /** Checks not to run (already reported by an earlier process of this device's run). */
   skip: string[];
+  /** Which process of the device's run this is (1: the first; more after a crash, a timeout or a kill). */
+  attempt?: number;
   /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
   forceCrash?: string;
   /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns); `@runner`: the runner itself, before any check. */
@@ -131,6 +137,9 @@ function crashForTest(): never {
  */
 export function defineChecks(checks: readonly Check[], context: () => CheckContext): void {
   const options = inject('mappedReg');
+  // test hook: the device's first process kills itself with SIGKILL right after this check reported, outside
+  // any check, as the OOM killer may (MAPPED_REG_FORCE_KILL=[device/]check-id); never its later processes
+  const killAfter = options.attempt === 1 ? hookFor(process.env.MAPPED_REG_FORCE_KILL, options.device) : undefined;
   for (const check of checks) {
     if (options.skip.includes(check.id)) {
       // reported by an earlier process of this device's run: a placeholder keeps the file non-empty
@@ -155,6 +164,7 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
         const event: ResultEvent = { type: 'result', id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
         t.task.meta.check = event;
         emit(event);
+        if (killAfter === check.id) process.kill(process.pid, 'SIGKILL');
       };
       let o: Observation | string;
       try {
@@ -167,6 +177,11 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
           o = check.run(ctx);
         }
       } catch (e) {
+        // the host could not give the check what it needs (no space for its file, ...): not the driver's failure
+        if (isHostFault(e)) {
+          finish({ status: 'error', message: e.message });
+          return;
+        }
         const message = e instanceof Error ? e.message : String(e);
         finish({ status: 'fail', message: `the check raised: ${message}` });
         throw e;

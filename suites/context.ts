@@ -2,13 +2,15 @@
 // mappings that are never unmapped while the driver may hold them, ops whose registrations are recorded in the
 // model's table, and the probe's report (run once, read by the probe and timing checks).
 import { randomFillSync } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type Backend, BACKENDS, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
+import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { makeScratchRegion } from '../bindings/scratch.js';
+import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
 
@@ -45,12 +47,21 @@ export interface Probed {
   phasesMs: { scratchFile: number; registration: number; probe: number };
 }
 let probed: Probed | undefined;
+/** The host could not give the probe its region (no space, ...): every check that needs the probe says so. */
+let probeFault: Error | undefined;
 
 /** The self-test on a scratch region of `--size` MiB, run once per process; later callers get its report. */
 export function probeOnce(ctx: CheckContext): Probed {
+  if (probeFault) throw probeFault;
   if (!probed) {
     const t0 = performance.now();
-    const region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+    let region: ReturnType<typeof makeScratchRegion>;
+    try {
+      region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+    } catch (e) {
+      if (isHostFault(e)) probeFault = e;
+      throw e;
+    }
     const t1 = performance.now();
     try {
       const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
@@ -111,15 +122,29 @@ export interface ScratchFile {
   remove(): void;
 }
 
-/** A file of `size` random bytes in `dir` (the scratch folder, or /dev/shm for tmpfs), opened read-write. */
+/**
+ * A file of `size` random bytes in `dir` (the scratch folder, or /dev/shm for tmpfs), opened read-write, in a
+ * private folder held locked (bindings/scratch-lock.ts). A host errno while making it (no space, ...) is a
+ * HostFault: the check is `error`, not the driver's failure.
+ */
 export function scratchFile(dir: string, size: number): ScratchFile {
-  const own = mkdtempSync(join(dir, `.mapped-reg-${process.pid}-`));
-  const path = join(own, 'hazard.bin');
-  const fd = openSync(path, 'w+', 0o600);
+  const doing = "making the check's file";
+  const own = hostCall(dir, doing, () => makeLockedFolder(dir));
+  const path = join(own.path, 'hazard.bin');
+  let fd = -1;
   const bytes = new Uint8Array(size);
-  randomFillSync(bytes);
-  let done = 0;
-  while (done < size) done += writeSync(fd, bytes, done, size - done, done);
+  try {
+    hostCall(dir, doing, () => {
+      fd = openSync(path, 'w+', 0o600);
+      randomFillSync(bytes);
+      let done = 0;
+      while (done < size) done += writeSync(fd, bytes, done, size - done, done);
+    });
+  } catch (e) {
+    if (fd >= 0) closeSync(fd);
+    own.remove();
+    throw e;
+  }
   let removed = false;
   return {
     path,
@@ -130,14 +155,14 @@ export function scratchFile(dir: string, size: number): ScratchFile {
       if (removed) return;
       removed = true;
       closeSync(fd);
-      rmSync(own, { recursive: true, force: true });
+      own.remove();
     },
   };
 }
 
-/** Maps a file read-only and shared (defaults) or as asked. */
+/** Maps a file read-only and shared (defaults) or as asked; a host errno (ENOMEM, ...) is a HostFault. */
 export function mapFile(fd: number, size: number, prot = PROT_READ, flags = MAP_SHARED): Mapping {
-  return mmap(size, prot, flags, fd, 0);
+  return hostCall('the process', "mapping the check's file", () => mmap(size, prot, flags, fd, 0));
 }
 
 /** Ranges kept mapped because the driver may still hold them, reported by the check that kept them. */

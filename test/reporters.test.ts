@@ -370,11 +370,15 @@ function expectMarkdownMatches(result: RunResult, md: string): string[] {
   // Unescaped pipes split cells: every row has exactly the header's eleven cells.
   for (const r of rows) expect(r.replace(/\\\|/g, '').match(/\|/g)).toHaveLength(12);
   result.devices.forEach((d, n) => expect(rows[2 + n]).toMatch(new RegExp(`^\\| \`${d.id}\` \\| `)));
-  const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash', 'error'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
+  const failing = result.devices.flatMap((d) => d.checks.filter((c) => ['fail', 'timeout', 'crash'].includes(c.status)).map((c) => `${d.id} ${c.id}`));
   const errors = result.devices.reduce((n, d) => n + (d.errors?.length ?? 0), 0);
+  // then the checks the host failed and why each new process was started (reporters/host-faults.ts)
+  const hostFailed = result.devices.reduce((n, d) => n + d.checks.filter((c) => c.status === 'error').length, 0);
+  const restarts = result.devices.reduce((n, d) => n + (d.restarts?.length ?? 0), 0);
+  // and the gate's reasons and the failures it excused
   const gateItems = (result.gate?.reasons.length ?? 0) + (result.gate?.notes.filter((x) => x.kind === 'expected' || x.kind === 'flaky').length ?? 0);
   const items = md.split('\n').filter((l) => l.startsWith('- '));
-  expect(items).toHaveLength(failing.length + errors + gateItems);
+  expect(items).toHaveLength(failing.length + errors + hostFailed + restarts + gateItems);
   if (result.gate) expect(md).toContain(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: `);
   return rows;
 }

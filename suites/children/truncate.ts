@@ -14,7 +14,7 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { type Backend, BACKENDS, discover } from '../../bindings/discovery.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
-import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully } from '../../bindings/libc.js';
+import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
 import { type Host, firstDifference, hostSlice } from '../../src/index.js';
 
 export interface TruncateArgs {
@@ -116,6 +116,8 @@ function main(args: TruncateArgs): number {
 }
 
 try {
+  // ends with the device's process that started it (a child stuck in the driver must not outlive a killed runner)
+  setParentDeathSignal(9);
   const raw = process.argv[2];
   if (raw === undefined) throw new Error('usage: truncate.js <arguments as JSON>');
   const status = main(JSON.parse(raw) as TruncateArgs);

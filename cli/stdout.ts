@@ -1,0 +1,48 @@
+// The command's standard output. It may fail (a reader that closed early, `| head -1`; a full disk): that must
+// not lose the run, so a failure is told once on stderr, the run goes on, the reports are written, and the exit
+// status is the run's (1 when a report that was going to standard output itself was lost). When a report goes to
+// standard output (`--json -`), the command's own text goes to stderr, so that stdout carries the report alone.
+
+let reserved = false;
+let failed: string | undefined;
+/** The report written to standard output, if any (its option). */
+let report: string | undefined;
+let installed = false;
+
+/** Stdout carries a report: everything else the command prints goes to stderr. */
+export function reserveStdout(): void {
+  reserved = true;
+}
+
+/** Whether the command's own text goes to a terminal (for the redrawn progress). */
+export function sayIsTTY(): boolean {
+  return (reserved ? process.stderr.isTTY : process.stdout.isTTY) === true;
+}
+
+/** Installs the handler of stdout's failures (once). */
+export function guardStdout(): void {
+  if (installed) return;
+  installed = true;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (failed !== undefined) return;
+    failed = e.code ?? e.message;
+    const lost = report ? `: the ${report} report written there is lost` : '';
+    process.stderr.write(`mapped-reg-conformance: standard output failed (${failed})${lost}; the run goes on and writes its other reports\n`);
+  });
+  process.on('exit', () => {
+    if (report && failed !== undefined && !process.exitCode) process.exitCode = 1;
+  });
+}
+
+/** The command's own text: to stdout, or stderr when stdout carries a report; dropped once stdout has failed. */
+export function say(text: string): void {
+  if (reserved) process.stderr.write(text);
+  else if (failed === undefined) process.stdout.write(text);
+}
+
+/** A report for standard output (`name`: its option). Throws when stdout has already failed. */
+export function writeStdout(data: string, name: string): void {
+  report = name;
+  if (failed !== undefined) throw Object.assign(new Error(`standard output failed earlier (${failed})`), { code: failed });
+  process.stdout.write(data);
+}

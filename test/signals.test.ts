@@ -1,0 +1,209 @@
+// Issue 12, items 4, 5 and 9 (the last sentence): real signals to the command and to its device processes,
+// against the CUDA driver double. Every wait is on something observable (a line printed, a scratch file, a
+// process gone), with generous bounds.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildDoubles } from './double/build.js';
+import { running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-signals-'));
+let doubles: { cuda: string; hip: string };
+/** Runners seen by a test: any still running after it (a failing test on an old build) are killed. */
+const seen = new Set<number>();
+
+beforeAll(() => {
+  doubles = buildDoubles();
+});
+afterEach(() => {
+  for (const p of seen) if (running(p)) process.kill(p, 'SIGKILL');
+  seen.clear();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+interface Check {
+  id: string;
+  status: string;
+  message?: string;
+  process?: number;
+  log?: string[];
+}
+interface Device {
+  id: string;
+  verdict: { kind: string };
+  checks: Check[];
+  processes?: number;
+  restarts?: string[];
+  errors?: string[];
+  incomplete?: boolean;
+}
+const ALL_CHECKS = 20;
+
+function cuda(args: string[], env: Record<string, string> = {}, detached = false): { c: Started; scratch: string; json: string } {
+  const scratch = mkdtempSync(join(work, 'scratch-'));
+  const json = join(work, `r-${Math.random().toString(36).slice(2)}.json`);
+  const c = startCli(['--device', 'cuda:0', '--scratch-dir', scratch, '--json', json, ...args], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, ...env }, work, ['ignore', 'pipe', 'pipe'], detached);
+  return { c, scratch, json };
+}
+
+const readJson = (file: string): { incomplete?: boolean; devices: Device[] } => JSON.parse(readFileSync(file, 'utf8'));
+const statuses = (d: Device): Record<string, string> => Object.fromEntries(d.checks.map((c) => [c.id, c.status]));
+
+/** The runner processes of the command now, remembered for the cleanup. */
+function runners(c: Started): number[] {
+  const r = runnersOf(c.pid);
+  for (const p of r) seen.add(p);
+  return r;
+}
+
+/** The pids of the processes whose probe region is in `scratch` now (a live one is inside probe.verdict). */
+function regionOwners(scratch: string): number[] {
+  const owners: number[] = [];
+  for (const name of readdirSync(scratch)) {
+    const m = /^\.mapped-reg-(\d+)-/.exec(name);
+    if (m && existsSync(join(scratch, name, 'region.bin'))) owners.push(Number(m[1]));
+  }
+  return owners;
+}
+
+/** A running process whose probe region is in `scratch` now, other than those in `not`. */
+function regionOwner(scratch: string, not: number[] = []): number | undefined {
+  return regionOwners(scratch).find((p) => !not.includes(p) && running(p));
+}
+
+describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
+  for (const [signal, status] of [
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`${signal} while a check hangs: every device process stopped, no scratch file, the JSON marked incomplete, exit ${status}`, async () => {
+      const { c, scratch, json } = cuda(['--size', '8', '--timeout', '60'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
+      await c.waitFor(/cuda:0 probe\.verdict pass/); // the next check, probe.release, hangs
+      const before = runners(c);
+      expect(before.length).toBe(1);
+      c.child.kill(signal);
+      const { code, signal: killedBy } = await c.exit;
+      expect(killedBy).toBeNull();
+      expect(code).toBe(status);
+      expect(c.stdout()).toMatch(new RegExp(`interrupted \\(${signal}\\)`));
+      await waitUntil(() => before.every((p) => !running(p)), 10_000, 'the device process to end');
+      expect(readdirSync(scratch)).toEqual([]);
+      const r = readJson(json);
+      expect(r.incomplete).toBe(true);
+      expect(r.devices[0]!.incomplete).toBe(true);
+      expect(statuses(r.devices[0]!)).toEqual({ 'static.verdict': 'pass', 'probe.verdict': 'pass' });
+    });
+  }
+
+  it('Ctrl-C again, and SIGTERM, while it stops (sent to the whole process group, as a terminal sends them), after an interrupt during the probe: ignored; the reports are written, no scratch file is left, exit 130', async () => {
+    // the step summary goes to a named pipe that the test reads only once it has signalled the command again: the
+    // command's shutdown waits there (opening it) for as long as the test needs
+    const fifo = join(work, 'stopping.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'stopping.json');
+    // a slow registered copy keeps the probe, and its scratch region, alive long enough to be interrupted
+    const c = startCli(['--device', 'cuda:0', '--scratch-dir', scratch, '--json', json, '--size', '32', '--timeout', '60'], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'slow_registered=20', GITHUB_STEP_SUMMARY: fifo }, work, ['ignore', 'pipe', 'pipe'], true);
+    await waitUntil(() => regionOwner(scratch) !== undefined, 60_000, 'the probe region');
+    const before = runners(c);
+    process.kill(-c.pid, 'SIGINT');
+    await c.waitFor(/interrupted/, 20_000);
+    // stopping: its device process killed, its scratch region removed, the JSON written; the step summary is next
+    await waitUntil(() => before.every((p) => !running(p)) && readdirSync(scratch).length === 0 && existsSync(json), 20_000, 'the device process stopped, its scratch removed, the JSON written');
+    // the command is alive, waiting to write its step summary: Ctrl-C again, then SIGTERM
+    expect(running(c.pid)).toBe(true);
+    process.kill(-c.pid, 'SIGINT');
+    process.kill(-c.pid, 'SIGTERM');
+    const summary = readFileSync(fifo, 'utf8'); // opens the pipe: the command writes its summary, then exits
+    const { code, signal } = await c.exit;
+    // neither signal ended it (nor changed its status): they came while it stopped
+    expect(signal).toBeNull();
+    expect(code).toBe(130);
+    expect(summary).toMatch(/\*\*Interrupted\*\*/);
+    expect(readJson(json).incomplete).toBe(true);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+});
+
+describe('item 4 and item 9: a device process ends itself when the command dies', () => {
+  it('SIGKILL of the command while a check spins: its device processes end too (no orphan left running)', async () => {
+    const { c } = cuda(['--size', '8', '--timeout', '60'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
+    await c.waitFor(/cuda:0 probe\.verdict pass/);
+    const before = runners(c);
+    expect(before.length).toBe(1);
+    c.child.kill('SIGKILL');
+    await c.exit;
+    await waitUntil(() => before.every((p) => !running(p)), 15_000, `the orphaned device process ${before.join(', ')} to end`);
+  });
+});
+
+describe('item 5: a device process killed outside a check loses nothing', () => {
+  it('SIGKILL from outside while the device process starts (after its discovery, before its first check): every check is reported, from a new process; exit 0', async () => {
+    const { c, json } = cuda(['--size', '8', '--backend', 'cuda']);
+    await c.waitFor(/checks \(each device in its own process/);
+    const [runner] = runners(c);
+    expect(runner).toBeDefined();
+    process.kill(runner!, 'SIGKILL');
+    const { code } = await c.exit;
+    const d = readJson(json).devices[0]!;
+    expect(d.checks).toHaveLength(ALL_CHECKS);
+    expect(d.processes).toBeGreaterThanOrEqual(2);
+    expect(d.restarts?.[0]).toMatch(/process 1 was killed by SIGKILL/);
+    expect(d.verdict.kind).toBe('Usable');
+    expect(code).toBe(0);
+  });
+
+  it('killed between two hazard checks (MAPPED_REG_FORCE_KILL): the checks before come from process 1, the rest from process 2', async () => {
+    const { c, json } = cuda(['--size', '8'], { MAPPED_REG_FORCE_KILL: 'cuda:0/hazard.prot_none_refused' });
+    const { code } = await c.exit;
+    const d = readJson(json).devices[0]!;
+    expect(d.checks).toHaveLength(ALL_CHECKS);
+    const firstHazard = d.checks.findIndex((x) => x.id === 'hazard.prot_none_refused');
+    expect(d.checks.slice(0, firstHazard + 1).every((x) => x.process === 1)).toBe(true);
+    expect(d.checks.slice(firstHazard + 1).every((x) => x.process === 2)).toBe(true);
+    expect(d.processes).toBe(2);
+    expect(d.restarts).toEqual([expect.stringMatching(/^process 1 was killed by SIGKILL \(not by this command\) outside any check \(after hazard\.prot_none_refused\): the 14 checks left run in process 2$/)]);
+    expect(d.errors ?? []).toEqual([]);
+    expect(c.stdout()).toMatch(/cuda:0 new process: process 1 was killed by SIGKILL/);
+    expect(code).toBe(0);
+  });
+
+  it('a process that keeps dying outside any check gets two new ones, then its checks are error, never run; exit 1', async () => {
+    const { c, json } = cuda(['--size', '8'], { MAPPED_REG_FORCE_CRASH: 'cuda:0/@runner' });
+    const { code } = await c.exit;
+    const d = readJson(json).devices[0]!;
+    expect(d.processes).toBe(3);
+    expect(d.checks).toHaveLength(ALL_CHECKS);
+    expect(d.checks.every((x) => x.status === 'error' && /^never run: the device's process died outside any check 3 times in a row/.test(x.message ?? ''))).toBe(true);
+    expect(d.errors?.join('\n')).toMatch(/SIGSEGV/);
+    expect(code).toBe(1);
+  });
+
+  it('killed from outside during a check (SIGKILL while it writes its scratch file): the check runs again; killed again, it is error (the host), not crash', async () => {
+    const { c, scratch, json } = cuda(['--size', '32', '--junit', join(work, 'killed-twice.xml')], { MAPPED_REG_DOUBLE_FAULTS: 'slow_registered=10' });
+    const killed: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      await waitUntil(() => regionOwner(scratch, killed) !== undefined, 60_000, `a probe region of a new device process (round ${round + 1})`);
+      const owner = regionOwner(scratch, killed)!;
+      seen.add(owner);
+      killed.push(owner);
+      process.kill(owner, 'SIGKILL');
+    }
+    const { code } = await c.exit;
+    const d = readJson(json).devices[0]!;
+    const probe = d.checks.find((x) => x.id === 'probe.verdict')!;
+    expect(probe.status).toBe('error');
+    expect(probe.message).toMatch(/^the host: the check's process was killed by SIGKILL from outside twice \(processes 1 and 2\)/);
+    expect(d.checks).toHaveLength(ALL_CHECKS);
+    expect(d.checks.find((x) => x.id === 'static.verdict')!.process).toBe(1);
+    const after = d.checks.slice(d.checks.findIndex((x) => x.id === 'probe.verdict') + 1);
+    expect(after.every((x) => x.process === 3)).toBe(true); // the checks after it, from the third process
+    expect(d.restarts?.[0]).toMatch(/process 1 was killed by SIGKILL during probe\.verdict, not by this command/);
+    expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
+    expect(c.stdout()).toMatch(/cuda:0: 1 check\(s\) could not run because of the host, not the driver/);
+    expect(readdirSync(scratch)).toEqual([]);
+    expect(code).toBe(1);
+  });
+});
