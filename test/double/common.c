@@ -74,7 +74,7 @@ static uintptr_t page_up(uintptr_t a) {
   return r < a ? 0 : r;
 }
 
-static double now_s(void) {
+double dbl_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -84,6 +84,23 @@ static void sleep_s(double s) {
   if (s <= 0) return;
   struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+/* The last stretch of a paced copy is spun, not slept: a sleep may overshoot by a scheduler tick or more on a
+ * loaded machine, and the timing tests need the deadline itself. */
+#define PACE_SPIN_S 0.002
+
+/* Returns once CLOCK_MONOTONIC reaches `deadline` (at once when it has passed): sleeps, then spins. */
+static void wait_until(double deadline) {
+  double left = deadline - dbl_now();
+  if (left > PACE_SPIN_S) {
+    double wake = deadline - PACE_SPIN_S;
+    struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+  }
+  while (dbl_now() < deadline) {
   }
 }
 
@@ -316,6 +333,111 @@ static int parse_faults(const char *spec, faults_t *f) {
   return 0;
 }
 
+/* A positive decimal: digits with at most one '.', at least one digit ("0.05", "12", ".5"); 0 when not. */
+static double parse_gbps(const char *s) {
+  int digits = 0, dots = 0;
+  for (const char *c = s; *c; c++) {
+    if (*c >= '0' && *c <= '9') digits++;
+    else if (*c == '.' && dots++ == 0) continue;
+    else return 0;
+  }
+  if (!digits) return 0;
+  double v = strtod(s, NULL);
+  return v > 0 && v < 1e9 ? v : 0;
+}
+
+/*
+ * MAPPED_REG_DOUBLE_RATES syntax: comma-separated registered=G, pinned=G, pageable=G (G in GB/s). Each kind
+ * named is written into *r; the others are left as they are (so a per-device variable overrides kind by kind).
+ * Returns -1 on bad syntax, with one line on stderr naming the variable.
+ */
+static int parse_rates(const char *var, const char *spec, rates_t *r) {
+  char buf[256];
+  if (strlen(spec) >= sizeof buf) {
+    fprintf(stderr, "mapped-reg driver double: %s is too long (see test/double/README.md)\n", var);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", spec);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ' || *tok == '\t') tok++;
+    size_t n = strlen(tok);
+    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = '\0';
+    if (n == 0) continue;
+    char *eq = strchr(tok, '=');
+    double v = eq ? parse_gbps(eq + 1) : 0;
+    if (eq) *eq = '\0';
+    double *slot = !eq ? NULL
+                   : strcmp(tok, "registered") == 0 ? &r->registered
+                   : strcmp(tok, "pinned") == 0     ? &r->pinned
+                   : strcmp(tok, "pageable") == 0   ? &r->pageable
+                                                    : NULL;
+    if (!slot || !(v > 0)) {
+      fprintf(stderr, "mapped-reg driver double: %s '%s' is not known: comma-separated registered=G, pinned=G, pageable=G with G a positive decimal in GB/s (see test/double/README.md)\n", var, spec);
+      return -1;
+    }
+    *slot = v;
+  }
+  return 0;
+}
+
+/* The rates of every physical device: MAPPED_REG_DOUBLE_RATES, then MAPPED_REG_DOUBLE_RATES_<N> over it. */
+static int read_rates(rates_t out[DBL_MAX_DEVICES]) {
+  rates_t base = {0, 0, 0};
+  const char *all = getenv("MAPPED_REG_DOUBLE_RATES");
+  if (all && parse_rates("MAPPED_REG_DOUBLE_RATES", all, &base) != 0) return -1;
+  for (int i = 0; i < DBL_MAX_DEVICES; i++) {
+    out[i] = base;
+    char var[64];
+    snprintf(var, sizeof var, "MAPPED_REG_DOUBLE_RATES_%d", i);
+    const char *one = getenv(var);
+    if (one && parse_rates(var, one, &out[i]) != 0) return -1;
+  }
+  return 0;
+}
+
+/*
+ * MAPPED_REG_DOUBLE_ORDER: comma-separated distinct physical indices below ndev; API ordinal i is order[i].
+ * Unset or empty: the identity over ndev. Returns the number of API ordinals, or -1 (reported on stderr).
+ */
+static int read_order(long ndev, int order[DBL_MAX_DEVICES]) {
+  const char *spec = getenv("MAPPED_REG_DOUBLE_ORDER");
+  if (!spec || !*spec) {
+    for (int i = 0; i < DBL_MAX_DEVICES; i++) order[i] = i;
+    return (int)ndev;
+  }
+  char buf[256];
+  if (strlen(spec) >= sizeof buf) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_ORDER is too long (see test/double/README.md)\n");
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", spec);
+  int n = 0, seen[DBL_MAX_DEVICES] = {0};
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    while (*tok == ' ' || *tok == '\t') tok++;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(tok, &end, 10);
+    while (end && (*end == ' ' || *end == '\t')) end++;
+    if (errno || end == tok || !end || *end || v < 0 || v >= ndev || seen[v] || n >= DBL_MAX_DEVICES) {
+      fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_ORDER '%s' is not known: distinct physical indices below MAPPED_REG_DOUBLE_DEVICES (%ld), comma-separated (see test/double/README.md)\n", spec, ndev);
+      return -1;
+    }
+    seen[v] = 1;
+    order[n++] = (int)v;
+  }
+  if (n == 0) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_ORDER '%s' names no device (see test/double/README.md)\n", spec);
+    return -1;
+  }
+  return n;
+}
+
+int dbl_physical(int device) { return device >= 0 && device < DBL_MAX_DEVICES ? g.order[device] : device; }
+
+void dbl_pci_bus_id(char *buf, size_t len, int device) { snprintf(buf, len, "0000:00:%02x.0", dbl_physical(device)); }
+
 int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   g.initialized = 0;
   const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
@@ -333,6 +455,11 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
     parse_error("device count MAPPED_REG_DOUBLE_DEVICES", getenv("MAPPED_REG_DOUBLE_DEVICES"));
     return g.last_init_result = DR_INVALID_VALUE;
   }
+  int order[DBL_MAX_DEVICES];
+  int napi = read_order(ndev, order);
+  if (napi < 0) return g.last_init_result = DR_INVALID_VALUE;
+  rates_t rates[DBL_MAX_DEVICES];
+  if (read_rates(rates) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long hipv = 0;
   if (api == API_HIP) {
     if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : 70204000L, &hipv) != 0) {
@@ -342,7 +469,9 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   }
   g.prof = prof;
   g.faults = faults;
-  g.ndevices = (int)ndev;
+  g.ndevices = napi;
+  memcpy(g.order, order, sizeof order);
+  memcpy(g.rates, rates, sizeof rates);
   g.hip_version = hipv;
   if (faults.init_fails) return g.last_init_result = DR_UNKNOWN;
   if (prof.nodevice || faults.nodevice || ndev == 0) {
@@ -555,12 +684,19 @@ static int fast_check(uintptr_t ps, uintptr_t pe) {
   return 0;
 }
 
-int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
+/* A copy of n bytes at `gbps` GB/s ends `n / gbps` after `entry`, never before the real copy did. */
+static void pace(double entry, size_t n, double gbps) {
+  if (gbps > 0) wait_until(entry + (double)n / (gbps * 1e9));
+}
+
+int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   if (n == 0) return DR_OK;
   if (!dst || !src || src + n < src) return DR_INVALID_VALUE;
   if (!find_alloc(g.dallocs, g.ndallocs, dst, n)) return DR_INVALID_VALUE;
+  const rates_t *rates = &g.rates[dbl_physical(device)];
   if (find_alloc(g.hallocs, g.nhallocs, src, n)) {
     memcpy((void *)dst, (const void *)src, n); /* page-locked memory: always right */
+    pace(entry, n, rates->pinned);
     return DR_OK;
   }
   uintptr_t ps = page_down(src), pe = page_up(src + n);
@@ -575,10 +711,13 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
   for (size_t i = 0; i < g.nregs; i++) {
     if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) registered = 1;
   }
-  double t0 = now_s();
+  double t0 = dbl_now();
   memcpy((void *)dst, (const void *)src, n);
-  double t1 = now_s();
-  if (!registered) return DR_OK;
+  double t1 = dbl_now();
+  if (!registered) {
+    pace(entry, n, rates->pageable);
+    return DR_OK;
+  }
   if (g.prof.tmpfs_serves_zeros) {
     for (size_t i = 0; i < g.nregs; i++) {
       reg_t *r = &g.regs[i];
@@ -592,6 +731,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;
   }
   if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * (t1 - t0));
+  pace(entry, n, rates->registered);
   return DR_OK;
 }
 

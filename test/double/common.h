@@ -72,6 +72,14 @@ typedef struct {
 
 #define DBL_MAX_DEVICES 16
 
+/* Paced copies (MAPPED_REG_DOUBLE_RATES, MAPPED_REG_DOUBLE_RATES_<N>): GB/s (1e9 bytes per second) of a
+ * host-to-device copy by the kind of its source; 0: that kind is not paced. */
+typedef struct {
+  double registered; /* the source overlaps a registration */
+  double pinned;     /* the source lies in page-locked memory of cuMemHostAlloc / hipHostMalloc */
+  double pageable;   /* any other host memory */
+} rates_t;
+
 typedef struct {
   uintptr_t start;    /* the pointer given to register (what unregister must be given) */
   size_t len;         /* the size given */
@@ -102,7 +110,9 @@ typedef struct {
   /* configuration, read at each init */
   profile_t prof;
   faults_t faults;
-  int ndevices;
+  int ndevices;                      /* API ordinals: MAPPED_REG_DOUBLE_DEVICES, or the length of the order */
+  int order[DBL_MAX_DEVICES];        /* MAPPED_REG_DOUBLE_ORDER: the physical device of each API ordinal */
+  rates_t rates[DBL_MAX_DEVICES];    /* by physical device, MAPPED_REG_DOUBLE_RATES_<N> over MAPPED_REG_DOUBLE_RATES */
   long hip_version;
   /* state */
   int initialized;
@@ -156,8 +166,16 @@ DBL_HIDDEN int dbl_dalloc(size_t size, int device, uintptr_t *out);
 DBL_HIDDEN int dbl_dfree(uintptr_t p);
 DBL_HIDDEN int dbl_halloc(size_t size, int device, uintptr_t *out);
 DBL_HIDDEN int dbl_hfree(uintptr_t p);
-DBL_HIDDEN int dbl_htod(uintptr_t dst, uintptr_t src, size_t n);
+/* Host-to-device copy for API ordinal `device`, paced to its rates from `entry` (dbl_now() at the call's entry). */
+DBL_HIDDEN int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry);
 DBL_HIDDEN int dbl_dtoh(uintptr_t dst, uintptr_t src, size_t n);
+
+/* CLOCK_MONOTONIC, in seconds. */
+DBL_HIDDEN double dbl_now(void);
+/* The physical device (MAPPED_REG_DOUBLE_ORDER) of API ordinal `device` (checked by the caller). */
+DBL_HIDDEN int dbl_physical(int device);
+/* The PCI bus id of API ordinal `device`: 0000:00:NN.0, NN the physical index in hex. */
+DBL_HIDDEN void dbl_pci_bus_id(char *buf, size_t len, int device);
 
 /* Copy a string into a caller's buffer of len bytes (NUL-terminated, truncated). */
 DBL_HIDDEN int dbl_copy_string(char *dst, int len, const char *src);

@@ -167,7 +167,7 @@ DBL_API CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice dev) {
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
   char buf[32];
-  snprintf(buf, sizeof buf, "0000:00:%02x.0", dev);
+  dbl_pci_bus_id(buf, sizeof buf, dev);
   return code(dbl_copy_string(busid, len, buf));
 }
 
@@ -194,7 +194,7 @@ DBL_API CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev) {
       return CUDA_SUCCESS;
     case 19: *value = 1; return CUDA_SUCCESS;    /* CAN_MAP_HOST_MEMORY: facts 1 */
     case 33: *value = 0; return CUDA_SUCCESS;    /* PCI_BUS_ID */
-    case 34: *value = dev; return CUDA_SUCCESS;  /* PCI_DEVICE_ID: as in the bus id string */
+    case 34: *value = dbl_physical(dev); return CUDA_SUCCESS; /* PCI_DEVICE_ID: as in the bus id string */
     case 41: *value = 1; return CUDA_SUCCESS;    /* UNIFIED_ADDRESSING (not measured) */
     case 50: *value = 0; return CUDA_SUCCESS;    /* PCI_DOMAIN_ID */
     case 75: *value = 9; return CUDA_SUCCESS;    /* COMPUTE_CAPABILITY_MAJOR (not measured) */
@@ -311,10 +311,11 @@ DBL_API CUresult cuMemHostUnregister(void *p) {
 }
 
 DBL_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
+  double entry = dbl_now(); /* paced copies are timed from here */
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
   if (r != DR_OK) return code(r);
-  return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes));
+  return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes, dev, entry));
 }
 
 DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {

@@ -231,7 +231,7 @@ DBL_API hipError_t hipDeviceGetPCIBusId(char *busid, int len, int dev) {
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
   char buf[32];
-  snprintf(buf, sizeof buf, "0000:00:%02x.0", dev);
+  dbl_pci_bus_id(buf, sizeof buf, dev);
   return code(dbl_copy_string(busid, len, buf));
 }
 
@@ -263,7 +263,7 @@ DBL_API hipError_t hipDeviceGetAttribute(int *value, int attr, int dev) {
       case ATTR4_COMPUTE_CAPABILITY_MAJOR: *value = 11; return hipSuccess;
       case ATTR4_COMPUTE_CAPABILITY_MINOR: *value = 0; return hipSuccess;
       case ATTR4_PCI_BUS_ID: *value = 0; return hipSuccess;
-      case ATTR4_PCI_DEVICE_ID: *value = dev; return hipSuccess;
+      case ATTR4_PCI_DEVICE_ID: *value = dbl_physical(dev); return hipSuccess;
       default: return hipErrorInvalidValue;
     }
   }
@@ -279,7 +279,7 @@ DBL_API hipError_t hipDeviceGetAttribute(int *value, int attr, int dev) {
     case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return hipSuccess;
     case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return hipSuccess;
     case ATTR_PCI_BUS_ID: *value = 0; return hipSuccess;
-    case ATTR_PCI_DEVICE_ID: *value = dev; return hipSuccess;
+    case ATTR_PCI_DEVICE_ID: *value = dbl_physical(dev); return hipSuccess;
     case ATTR_PCI_DOMAIN_ID: *value = 0; return hipSuccess;
     case ATTR_WARP_SIZE: *value = 32; return hipSuccess;
     case ATTR_HOST_REGISTER_SUPPORTED:
@@ -367,11 +367,12 @@ DBL_API hipError_t hipHostUnregister(void *ptr) {
 }
 
 DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
+  double entry = dbl_now(); /* paced copies are timed from here */
   DBL_ENTER();
   int r = ensure_init();
   if (r != DR_OK) return code(r);
   switch (kind) {
-    case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size));
+    case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
     case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
     default: return hipErrorInvalidMemcpyDirection; /* the double copies host<->device only */
   }

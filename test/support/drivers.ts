@@ -15,6 +15,14 @@ export interface DoubleConfig {
   profile?: string;
   faults?: string;
   hipVersion?: number;
+  /** MAPPED_REG_DOUBLE_DEVICES. */
+  devices?: number;
+  /** MAPPED_REG_DOUBLE_RATES, e.g. `registered=0.1,pinned=0.05`. */
+  rates?: string;
+  /** MAPPED_REG_DOUBLE_RATES_<N>, by physical device index. */
+  ratesOf?: Record<number, string>;
+  /** MAPPED_REG_DOUBLE_ORDER, e.g. `1,0`. */
+  order?: string;
 }
 
 export interface Loaded {
@@ -27,7 +35,28 @@ export interface Loaded {
   contextsCreated(dev: number): number;
 }
 
-const ENV = ['MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_HIP_VERSION'] as const;
+const ENV = [
+  'MAPPED_REG_DOUBLE_PROFILE',
+  'MAPPED_REG_DOUBLE_FAULTS',
+  'MAPPED_REG_DOUBLE_HIP_VERSION',
+  'MAPPED_REG_DOUBLE_DEVICES',
+  'MAPPED_REG_DOUBLE_RATES',
+  'MAPPED_REG_DOUBLE_ORDER',
+  ...Array.from({ length: 16 }, (_, i) => `MAPPED_REG_DOUBLE_RATES_${i}`),
+];
+
+/** The double's environment for `config` (every variable of ENV: a value, or undefined for unset). */
+export function doubleEnv(config: DoubleConfig): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = Object.fromEntries(ENV.map((k) => [k, undefined]));
+  if (config.profile) env.MAPPED_REG_DOUBLE_PROFILE = config.profile;
+  if (config.faults) env.MAPPED_REG_DOUBLE_FAULTS = config.faults;
+  if (config.hipVersion) env.MAPPED_REG_DOUBLE_HIP_VERSION = String(config.hipVersion);
+  if (config.devices !== undefined) env.MAPPED_REG_DOUBLE_DEVICES = String(config.devices);
+  if (config.rates !== undefined) env.MAPPED_REG_DOUBLE_RATES = config.rates;
+  if (config.order !== undefined) env.MAPPED_REG_DOUBLE_ORDER = config.order;
+  for (const [n, rates] of Object.entries(config.ratesOf ?? {})) env[`MAPPED_REG_DOUBLE_RATES_${n}`] = rates;
+  return env;
+}
 
 /** Discovers `backend` through a fresh copy of its double configured as asked; the environment is restored. */
 export function loadDouble(backend: 'cuda' | 'hip', config: DoubleConfig = {}): Loaded {
@@ -37,12 +66,10 @@ export function loadDouble(backend: 'cuda' | 'hip', config: DoubleConfig = {}): 
   const libraryEnv = backend === 'cuda' ? 'MAPPED_REG_CUDA_LIBRARY' : 'MAPPED_REG_HIP_LIBRARY';
   const saved = Object.fromEntries([libraryEnv, ...ENV].map((k) => [k, process.env[k]]));
   process.env[libraryEnv] = path;
-  if (config.profile) process.env.MAPPED_REG_DOUBLE_PROFILE = config.profile;
-  else delete process.env.MAPPED_REG_DOUBLE_PROFILE;
-  if (config.faults) process.env.MAPPED_REG_DOUBLE_FAULTS = config.faults;
-  else delete process.env.MAPPED_REG_DOUBLE_FAULTS;
-  if (config.hipVersion) process.env.MAPPED_REG_DOUBLE_HIP_VERSION = String(config.hipVersion);
-  else delete process.env.MAPPED_REG_DOUBLE_HIP_VERSION;
+  for (const [k, v] of Object.entries(doubleEnv(config))) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
   let discovery: Discovery;
   try {
     discovery = discover([backend as Backend]);

@@ -1,0 +1,187 @@
+// The double's paced copies and device order (MAPPED_REG_DOUBLE_RATES, MAPPED_REG_DOUBLE_RATES_<N>,
+// MAPPED_REG_DOUBLE_ORDER; test/double/README.md), through the project's real bindings: discovery, withOps, the
+// driver's copies. A paced copy is never shorter than bytes / G (asserted exactly); how close to it it ends is
+// asserted only against a wide bound (twice the deadline, or the next device's 25% longer one, best of 5).
+import { spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { DeviceOps } from '../bindings/device-ops.js';
+import type { DiscoveredDevice } from '../bindings/discovery.js';
+import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, type Mapping, mmap, munmap } from '../bindings/libc.js';
+import { buildDoubles } from './double/build.js';
+import { ROOT, cleanEnv } from './support/command.js';
+import { type DoubleConfig, doubleEnv, loadDouble } from './support/drivers.js';
+
+const MiB = 1024 * 1024;
+const mappings: Mapping[] = [];
+afterAll(() => {
+  for (const m of mappings) munmap(m);
+});
+
+/** Anonymous read-write memory of `n` bytes, filled: pageable host memory. */
+function pageable(n: number): Mapping {
+  const m = mmap(n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  mappings.push(m);
+  m.bytes.fill(0x5a);
+  return m;
+}
+
+/** The devices of a fresh double configured as asked. */
+function devices(backend: 'cuda' | 'hip', config: DoubleConfig): DiscoveredDevice[] {
+  const loaded = loadDouble(backend, { ...(backend === 'hip' ? { profile: 'rocm-fixed' } : {}), ...config });
+  return loaded.discovery.devices.filter((d) => d.backend === backend);
+}
+
+type Kind = 'registered' | 'pinned' | 'pageable';
+
+/** Milliseconds of each of `runs` uploads of `bytes` bytes from a source of `kind`, on `d`, through its ops. */
+function uploads(d: DiscoveredDevice, kind: Kind, bytes: number, runs = 5): number[] {
+  return d.native!.withOps(bytes, (ops: DeviceOps) => {
+    const source = kind === 'pinned' ? ops.allocHost(bytes) : pageable(bytes);
+    if (kind === 'registered') ops.register(source);
+    try {
+      const ms: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        const t0 = performance.now();
+        ops.upload(source);
+        ms.push(performance.now() - t0);
+      }
+      return ms;
+    } finally {
+      if (kind === 'registered') ops.unregister(source);
+      if (kind === 'pinned') ops.freeHost(source);
+    }
+  });
+}
+
+/** bytes / G, in ms. */
+const deadlineMs = (bytes: number, gbps: number): number => (bytes / (gbps * 1e9)) * 1000;
+
+for (const backend of ['cuda', 'hip'] as const) {
+  describe(`${backend} double: MAPPED_REG_DOUBLE_RATES`, () => {
+    const bytes = 2 * MiB;
+
+    it('each kind of source takes bytes / G of its own rate: never less, and well under twice', () => {
+      const rates = { registered: 0.1, pinned: 0.05, pageable: 0.025 };
+      const [d] = devices(backend, { rates: `registered=${rates.registered}, pinned=${rates.pinned},pageable=${rates.pageable}` });
+      for (const kind of ['registered', 'pinned', 'pageable'] as const) {
+        const ms = uploads(d!, kind, bytes);
+        const deadline = deadlineMs(bytes, rates[kind]);
+        // measured around the call, so never shorter than the double's deadline from the call's entry
+        expect(Math.min(...ms), kind).toBeGreaterThanOrEqual(deadline);
+        expect(Math.min(...ms), kind).toBeLessThan(2 * deadline);
+      }
+    });
+
+    it('a kind left out is not paced; without the variable nothing is', () => {
+      const [d] = devices(backend, { rates: 'pinned=0.02' });
+      const paced = deadlineMs(bytes, 0.02);
+      expect(Math.min(...uploads(d!, 'pinned', bytes, 3))).toBeGreaterThanOrEqual(paced);
+      // a 2 MiB memcpy, against 105 ms paced
+      expect(Math.min(...uploads(d!, 'registered', bytes, 3))).toBeLessThan(paced / 4);
+      expect(Math.min(...uploads(d!, 'pageable', bytes, 3))).toBeLessThan(paced / 4);
+      const [plain] = devices(backend, {});
+      expect(Math.min(...uploads(plain!, 'pinned', bytes, 3))).toBeLessThan(paced / 4);
+    });
+
+    it('MAPPED_REG_DOUBLE_RATES_<N> overrides the kinds it names for physical device N: device 1 25% slower', () => {
+      const found = devices(backend, { devices: 2, rates: 'registered=0.1,pinned=0.1', ratesOf: { 1: 'registered=0.08' } });
+      expect(found.map((d) => d.pciBusId)).toEqual(['0000:00:00.0', '0000:00:01.0']);
+      const big = 4 * MiB;
+      const fast = deadlineMs(big, 0.1);
+      const slow = deadlineMs(big, 0.08); // 1.25 x fast
+      const d0 = Math.min(...uploads(found[0]!, 'registered', big));
+      const d1 = Math.min(...uploads(found[1]!, 'registered', big));
+      expect(d0).toBeGreaterThanOrEqual(fast);
+      expect(d0).toBeLessThan(slow);
+      expect(d1).toBeGreaterThanOrEqual(slow);
+      // the kind RATES_1 leaves out keeps MAPPED_REG_DOUBLE_RATES's rate
+      const p1 = Math.min(...uploads(found[1]!, 'pinned', big));
+      expect(p1).toBeGreaterThanOrEqual(fast);
+      expect(p1).toBeLessThan(slow);
+    });
+
+    it('a malformed rate makes init fail with INVALID_VALUE: no device', () => {
+      const bad: DoubleConfig[] = [
+        { rates: 'registered' },
+        { rates: 'registered=' },
+        { rates: 'registered=0' },
+        { rates: 'registered=-1' },
+        { rates: 'registered=1e3' },
+        { rates: 'registered=0x10' },
+        { rates: 'registered=inf' },
+        { rates: 'registered=1.2.3' },
+        { rates: 'fast=1' },
+        { rates: 'pinned=1,staged=2' },
+        { ratesOf: { 3: 'pinned=abc' } },
+        { ratesOf: { 15: 'pageable=' } },
+      ];
+      for (const config of bad) {
+        const loaded = loadDouble(backend, { ...(backend === 'hip' ? { profile: 'rocm-fixed' } : {}), ...config });
+        expect(loaded.discovery.devices.filter((d) => d.backend === backend), JSON.stringify(config)).toEqual([]);
+        const note = loaded.discovery.backends.find((b) => b.backend === backend)?.note ?? '';
+        expect(note, JSON.stringify(config)).toMatch(backend === 'cuda' ? /cuInit failed: 1 CUDA_ERROR_INVALID_VALUE/ : /1 hipErrorInvalidValue/);
+      }
+    });
+  });
+
+  describe(`${backend} double: MAPPED_REG_DOUBLE_ORDER`, () => {
+    it('API ordinal i is physical device ORDER[i]: its bus id, its device id, its rates', () => {
+      const found = devices(backend, { devices: 3, order: '2,0', ratesOf: { 2: 'pinned=0.02' } });
+      expect(found.map((d) => [d.id, d.pciBusId])).toEqual([
+        [`${backend}:0`, '0000:00:02.0'],
+        [`${backend}:1`, '0000:00:00.0'],
+      ]);
+      expect(new Set(found.map((d) => d.name))).toEqual(new Set([backend === 'cuda' ? 'Double CUDA Device' : 'Double HIP Device']));
+      const native0 = found[0]!.native!;
+      const native1 = found[1]!.native!;
+      if (native0.api === 'CUDA' && native1.api === 'CUDA') {
+        expect([native0.driver.attribute(0, 34), native1.driver.attribute(1, 34)]).toEqual([2, 0]); // PCI_DEVICE_ID
+      }
+      const bytes = 2 * MiB;
+      const paced = deadlineMs(bytes, 0.02);
+      expect(Math.min(...uploads(found[0]!, 'pinned', bytes, 3))).toBeGreaterThanOrEqual(paced);
+      expect(Math.min(...uploads(found[1]!, 'pinned', bytes, 3))).toBeLessThan(paced / 4);
+    });
+
+    it('a subset is allowed: the count is the order\'s length', () => {
+      const found = devices(backend, { devices: 4, order: ' 3 ' });
+      expect(found.map((d) => [d.id, d.pciBusId])).toEqual([[`${backend}:0`, '0000:00:03.0']]);
+    });
+
+    it('an index repeated, out of range or not a number makes init fail: no device', () => {
+      for (const order of ['0,0', '2', '-1', 'a', ',', '0;1', '16', '1 0']) {
+        const loaded = loadDouble(backend, { ...(backend === 'hip' ? { profile: 'rocm-fixed' } : {}), devices: 2, order });
+        expect(loaded.discovery.devices.filter((d) => d.backend === backend), order).toEqual([]);
+        expect(loaded.discovery.backends.find((b) => b.backend === backend)?.note ?? '', order).toMatch(/INVALID_VALUE|InvalidValue/);
+      }
+    });
+  });
+}
+
+describe('bad configuration is told on stderr, one line', () => {
+  /** cuInit / hipInit in a child process with the double's variables `config`: its result and its stderr. */
+  function initIn(backend: 'cuda' | 'hip', config: DoubleConfig): { result: string; stderr: string } {
+    const built = buildDoubles();
+    const [lib, call] = backend === 'cuda' ? [built.cuda, 'cuInit'] : [built.hip, 'hipInit'];
+    const script = `import koffi from 'koffi'; const f = koffi.load(${JSON.stringify(lib)}).func('int ${call}(unsigned int flags)'); process.stdout.write(String(f(0)));`;
+    const env = cleanEnv(Object.fromEntries(Object.entries(doubleEnv(config)).filter(([, v]) => v !== undefined)));
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env, encoding: 'utf8' });
+    return { result: r.stdout, stderr: r.stderr };
+  }
+
+  it('a bad rate, a bad per-device rate and a bad order each give INVALID_VALUE and one line naming the variable', () => {
+    for (const [backend, config, variable] of [
+      ['cuda', { rates: 'registered=fast' }, 'MAPPED_REG_DOUBLE_RATES'],
+      ['hip', { ratesOf: { 1: 'pinned' } }, 'MAPPED_REG_DOUBLE_RATES_1'],
+      ['cuda', { devices: 2, order: '1,1' }, 'MAPPED_REG_DOUBLE_ORDER'],
+    ] as const) {
+      const { result, stderr } = initIn(backend, config);
+      expect(result, variable).toBe('1');
+      const lines = stderr.split('\n').filter((l) => l.length > 0);
+      expect(lines, variable).toHaveLength(1);
+      expect(lines[0], variable).toMatch(new RegExp(`^mapped-reg driver double: ${variable} '`));
+    }
+    // and a good configuration says nothing
+    expect(initIn('cuda', { rates: 'registered=1,pinned=2.5,pageable=.5', devices: 2, order: '1,0', ratesOf: { 0: 'pinned=3' } })).toEqual({ result: '0', stderr: '' });
+  });
+});
