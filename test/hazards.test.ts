@@ -292,3 +292,41 @@ describe('faults: what the checks catch beyond the profiles', () => {
     expectDiscipline(run);
   }, 120_000);
 });
+
+/**
+ * One fault of the CUDA double per hazard check: each breaks that check's promise alone, and the rest of the
+ * double behaves as the H200 did (test/double/README.md, "Faults"; the table is in docs/spec-tests.md).
+ */
+const BREAKS: readonly (readonly [fault: string, check: string, observed: RegExp])[] = [
+  ['accept_prot_none', 'hazard.prot_none_refused', /^flags 0x0: register 0, unregister 0; flags 0x8: register 0, unregister 0$/],
+  ['readonly_flags0', 'hazard.readonly_mapping', /^flags 0: register 0, unregister 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['tmpfs_zeros', 'hazard.tmpfs_bytes', /^register 0; bytes differ at offset 0 \(all zeros\); unregister 0$/],
+  ['memfd_wrong_bytes', 'hazard.memfd_bytes', /^register 0; bytes differ at offset 524288; unregister 0$/],
+  ['private_wrong_bytes', 'hazard.private_mapping_bytes', /^register 0; bytes differ at offset 524288; unregister 0$/],
+  ['accept_same_range', 'hazard.double_registration_refused', /^register 0; again 0; unregister 0, 0$/],
+  ['accept_overlap', 'hazard.overlap_refused', /overlapping pages 1-2: register 0; unregister 0, 0$/],
+  ['duplicate_spoils_release', 'hazard.release_after_double_registration', /^register 0; again 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; 1 unregister: 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['idle_release_fails', 'hazard.unregister_after_register', /^register 0; unregister 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['unknown_unregister_invalid', 'hazard.unregister_unknown', /^unregister of a mapping never registered: 1 CUDA_ERROR_INVALID_VALUE$/],
+  ['interior_unregister_releases', 'hazard.unregister_interior', /^register 0; unregister at \+4096: 0; unregister of the start: 713 CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED/],
+  ['stale_after_write', 'hazard.coherent_after_write', /after a pwrite of 1 MiB: stale bytes \(the old ones\); unregister 0$/],
+  ['register_max=16777216', 'hazard.truncate_contained', /^the file was not cut under a registration: register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to cut under$/],
+  ['unmapped_unregister_fails', 'hazard.unmap_then_unregister', /^register 0; munmap; unregister 999 CUDA_ERROR_UNKNOWN/],
+  ['reset_keeps_registrations', 'hazard.context_reset', /unregister after the reset 0; the kept context retain released 0$/],
+];
+
+describe('one fault per promise: each breaks exactly its hazard check, and the checks that follow behave', () => {
+  it('covers every hazard check once', () => {
+    expect(BREAKS.map(([, id]) => id)).toEqual(IDS);
+  });
+
+  for (const [fault, id, seen] of BREAKS) {
+    it(`${fault}: only ${id} fails, for its own reason`, () => {
+      const run = runAll('cuda', 'cuda', fault);
+      expect(failing(run)).toEqual([id]);
+      expect(statuses(run)).toEqual(Object.fromEntries(IDS.map((i) => [i, i === id ? 'fail' : 'pass'])));
+      expect(observed(run, id)).toMatch(seen);
+      expectDiscipline(run);
+    }, 60_000);
+  }
+});
