@@ -279,6 +279,8 @@ describe('faults: what the checks catch beyond the profiles', () => {
 
   it('unregister_fails=1 (each release fails once): first-try releases fail, and the cleanup still releases everything', () => {
     const run = runAll('cuda', 'cuda', 'unregister_fails=1');
+    // every check that holds a release at the first try fails; those that judge no release of theirs pass
+    expect(failing(run)).toEqual(IDS.filter((id) => !['hazard.prot_none_refused', 'hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.unregister_unknown', 'hazard.truncate_contained'].includes(id)));
     const r = run.results.get('hazard.unregister_after_register')!;
     expect(r.status).toBe('fail');
     expect(r.observed).toContain('unregister 999 CUDA_ERROR_UNKNOWN');
@@ -314,6 +316,21 @@ const BREAKS: readonly (readonly [fault: string, check: string, observed: RegExp
   ['unmapped_unregister_fails', 'hazard.unmap_then_unregister', /^register 0; munmap; unregister 999 CUDA_ERROR_UNKNOWN/],
   ['reset_keeps_registrations', 'hazard.context_reset', /unregister after the reset 0; the kept context retain released 0$/],
 ];
+
+describe('a registration a check does not judge, stuck: the check fails for the release at its end', () => {
+  it('stuck_registration=7 (the adjacent range of hazard.overlap_refused): only that check fails, the range stays in the table and mapped', () => {
+    const run = runAll('cuda', 'cuda', 'stuck_registration=7');
+    expect(failing(run)).toEqual(['hazard.overlap_refused']);
+    const r = run.results.get('hazard.overlap_refused')!;
+    // its own judgement (the overlap refused, the adjacent range accepted) holds: the release at the end fails it
+    expect(r.observed).toMatch(/^pages 0-1: register 0; adjacent pages 2-3: register 0, unregister 999 CUDA_ERROR_UNKNOWN; overlapping pages 1-2: register 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; unregister 0, 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 999 CUDA_ERROR_UNKNOWN$/);
+    expect(r.message).toBe('1 registration(s) could not be released: kept in the table, mapped, until the process ends');
+    expect(run.tableGrowth).toBe(1);
+    expect(run.keptGrowth).toBe(1);
+    expect(run.logs.filter((l) => l.includes('kept mapped'))).toHaveLength(1);
+    expectDiscipline(run);
+  }, 60_000);
+});
 
 describe('one fault per promise: each breaks exactly its hazard check, and the checks that follow behave', () => {
   it('covers every hazard check once', () => {
