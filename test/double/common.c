@@ -299,7 +299,7 @@ static int set_flag_fault(const char *name, faults_t *f) {
       {"duplicate_spoils_release", offsetof(faults_t, duplicate_spoils_release)},
       {"idle_release_fails", offsetof(faults_t, idle_release_fails)},
       {"unknown_unregister_invalid", offsetof(faults_t, unknown_unregister_invalid)},
-      {"interior_unregister_releases", offsetof(faults_t, interior_unregister_releases)},
+      {"interior_unregister_succeeds", offsetof(faults_t, interior_unregister_succeeds)},
       {"stale_after_write", offsetof(faults_t, stale_after_write)},
       {"unmapped_unregister_fails", offsetof(faults_t, unmapped_unregister_fails)},
       {"reset_keeps_registrations", offsetof(faults_t, reset_keeps_registrations)},
@@ -719,10 +719,7 @@ int dbl_unregister(uintptr_t p) {
   for (size_t i = 0; i < g.nregs; i++) {
     if (p > g.regs[i].start && p - g.regs[i].start < g.regs[i].len) {
       g.regs[i].used = 1; /* touched by another unregister call (fault idle_release_fails) */
-      if (g.faults.interior_unregister_releases) {
-        remove_reg(i);
-        return DR_OK;
-      }
+      if (g.faults.interior_unregister_succeeds) return DR_OK; /* a false success: the registration stays */
       return DR_INVALID_VALUE;
     }
   }

@@ -80,7 +80,7 @@ typedef struct {
   int duplicate_spoils_release;   /* a refused registration of the same range makes its next release fail once */
   int idle_release_fails;         /* the first release of a registration nothing used fails once */
   int unknown_unregister_invalid; /* unregister of a pointer never registered: INVALID_VALUE instead of 713 */
-  int interior_unregister_releases; /* unregister of a pointer inside a registration releases it */
+  int interior_unregister_succeeds; /* unregister of a pointer inside a registration says 0; it stays */
   int stale_after_write;          /* copies from a registration serve the bytes it had when registered */
   size_t register_max;            /* > 0: a registration of more bytes is refused (OUT_OF_MEMORY) */
   int unmapped_unregister_fails;  /* unregister of a registration whose range is no longer mapped fails */
