@@ -275,6 +275,12 @@ describe('static.verdict: the static verdict, and for a refused device the proof
       fake.probe = () => model.Usable;
       const other = judge('static.verdict', context(integrated));
       expect(other).toMatchObject({ status: 'fail', o: { observed: 'Usable; ops opened 0 time(s)' } });
+      // a model that reads the map of a refused device: the check raises (defineChecks reports it as fail)
+      fake.probe = (_device, map) => {
+        void (map as { bytes: Uint8Array }).bytes.length;
+        return model.Refused(model.Integrated_gpu);
+      };
+      expect(() => judge('static.verdict', context(integrated))).toThrow('the map was read');
     } finally {
       fake.probe = undefined;
     }

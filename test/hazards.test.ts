@@ -317,6 +317,40 @@ const BREAKS: readonly (readonly [fault: string, check: string, observed: RegExp
   ['reset_keeps_registrations', 'hazard.context_reset', /unregister after the reset 0; the kept context retain released 0$/],
 ];
 
+describe('a driver that refuses every registration (register_max=1)', () => {
+  it('the checks a refusal satisfies pass; those that need a registration fail saying there was none; nothing is left', () => {
+    const run = runAll('cuda', 'cuda', 'register_max=1');
+    expect(statuses(run)).toEqual({
+      'hazard.prot_none_refused': 'pass',
+      'hazard.readonly_mapping': 'fail',
+      'hazard.tmpfs_bytes': 'pass',
+      'hazard.memfd_bytes': 'pass',
+      'hazard.private_mapping_bytes': 'pass',
+      'hazard.double_registration_refused': 'fail',
+      'hazard.overlap_refused': 'fail',
+      'hazard.release_after_double_registration': 'fail',
+      'hazard.unregister_after_register': 'fail',
+      'hazard.unregister_unknown': 'pass',
+      'hazard.unregister_interior': 'fail',
+      'hazard.coherent_after_write': 'fail',
+      'hazard.truncate_contained': 'fail',
+      'hazard.unmap_then_unregister': 'fail',
+      'hazard.context_reset': 'fail',
+    });
+    expect(observed(run, 'hazard.tmpfs_bytes')).toBe('refused: register 2 CUDA_ERROR_OUT_OF_MEMORY');
+    expect(run.results.get('hazard.readonly_mapping')?.message).toBe('a read-only mapping would not register with the read-only flag');
+    for (const id of ['hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.release_after_double_registration', 'hazard.unregister_after_register', 'hazard.unregister_interior', 'hazard.coherent_after_write', 'hazard.unmap_then_unregister']) {
+      expect(run.results.get(id)?.message, id).toMatch(/^nothing to /);
+    }
+    expect(observed(run, 'hazard.context_reset')).toBe('register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to reset under');
+    expect(run.tableGrowth).toBe(0);
+    expect(run.doubleCount).toBe(0);
+    expect(run.leftScratch).toEqual([]);
+    expect(run.leftShm).toEqual([]);
+    expect(run.unmaps.filter((u) => u.pinned)).toEqual([]); // nothing registered: nothing unmapped while held
+  }, 60_000);
+});
+
 describe('a registration a check does not judge, stuck: the check fails for the release at its end', () => {
   it('stuck_registration=7 (the adjacent range of hazard.overlap_refused): only that check fails, the range stays in the table and mapped', () => {
     const run = runAll('cuda', 'cuda', 'stuck_registration=7');
