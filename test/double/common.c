@@ -87,9 +87,12 @@ static void sleep_s(double s) {
   }
 }
 
-/* The last stretch of a paced copy is spun, not slept: a sleep may overshoot by a scheduler tick or more on a
- * loaded machine, and the timing tests need the deadline itself. */
-#define PACE_SPIN_S 0.002
+/* The last stretch of a paced copy is spun, not slept: a sleep ends up to the timer slack (50 us) late, and
+ * the timing tests need the deadline itself. Only a short stretch: on a loaded machine (load 8 on 2 cores,
+ * measured) a thread that spins 2 ms is often preempted before its deadline and ends several ms late (median
+ * 0.7 to 4.8 ms over 40-ms waits), where one that sleeps until 0.2 ms before it, then spins, ends on it
+ * (median 0). */
+#define PACE_SPIN_S 0.0002
 
 /* Returns once CLOCK_MONOTONIC reaches `deadline` (at once when it has passed): sleeps, then spins. */
 static void wait_until(double deadline) {
