@@ -10,9 +10,18 @@ export default defineConfig({
     testTimeout: 60_000,
     coverage: {
       provider: 'v8',
-      include: ['src/**/*.ts'],
+      // the model, the checks and the bindings, as the tests' own processes run them (the command's and the
+      // device runners' child processes are not measured)
+      include: ['src/**/*.ts', 'suites/checks/**/*.ts', 'bindings/**/*.ts'],
       reporter: ['text', 'json-summary'],
-      thresholds: { lines: 95, branches: 95, functions: 95, statements: 95 },
+      // Each part against its own floor, just under what the tests reached when it was set (2026-12-01: checks
+      // 97.07 / 86.86 / 100 / 98.57, bindings 93.46 / 77.8 / 96.21 / 95.2 statements / branches / functions /
+      // lines); the model keeps 95.
+      thresholds: {
+        'src/**/*.ts': { lines: 95, branches: 95, functions: 95, statements: 95 },
+        'suites/checks/**/*.ts': { lines: 98, branches: 86, functions: 99, statements: 97 },
+        'bindings/**/*.ts': { lines: 95, branches: 77, functions: 96, statements: 93 },
+      },
     },
   },
 });

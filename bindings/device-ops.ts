@@ -3,6 +3,7 @@
 
 import { constants as bufferConstants } from 'node:buffer';
 import koffi from 'koffi';
+import { isFatal } from '../src/fatal.js';
 import type { Host, Ops } from '../src/ops.js';
 import type { DriverApi } from './errors.js';
 
@@ -50,17 +51,21 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
 
 /**
  * Run `body`, then every step of `release()` in order, whatever happens. A step that throws, or one kept on
- * purpose, is reported to `log` and the next step still runs; nothing from the release replaces body's result or exception.
- * If body returns a promise (an async callback), the release waits for it to settle.
+ * purpose, is reported to `log` and the next step still runs; a non-fatal failure of the release replaces
+ * neither body's result nor its exception. A fatal error (src/fatal.ts: out of memory, a stack overflow, an
+ * interrupt) raised by a step or by `log` is rethrown once every step has run, unless body threw a fatal error of
+ * its own (that one goes first). If body returns a promise (an async callback), the release waits for it to settle.
  */
 export function withRelease<T>(body: () => T, release: () => ReleaseStep[], options: WithOpsOptions | undefined): T {
   const log = options?.log ?? ((message: string) => process.emitWarning(message, 'MappedRegReleaseWarning'));
   const finish = (): void => {
+    let fatal: unknown;
     const say = (message: string): void => {
       try {
         log(message);
-      } catch {
-        // A logger that throws must not turn a release failure into one.
+      } catch (e) {
+        // A logger that throws must not turn a release failure into one; a fatal error still ends the run.
+        if (isFatal(e)) fatal ??= e;
       }
     };
     for (const step of release()) {
@@ -71,16 +76,26 @@ export function withRelease<T>(body: () => T, release: () => ReleaseStep[], opti
       try {
         step.run();
       } catch (e) {
+        if (isFatal(e)) fatal ??= e;
         say(`release of ${step.what} failed: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
+    if (fatal !== undefined) throw fatal;
+  };
+  /** body threw `error`: release, then rethrow it, or the release's fatal error when body's is not fatal. */
+  const failed = (error: unknown): never => {
+    try {
+      finish();
+    } catch (fatal) {
+      if (!isFatal(error)) throw fatal;
+    }
+    throw error;
   };
   let result: T;
   try {
     result = body();
   } catch (e) {
-    finish();
-    throw e;
+    return failed(e);
   }
   if (isPromiseLike(result)) {
     // T is itself a promise type here; the chained promise settles the same way after the release ran.
@@ -89,10 +104,7 @@ export function withRelease<T>(body: () => T, release: () => ReleaseStep[], opti
         finish();
         return value;
       },
-      (error: unknown) => {
-        finish();
-        throw error;
-      },
+      (error: unknown) => failed(error),
     ) as T;
   }
   finish();

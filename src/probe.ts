@@ -192,9 +192,23 @@ const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
  */
 export function probeWithReport(ops: Ops, map: Host, reference: Reference, options: ProbeOptions = {}): ProbeReport {
   const lines: string[] = [];
+  // Inside the self-test a log that throws is an exception like any other: the self-test stops (Inconclusive).
   const log = (message: string): void => {
     lines.push(message);
     options.log?.(message);
+  };
+  // From the catch block on, the releases must run whatever the log does: what it throws is kept, a fatal error
+  // rethrown once everything is released, any other turns the verdict into Inconclusive (save Still_registered).
+  let logFailure: unknown;
+  let logFailed = false;
+  const say = (message: string): void => {
+    lines.push(message);
+    try {
+      options.log?.(message);
+    } catch (e) {
+      if (!logFailed) logFailure = e;
+      logFailed = true;
+    }
   };
   const minRelativeSpeed = options.minRelativeSpeed ?? DEFAULT_MIN_RELATIVE_SPEED;
   const runs = options.runs ?? DEFAULT_RUNS;
@@ -262,7 +276,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
   } catch (e) {
     if (isFatal(e)) fatal = e;
     verdict = Inconclusive(`an operation raised: ${errorText(e)}`);
-    log(`probe stopped early: ${errorText(e)}`);
+    say(`probe stopped early: ${errorText(e)}`);
   }
 
   // Release whatever happened: windows in reverse order of registration, then the buffers.
@@ -282,7 +296,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
       } catch (e) {
         if (isFatal(e)) fatal ??= e;
         last = e;
-        log(`unregister of ${what} failed (try ${k} of ${tries}): ${errorText(e)}`);
+        say(`unregister of ${what} failed (try ${k} of ${tries}): ${errorText(e)}`);
       }
     }
     if (win.release === null) {
@@ -301,12 +315,14 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
         break;
       } catch (e) {
         if (isFatal(e)) fatal ??= e;
-        log(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
+        say(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
         if (k === FREE_TRIES) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes could not be freed (${errorText(e)})`);
       }
     }
   }
+  if (logFailed && isFatal(logFailure)) fatal ??= logFailure;
   if (fatal !== undefined) throw fatal;
+  const logTrouble = (): string => `the log callback raised: ${errorText(logFailure)}`;
 
   if (notReleased.length > 0) {
     result.verdict = Still_registered(
@@ -316,16 +332,27 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
     const troubles = [
       ...retried.map((what) => `the release of ${what} failed and succeeded on a retry`),
       ...unfreed,
+      ...(logFailed ? [logTrouble()] : []),
     ];
-    if (troubles.length > 0) {
-      const before = verdict.kind === 'Inconclusive' ? `${verdict.reason}; ` : verdict.kind === 'Usable' ? '' : `${verdictToString(verdict)} before: `;
-      result.verdict = Inconclusive(before + troubles.join('; '));
-    } else {
-      result.verdict = verdict;
+    result.verdict = troubles.length > 0 ? inconclusiveAfter(verdict, troubles) : verdict;
+  }
+  const failedBefore = logFailed;
+  say(`verdict: ${verdictToString(result.verdict)}`);
+  if (logFailed && !failedBefore) {
+    // the verdict's own line raised: everything is released, so only the verdict changes (and is logged again)
+    if (isFatal(logFailure)) throw logFailure;
+    if (result.verdict.kind !== 'Still_registered') {
+      result.verdict = inconclusiveAfter(result.verdict, [logTrouble()]);
+      lines.push(`verdict: ${verdictToString(result.verdict)}`);
     }
   }
-  log(`verdict: ${verdictToString(result.verdict)}`);
   return result;
+}
+
+/** Inconclusive for `troubles` (a release retried, a buffer not freed, the log raised), keeping the verdict reached before. */
+function inconclusiveAfter(verdict: Verdict, troubles: string[]): Verdict {
+  const before = verdict.kind === 'Inconclusive' ? `${verdict.reason}; ` : verdict.kind === 'Usable' ? '' : `${verdictToString(verdict)} before: `;
+  return Inconclusive(before + troubles.join('; '));
 }
 
 interface SelfTestOptions {

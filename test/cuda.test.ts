@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import { hostSlice, type Host } from '../src/ops.js';
 import {
   CAN_MAP_HOST_MEMORY,
@@ -461,6 +462,64 @@ describe('withCudaOps', () => {
       ),
     ).toThrow(boom);
     expect(logged2.length).toBeGreaterThan(0);
+  });
+
+  it('a fatal error while freeing the device buffer is rethrown once every step ran; a non-fatal one is only logged', () => {
+    const created = dbl.calls('cuDevicePrimaryCtxRetain');
+    const released = () => dbl.calls('cuDevicePrimaryCtxRelease_v2');
+    const releasedAtStart = released();
+    const failing = (error: unknown): CudaDriver => ({
+      ...driver,
+      memFree: (dptr) => {
+        driver.memFree(dptr); // freed all the same: what is seen is the error
+        throw error;
+      },
+    });
+    for (const fatal of [new OutOfMemory(), new Interrupted(), new RangeError('Maximum call stack size exceeded')]) {
+      const logged: string[] = [];
+      const before = released();
+      const frees = dbl.calls('cuMemFreeHost');
+      // f returns: its result is replaced by the fatal error, after the later steps (the context retain) ran
+      expect(() => withCudaOps(failing(fatal), 0, 4096, (ops) => (ops.allocHost(4096), 'result'), { log: (m) => logged.push(m) })).toThrow(fatal);
+      expect(released() - before).toBe(1);
+      expect(dbl.calls('cuMemFreeHost') - frees).toBe(1);
+      expect(logged).toEqual([expect.stringMatching(/^release of the device buffer of 4096 bytes on CUDA device 0 failed: /)]);
+      // f throws an ordinary error: the fatal error goes first
+      expect(() => withCudaOps(failing(fatal), 0, 4096, () => { throw new Error('f failed'); }, { log: () => {} })).toThrow(fatal);
+      // f throws a fatal error of its own: that one goes first
+      const own = new Interrupted('f was interrupted');
+      expect(() => withCudaOps(failing(fatal), 0, 4096, () => { throw own; }, { log: () => {} })).toThrow(own);
+    }
+    // a non-fatal failure replaces neither the result nor the exception
+    const ordinary = new CudaError('cuMemFree_v2', 1, 'CUDA_ERROR_INVALID_VALUE');
+    expect(withCudaOps(failing(ordinary), 0, 4096, () => 'result', { log: () => {} })).toBe('result');
+    const boom = new Error('f failed');
+    expect(() => withCudaOps(failing(ordinary), 0, 4096, () => { throw boom; }, { log: () => {} })).toThrow(boom);
+    // every retain was given back, whatever was thrown
+    expect(dbl.calls('cuDevicePrimaryCtxRetain') - created).toBe(released() - releasedAtStart);
+  });
+
+  it('a fatal error from the log is rethrown once every step ran; an ordinary one is swallowed', () => {
+    const before = dbl.calls('cuMemFree_v2');
+    const kept = withCudaOps(driver, 0, 4096, (ops) => {
+      ops.allocHost(4096);
+      return 'kept';
+    }, { log: () => { throw new Error('no'); } });
+    expect(kept).toBe('kept');
+    // the logger is called for a failed step: make the pinned free fail, and the log interrupt
+    const broken: CudaDriver = { ...driver, memFreeHost: () => { throw new CudaError('cuMemFreeHost', 1, 'CUDA_ERROR_INVALID_VALUE'); } };
+    const frees = dbl.calls('cuMemFree_v2');
+    expect(() => withCudaOps(broken, 0, 4096, (ops) => (ops.allocHost(4096), 1), { log: () => { throw new Interrupted(); } })).toThrow(Interrupted);
+    expect(dbl.calls('cuMemFree_v2') - frees).toBe(1); // the device buffer was still freed after the log's interrupt
+    expect(dbl.calls('cuMemFree_v2') - before).toBe(2);
+  });
+
+  it('an async f: a fatal release error rejects the promise, after every step ran', async () => {
+    const failing: CudaDriver = { ...driver, memFree: (dptr) => { driver.memFree(dptr); throw new OutOfMemory(); } };
+    const before = dbl.calls('cuDevicePrimaryCtxRelease_v2');
+    await expect(withCudaOps(failing, 0, 4096, async () => 1, { log: () => {} })).rejects.toBeInstanceOf(OutOfMemory);
+    await expect(withCudaOps(failing, 0, 4096, async () => { throw new Error('f failed'); }, { log: () => {} })).rejects.toBeInstanceOf(OutOfMemory);
+    expect(dbl.calls('cuDevicePrimaryCtxRelease_v2') - before).toBe(2);
   });
 
   it('releases after an async f settles', async () => {

@@ -862,6 +862,35 @@ describe('faults', () => {
     unmap(m);
   });
 
+  it('stuck_registration=2: the second registration since init is never released; the others are', () => {
+    setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'stuck_registration=2' });
+    cudaUp();
+    const [a, b, c] = [anon(2 * PAGE), anon(2 * PAGE), anon(2 * PAGE)];
+    for (const m of [a, b, c]) expect(cu.register(m.addr, m.len, 0)).toBe(0);
+    expect(cu.unregister(a.addr)).toBe(0);
+    for (let i = 0; i < 5; i++) expect(cu.unregister(b.addr)).toBe(CU.UNKNOWN);
+    expect(cu.unregister(c.addr)).toBe(0);
+    expect(cu.registrations()).toBe(1);
+
+    setEnv({ MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed', MAPPED_REG_DOUBLE_FAULTS: 'stuck_registration=1' });
+    expect(hip.init(0)).toBe(0);
+    expect(hip.register(a.addr, a.len, 0)).toBe(0);
+    expect(hip.unregister(a.addr)).toBe(HIP.NOT_REGISTERED);
+    expect(hip.registrations()).toBe(1);
+    hip.doubleReset();
+    cu.doubleReset();
+    for (const m of [a, b, c]) unmap(m);
+  });
+
+  it('refuses a valued fault out of range and an unknown one-promise name', () => {
+    for (const faults of ['stuck_registration=0', 'stuck_registration=x', 'register_max=0', 'register_max=-1', 'register_max=', 'accept_everything', 'tmpfs_zeros=1']) {
+      setEnv({ MAPPED_REG_DOUBLE_FAULTS: faults });
+      expect(cu.init(0), faults).toBe(CU.INVALID_VALUE);
+    }
+    setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'register_max=8192,accept_prot_none,stale_after_write' });
+    expect(cu.init(0)).toBe(0);
+  });
+
   it('wrong_bytes: a copy from a registered range differs; unregistered and page-locked copies do not', () => {
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
     cudaUp();

@@ -279,6 +279,8 @@ describe('faults: what the checks catch beyond the profiles', () => {
 
   it('unregister_fails=1 (each release fails once): first-try releases fail, and the cleanup still releases everything', () => {
     const run = runAll('cuda', 'cuda', 'unregister_fails=1');
+    // every check that holds a release at the first try fails; those that judge no release of theirs pass
+    expect(failing(run)).toEqual(IDS.filter((id) => !['hazard.prot_none_refused', 'hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.unregister_unknown', 'hazard.truncate_contained'].includes(id)));
     const r = run.results.get('hazard.unregister_after_register')!;
     expect(r.status).toBe('fail');
     expect(r.observed).toContain('unregister 999 CUDA_ERROR_UNKNOWN');
@@ -291,4 +293,91 @@ describe('faults: what the checks catch beyond the profiles', () => {
     expect(run.doubleCount).toBe(0);
     expectDiscipline(run);
   }, 120_000);
+});
+
+/**
+ * One fault of the CUDA double per hazard check: each breaks that check's promise alone, and the rest of the
+ * double behaves as the H200 did (test/double/README.md, "Faults"; the table is in docs/spec-tests.md).
+ */
+const BREAKS: readonly (readonly [fault: string, check: string, observed: RegExp])[] = [
+  ['accept_prot_none', 'hazard.prot_none_refused', /^flags 0x0: register 0, unregister 0; flags 0x8: register 0, unregister 0$/],
+  ['readonly_flags0', 'hazard.readonly_mapping', /^flags 0: register 0, unregister 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['tmpfs_zeros', 'hazard.tmpfs_bytes', /^register 0; bytes differ at offset 0 \(all zeros\); unregister 0$/],
+  ['memfd_wrong_bytes', 'hazard.memfd_bytes', /^register 0; bytes differ at offset 524288; unregister 0$/],
+  ['private_wrong_bytes', 'hazard.private_mapping_bytes', /^register 0; bytes differ at offset 524288; unregister 0$/],
+  ['accept_same_range', 'hazard.double_registration_refused', /^register 0; again 0; unregister 0, 0$/],
+  ['accept_overlap', 'hazard.overlap_refused', /overlapping pages 1-2: register 0; unregister 0, 0$/],
+  ['duplicate_spoils_release', 'hazard.release_after_double_registration', /^register 0; again 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; 1 unregister: 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['idle_release_fails', 'hazard.unregister_after_register', /^register 0; unregister 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 0$/],
+  ['unknown_unregister_invalid', 'hazard.unregister_unknown', /^unregister of a mapping never registered: 1 CUDA_ERROR_INVALID_VALUE$/],
+  ['interior_unregister_succeeds', 'hazard.unregister_interior', /^register 0; unregister at \+4096: 0; unregister of the start: 0$/],
+  ['stale_after_write', 'hazard.coherent_after_write', /after a pwrite of 1 MiB: stale bytes \(the old ones\); unregister 0$/],
+  ['register_max=16777216', 'hazard.truncate_contained', /^the file was not cut under a registration: register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to cut under$/],
+  ['unmapped_unregister_fails', 'hazard.unmap_then_unregister', /^register 0; munmap; unregister 999 CUDA_ERROR_UNKNOWN/],
+  ['reset_keeps_registrations', 'hazard.context_reset', /unregister after the reset 0; the kept context retain released 0$/],
+];
+
+describe('a driver that refuses every registration (register_max=1)', () => {
+  it('the checks a refusal satisfies pass; those that need a registration fail saying there was none; nothing is left', () => {
+    const run = runAll('cuda', 'cuda', 'register_max=1');
+    expect(statuses(run)).toEqual({
+      'hazard.prot_none_refused': 'pass',
+      'hazard.readonly_mapping': 'fail',
+      'hazard.tmpfs_bytes': 'pass',
+      'hazard.memfd_bytes': 'pass',
+      'hazard.private_mapping_bytes': 'pass',
+      'hazard.double_registration_refused': 'fail',
+      'hazard.overlap_refused': 'fail',
+      'hazard.release_after_double_registration': 'fail',
+      'hazard.unregister_after_register': 'fail',
+      'hazard.unregister_unknown': 'pass',
+      'hazard.unregister_interior': 'fail',
+      'hazard.coherent_after_write': 'fail',
+      'hazard.truncate_contained': 'fail',
+      'hazard.unmap_then_unregister': 'fail',
+      'hazard.context_reset': 'fail',
+    });
+    expect(observed(run, 'hazard.tmpfs_bytes')).toBe('refused: register 2 CUDA_ERROR_OUT_OF_MEMORY');
+    expect(run.results.get('hazard.readonly_mapping')?.message).toBe('a read-only mapping would not register with the read-only flag');
+    for (const id of ['hazard.double_registration_refused', 'hazard.overlap_refused', 'hazard.release_after_double_registration', 'hazard.unregister_after_register', 'hazard.unregister_interior', 'hazard.coherent_after_write', 'hazard.unmap_then_unregister']) {
+      expect(run.results.get(id)?.message, id).toMatch(/^nothing to /);
+    }
+    expect(observed(run, 'hazard.context_reset')).toBe('register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to reset under');
+    expect(run.tableGrowth).toBe(0);
+    expect(run.doubleCount).toBe(0);
+    expect(run.leftScratch).toEqual([]);
+    expect(run.leftShm).toEqual([]);
+    expect(run.unmaps.filter((u) => u.pinned)).toEqual([]); // nothing registered: nothing unmapped while held
+  }, 60_000);
+});
+
+describe('a registration a check does not judge, stuck: the check fails for the release at its end', () => {
+  it('stuck_registration=7 (the adjacent range of hazard.overlap_refused): only that check fails, the range stays in the table and mapped', () => {
+    const run = runAll('cuda', 'cuda', 'stuck_registration=7');
+    expect(failing(run)).toEqual(['hazard.overlap_refused']);
+    const r = run.results.get('hazard.overlap_refused')!;
+    // its own judgement (the overlap refused, the adjacent range accepted) holds: the release at the end fails it
+    expect(r.observed).toMatch(/^pages 0-1: register 0; adjacent pages 2-3: register 0, unregister 999 CUDA_ERROR_UNKNOWN; overlapping pages 1-2: register 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; unregister 0, 999 CUDA_ERROR_UNKNOWN; release at the end: unregister 0x[0-9a-f]+ 999 CUDA_ERROR_UNKNOWN$/);
+    expect(r.message).toBe('1 registration(s) could not be released: kept in the table, mapped, until the process ends');
+    expect(run.tableGrowth).toBe(1);
+    expect(run.keptGrowth).toBe(1);
+    expect(run.logs.filter((l) => l.includes('kept mapped'))).toHaveLength(1);
+    expectDiscipline(run);
+  }, 60_000);
+});
+
+describe('one fault per promise: each breaks exactly its hazard check, and the checks that follow behave', () => {
+  it('covers every hazard check once', () => {
+    expect(BREAKS.map(([, id]) => id)).toEqual(IDS);
+  });
+
+  for (const [fault, id, seen] of BREAKS) {
+    it(`${fault}: only ${id} fails, for its own reason`, () => {
+      const run = runAll('cuda', 'cuda', fault);
+      expect(failing(run)).toEqual([id]);
+      expect(statuses(run)).toEqual(Object.fromEntries(IDS.map((i) => [i, i === id ? 'fail' : 'pass'])));
+      expect(observed(run, id)).toMatch(seen);
+      expectDiscipline(run);
+    }, 60_000);
+  }
 });

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import { hostSlice } from '../src/ops.js';
 import {
   HIP_INTEGRATED_ATTRIBUTE_V4,
@@ -377,6 +378,17 @@ describe('withHipOps', () => {
       expect(logged[0]).toMatch(/^release of the page-locked buffer 0x[0-9a-f]+ \(\+4096\) failed: HIP: hipHostFree failed: 1 hipErrorInvalidValue/);
       expect(logged[1]).toMatch(/^release of the device buffer of 4096 bytes on HIP device 0 failed: HIP: hipFree failed: 1/);
     });
+  });
+
+  it('a fatal error while freeing the device buffer is rethrown once every step ran; a non-fatal one is only logged', () => {
+    const freeing = (error: unknown): HipDriver => ({ ...driver, free: (p) => { driver.free(p); throw error; } });
+    const frees = dbl.calls('hipHostFree');
+    expect(() => withHipOps(freeing(new OutOfMemory()), 0, 4096, (ops) => (ops.allocHost(4096), 7), { log: () => {} })).toThrow(OutOfMemory);
+    expect(dbl.calls('hipHostFree') - frees).toBe(1); // the page-locked buffer first, as always
+    expect(() => withHipOps(freeing(new Interrupted()), 0, 4096, () => { throw new Error('f failed'); }, { log: () => {} })).toThrow(Interrupted);
+    const logged: string[] = [];
+    expect(withHipOps(freeing(new Error('hipFree failed')), 0, 4096, () => 7, { log: (m) => logged.push(m) })).toBe(7);
+    expect(logged).toEqual(['release of the device buffer of 4096 bytes on HIP device 0 failed: hipFree failed']);
   });
 
   it('ops are dead after withHipOps returns; sizes are checked', () => {

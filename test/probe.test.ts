@@ -117,6 +117,46 @@ describe('probeWith: the happy path', () => {
     expect(staged.every((t) => t.address === stagingAddress && t.length === 2 * UNIT)).toBe(true);
   });
 
+  it('the staged copy, each run: a memcpy of window 1 into the page-locked buffer, then its upload, timed together', () => {
+    // registered 10 ms; staged: a 3 ms memcpy + a 5 ms upload = 8 ms: exactly the margin, Usable. A staged copy
+    // that left its memcpy out of the timing (or made it once, before) would time 5 ms: ratio 0.5, Too_slow.
+    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 5, stagingCopyMs: 3 });
+    const r = probeWithReport(ops, map, reference, options);
+    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 8, ratio: 0.8 });
+    expect(r.verdict.kind).toBe('Usable');
+    // in the trace: after the round trips, 7 registered uploads of window 1, then 7 x (memcpy of window 1 into the
+    // buffer, upload of the buffer)
+    const w = 2 * UNIT;
+    const timed = ops.trace.slice(ops.trace.findIndex((t) => t.op === 'upload'));
+    const buffer = ops.trace.find((t) => t.op === 'allocHost' || t.op === 'hostCopy' && t.length === w)!;
+    expect(buffer).toBeDefined();
+    const kinds = timed.map((t) => {
+      if (t.op === 'upload') return t.address === map.address && t.length === w ? 'registered upload' : `upload of ${t.length}`;
+      if (t.op !== 'hostCopy') return t.op;
+      const src = t.source as Uint8Array;
+      return src.buffer === map.bytes.buffer && src.byteOffset === map.bytes.byteOffset && src.length === w ? 'memcpy of window 1' : 'another memcpy';
+    });
+    expect(kinds.slice(0, 21)).toEqual([
+      ...Array<string>(7).fill('registered upload'),
+      ...Array.from({ length: 7 }, () => ['memcpy of window 1', `upload of ${w}`]).flat(),
+    ]);
+    const staged = timed.filter((t) => t.op === 'upload' && t.address !== map.address);
+    const copies = timed.filter((t) => t.op === 'hostCopy');
+    expect(new Set([...staged, ...copies].map((t) => t.address)).size).toBe(1); // one buffer: copied into, uploaded from
+  });
+
+  it('the staged copy is timed best of N, like the registered one', () => {
+    // only the 7th staged run is fast: its best (7 ms) against the registered 10 ms is 0.7, Too_slow; its median
+    // (or mean, or first run) would make the registered copy look faster than staged
+    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [50, 50, 50, 50, 50, 50, 7] });
+    const r = probeWithReport(ops, map, reference, options);
+    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 7, stagedMedianMs: 50, runs: 7 });
+    expect(r.timing!.ratio).toBeCloseTo(0.7, 12);
+    expect(r.verdict.kind).toBe('Too_slow');
+    const fastFirst = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [7, 50, 50, 50, 50, 50, 50] });
+    expect(probeWithReport(fastFirst.ops, fastFirst.map, fastFirst.reference, fastFirst.options).timing).toMatchObject({ stagedMs: 7, stagedMedianMs: 50 });
+  });
+
   it('passes every step to log', () => {
     const { map, reference, ops, options } = setup();
     const lines: string[] = [];
@@ -289,12 +329,43 @@ describe('probeWith: the margin and the clock', () => {
     expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Inconclusive');
   });
 
-  it('times with the real clock when none is given', () => {
+  // Each side alone: an invalid registered duration against a valid staged one, and the reverse. A zero or
+  // negative registered time would make the registered copy look infinitely fast (Usable); an infinite one
+  // infinitely slow (Too_slow); so would the staged side the other way round.
+  for (const side of ['registered', 'staged'] as const) {
+    // (-1 once, then 5 ms: tinybench never returns from a task whose every sample is the same negative number)
+    for (const [what, ms] of [['0', 0], ['-1', [-1, 5]], ['NaN', Number.NaN], ['Infinity', Number.POSITIVE_INFINITY]] as const) {
+      it(`a ${side} duration of ${what} ms (the other side valid) is no valid duration: Inconclusive, released`, () => {
+        const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10, uploadDurationMs: { [side]: typeof ms === 'number' ? ms : [...ms] } });
+        const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+        expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/clock gave no valid duration/);
+        expect(r.timing).toBeNull();
+        expectAllReleased(s.ops, s.table);
+      });
+    }
+    it(`a ${side} duration of 0.001 ms is valid`, () => {
+      const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10, uploadDurationMs: { [side]: 0.001 } });
+      expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe(side === 'registered' ? 'Usable' : 'Too_slow');
+    });
+  }
+
+  it('times with the real clock when none is given: uploads that take real time give their real durations', () => {
     const s = setup(4 * UNIT);
-    const r = probeWithReport(s.ops, s.map, s.reference, { table: s.table, runs: 3 });
-    expect(r.timing?.runs).toBe(3);
-    expect(r.timing!.registeredMs).toBeGreaterThanOrEqual(0);
-    expect(['Usable', 'Too_slow', 'Inconclusive']).toContain(r.verdict.kind);
+    const spin = (ms: number): void => {
+      const until = performance.now() + ms;
+      while (performance.now() < until);
+    };
+    const upload = s.ops.upload.bind(s.ops);
+    // registered uploads spin 1 ms, staged ones 4 ms, on the real clock; the ops' own clock is not given
+    s.ops.upload = (host) => {
+      upload(host);
+      spin(host.address === s.map.address ? 1 : 4);
+    };
+    const r = probeWithReport(s.ops, s.map, s.reference, { table: s.table });
+    expect(r.timing!.registeredMs).toBeGreaterThanOrEqual(1);
+    expect(r.timing!.stagedMs).toBeGreaterThanOrEqual(4);
+    expect(r.verdict.kind).toBe('Usable');
+    expectAllReleased(s.ops, s.table);
   });
 });
 
@@ -365,6 +436,48 @@ describe('probeWith: releases', () => {
       ['never', 2],
     ]);
     expect(s.table.held()).toHaveLength(2);
+  });
+
+  it('one window never released, the other released at the first try: Still_registered, only that window held', () => {
+    for (const stuck of [0, 1] as const) {
+      const s = setup(4 * UNIT);
+      const stuckAddress = s.map.address + BigInt(stuck * 2 * UNIT);
+      s.ops.faults.unregisterFailsFor = new Map([[stuckAddress, Number.POSITIVE_INFINITY]]);
+      const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+      expect(r.verdict.kind, `window ${stuck + 1} stuck`).toBe('Still_registered');
+      expect(r.verdict.kind === 'Still_registered' && r.verdict.reason).toMatch(new RegExp(`could not release window ${stuck + 1} \\(offset ${stuck * 2 * UNIT}, ${2 * UNIT} bytes\\) after 3 tries`));
+      expect(r.verdict.kind === 'Still_registered' && r.verdict.reason).not.toMatch(new RegExp(`window ${2 - stuck} `));
+      const releases = r.windows.map((w) => [w.release, w.releaseTries]);
+      expect(releases[stuck]).toEqual(['never', 3]);
+      expect(releases[1 - stuck]).toEqual(['first', 1]);
+      expect(s.table.entries().map((e) => [e.address, e.length, e.releaseFailures])).toEqual([[stuckAddress, 2 * UNIT, 3]]);
+      expect(s.ops.live.map((l) => l.host.address)).toEqual([stuckAddress]);
+      expect(s.ops.allocated.size).toBe(0);
+    }
+  });
+
+  it('one window never released after an operation raised: Still_registered after 2 tries, the other released', () => {
+    const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: new Error('copy failed') } });
+    s.ops.faults.unregisterFailsFor = new Map([[s.map.address + BigInt(2 * UNIT), Number.POSITIVE_INFINITY]]);
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Still_registered');
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['first', 1],
+      ['never', 2],
+    ]);
+    expect(s.table.held()).toHaveLength(1);
+  });
+
+  it('one window released on a retry, the other at the first try: Inconclusive naming that window only', () => {
+    const s = setup(4 * UNIT);
+    s.ops.faults.unregisterFailsFor = new Map([[s.map.address, 1]]);
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['retry', 2],
+      ['first', 1],
+    ]);
+    expect(r.verdict).toEqual({ kind: 'Inconclusive', reason: `the release of window 1 (offset 0, ${2 * UNIT} bytes) failed and succeeded on a retry` });
+    expectAllReleased(s.ops, s.table);
   });
 
   it('Still_registered outranks Wrong_bytes', () => {
@@ -443,6 +556,65 @@ describe('probeWith: exceptions', () => {
     const s = setup(4 * UNIT, { throwIn: { op: 'freeHost', error: new OutOfMemory() } });
     expect(() => probeWith(s.ops, s.map, s.reference, s.options)).toThrow(OutOfMemory);
     expect(s.ops.live).toHaveLength(0);
+  });
+
+  it('a log that throws on every line: the self-test stops (Inconclusive), everything is still released', () => {
+    const s = setup(4 * UNIT);
+    const seen: string[] = [];
+    const r = probeWithReport(s.ops, s.map, s.reference, {
+      ...s.options,
+      log: (m) => {
+        seen.push(m);
+        throw new Error('log is broken');
+      },
+    });
+    expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/an operation raised: log is broken.*the log callback raised: log is broken/);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['first', 1],
+      ['first', 1],
+    ]);
+    expectAllReleased(s.ops, s.table);
+    expect(seen).toEqual(['window 1: bytes equal', 'probe stopped early: log is broken', `verdict: ${r.log.at(-1)!.replace(/^verdict: /, '')}`]);
+  });
+
+  it('a log that throws only after an operation raised: releases happen, tried twice as for any exception', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 1, throwIn: { op: 'roundTrip', error: new Error('copy failed') } });
+    const r = probeWithReport(s.ops, s.map, s.reference, {
+      ...s.options,
+      log: (m) => {
+        if (/stopped early|unregister of/.test(m)) throw new Error('log is broken');
+      },
+    });
+    expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/copy failed.*succeeded on a retry.*the log callback raised: log is broken/);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
+      ['retry', 2],
+      ['retry', 2],
+    ]);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a log that throws on a failed release: the other tries and windows go on; Still_registered still wins', () => {
+    const s = setup(4 * UNIT, { unregisterFails: 3 });
+    const r = probeWithReport(s.ops, s.map, s.reference, { ...s.options, log: (m) => { if (m.startsWith('unregister of')) throw new Error('log is broken'); } });
+    expect(r.verdict.kind).toBe('Still_registered');
+    expect(s.ops.calls.unregister).toBe(6);
+    expect(s.ops.allocated.size).toBe(0);
+  });
+
+  it('a log that throws on the verdict line: the verdict becomes Inconclusive, and the report\'s log says so', () => {
+    const s = setup(4 * UNIT);
+    const r = probeWithReport(s.ops, s.map, s.reference, { ...s.options, log: (m) => { if (m.startsWith('verdict:')) throw new Error('log is broken'); } });
+    expect(r.verdict).toEqual({ kind: 'Inconclusive', reason: 'the log callback raised: log is broken' });
+    expect(r.log.slice(-2)).toEqual(['verdict: Usable', 'verdict: Inconclusive (the log callback raised: log is broken)']);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a fatal error from the log is rethrown once everything is released', () => {
+    for (const when of [/^window 1/, /stopped early/, /^verdict:/]) {
+      const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: new Error('copy failed') } });
+      expect(() => probeWith(s.ops, s.map, s.reference, { ...s.options, log: (m) => { if (when.test(m)) throw new Interrupted(); } }), String(when)).toThrow(Interrupted);
+      expectAllReleased(s.ops, s.table);
+    }
   });
 
   it('a non-RangeError mentioning the stack is not fatal', () => {

@@ -240,9 +240,20 @@ describe('probe and withDeviceOps on a device', () => {
     expect(table.size).toBe(0);
   });
 
-  it('withDeviceOps on a device with no ops throws', () => {
-    expect(() => withDeviceOps(device('OpenCL', 'cpu').d, 1, () => 0)).not.toThrow(RegistrationUnreachable);
+  it('withDeviceOps on a device not refused runs f on its ops; on a device with no ops it throws (not RegistrationUnreachable)', () => {
+    // Not_needed is decided statically but not Refused: withDeviceOps is not refused, f runs on the device's ops
+    const { d, withOps } = device('OpenCL', 'cpu');
+    expect(withDeviceOps(d, 1, () => 42)).toBe(42);
+    expect(withOps).toHaveBeenCalledTimes(1);
     const bare: Device = { id: 'cpu', framework: 'Native', name: 'cpu', type: 'cpu' };
-    expect(() => withDeviceOps(bare, 1, () => 0)).toThrow(/no registration ops/);
+    let thrown: unknown;
+    try {
+      withDeviceOps(bare, 1, () => 0);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(Error);
+    expect(thrown).not.toBeInstanceOf(RegistrationUnreachable);
+    expect((thrown as Error).message).toBe('cpu: the Native backend has no registration ops');
   });
 });

@@ -87,9 +87,12 @@ static void sleep_s(double s) {
   }
 }
 
-/* The last stretch of a paced copy is spun, not slept: a sleep may overshoot by a scheduler tick or more on a
- * loaded machine, and the timing tests need the deadline itself. */
-#define PACE_SPIN_S 0.002
+/* The last stretch of a paced copy is spun, not slept: a sleep ends up to the timer slack (50 us) late, and
+ * the timing tests need the deadline itself. Only a short stretch: on a loaded machine (load 8 on 2 cores,
+ * measured) a thread that spins 2 ms is often preempted before its deadline and ends several ms late (median
+ * 0.7 to 4.8 ms over 40-ms waits), where one that sleeps until 0.2 ms before it, then spins, ends on it
+ * (median 0). */
+#define PACE_SPIN_S 0.0002
 
 /* Returns once CLOCK_MONOTONIC reaches `deadline` (at once when it has passed): sleeps, then spins. */
 static void wait_until(double deadline) {
@@ -146,6 +149,8 @@ typedef struct {
   int beyond_eof;   /* some file-backed page lies wholly past the end of its file (would SIGBUS) */
   int shared_writable_regular_file; /* part is a MAP_SHARED writable mapping of a regular file */
   int tmpfs_file;   /* part is a file on tmpfs (/dev/shm), not a memfd */
+  int memfd;        /* part is a memfd */
+  int private_file; /* part is a MAP_PRIVATE mapping of a regular file */
   int segments;     /* mappings the range spans */
   char file[256];   /* the regular file of the first mapping, when it still has a name (else "") */
   unsigned long long file_off; /* file offset of a in that file */
@@ -232,6 +237,7 @@ static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
       int deleted = ends_with(path, " (deleted)");
       if (deleted) path[strlen(path) - strlen(" (deleted)")] = '\0';
       int shmem_object = starts_with(path, "/memfd:") || starts_with(path, "/dev/zero") || starts_with(path, "/SYSV");
+      if (starts_with(path, "/memfd:")) out->memfd = 1;
       if (!shmem_object) {
         int tmpfs = 0;
         struct statfs sfs;
@@ -260,6 +266,7 @@ static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
           regular = 1; /* cannot tell its size any more; a deleted regular file most likely */
         }
         if (regular && !tmpfs && shared && w) out->shared_writable_regular_file = 1;
+        if (regular && !shared) out->private_file = 1;
       }
     }
     cursor = seg_hi;
@@ -277,6 +284,36 @@ static int probe_range(uintptr_t a, uintptr_t b, range_info *out) {
 
 static void parse_error(const char *what, const char *value) {
   fprintf(stderr, "mapped-reg driver double: %s '%s' is not known (see test/double/README.md)\n", what, value);
+}
+
+/* The faults that are a bare name setting one flag; 0 when `name` is none of them. */
+static int set_flag_fault(const char *name, faults_t *f) {
+  static const struct {
+    const char *name;
+    size_t offset;
+  } FLAGS[] = {
+      {"accept_prot_none", offsetof(faults_t, accept_prot_none)},
+      {"readonly_flags0", offsetof(faults_t, readonly_flags0)},
+      {"tmpfs_zeros", offsetof(faults_t, tmpfs_zeros)},
+      {"memfd_wrong_bytes", offsetof(faults_t, memfd_wrong_bytes)},
+      {"private_wrong_bytes", offsetof(faults_t, private_wrong_bytes)},
+      {"accept_same_range", offsetof(faults_t, accept_same_range)},
+      {"accept_overlap", offsetof(faults_t, accept_overlap)},
+      {"duplicate_spoils_release", offsetof(faults_t, duplicate_spoils_release)},
+      {"idle_release_fails", offsetof(faults_t, idle_release_fails)},
+      {"unknown_unregister_invalid", offsetof(faults_t, unknown_unregister_invalid)},
+      {"interior_unregister_succeeds", offsetof(faults_t, interior_unregister_succeeds)},
+      {"stale_after_write", offsetof(faults_t, stale_after_write)},
+      {"unmapped_unregister_fails", offsetof(faults_t, unmapped_unregister_fails)},
+      {"reset_keeps_registrations", offsetof(faults_t, reset_keeps_registrations)},
+  };
+  for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) {
+    if (strcmp(FLAGS[i].name, name) == 0) {
+      *(int *)((char *)f + FLAGS[i].offset) = 1;
+      return 1;
+    }
+  }
+  return 0;
 }
 
 static int parse_faults(const char *spec, faults_t *f) {
@@ -303,6 +340,15 @@ static int parse_faults(const char *spec, faults_t *f) {
           return -1;
         }
         f->unregister_fails = (int)v;
+      } else if (strcmp(tok, "stuck_registration") == 0 || strcmp(tok, "register_max") == 0) {
+        errno = 0;
+        long long v = strtoll(val, &end, 10);
+        if (errno || !*val || *end || v < 1 || (tok[0] == 's' && v > 1000000)) {
+          parse_error(tok[0] == 's' ? "value of fault stuck_registration" : "value of fault register_max", val);
+          return -1;
+        }
+        if (tok[0] == 's') f->stuck_registration = (int)v;
+        else f->register_max = (size_t)v;
       } else if (strcmp(tok, "slow_registered") == 0) {
         errno = 0;
         double v = strtod(val, &end);
@@ -325,7 +371,7 @@ static int parse_faults(const char *spec, faults_t *f) {
       f->nodevice = 1;
     } else if (strcmp(tok, "init_fails") == 0) {
       f->init_fails = 1;
-    } else {
+    } else if (!set_flag_fault(tok, f)) {
       parse_error("fault", tok);
       return -1;
     }
@@ -470,6 +516,8 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   g.prof = prof;
   g.faults = faults;
   g.ndevices = napi;
+  g.registered_since_init = 0;
+  memset(g.reset_seen, 0, sizeof g.reset_seen);
   memcpy(g.order, order, sizeof order);
   memcpy(g.rates, rates, sizeof rates);
   g.hip_version = hipv;
@@ -486,14 +534,34 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
 /* ---------------------------------------------------------------- tables */
 
 static void remove_reg(size_t i) {
+  free(g.regs[i].snapshot);
   g.regs[i] = g.regs[g.nregs - 1];
   g.nregs--;
 }
 
-void dbl_drop_device(int device) {
+static void drop_allocations(int device);
+
+static void drop_registrations(int device) {
   for (size_t i = g.nregs; i-- > 0;) {
-    if (g.regs[i].device == device) remove_reg(i);
+    if (g.regs[i].device != device) continue;
+    /* remembered for the fault unknown_unregister_invalid: the driver knew this pointer */
+    if (grow((void **)&g.dropped, &g.capdropped, g.ndropped, sizeof *g.dropped) == 0) g.dropped[g.ndropped++] = g.regs[i].start;
+    remove_reg(i);
   }
+}
+
+void dbl_reset_device(int device) {
+  if (device >= 0 && device < DBL_MAX_DEVICES) g.reset_seen[device] = 1;
+  if (!g.faults.reset_keeps_registrations) drop_registrations(device);
+  drop_allocations(device);
+}
+
+void dbl_drop_device(int device) {
+  drop_registrations(device);
+  drop_allocations(device);
+}
+
+static void drop_allocations(int device) {
   for (size_t i = g.ndallocs; i-- > 0;) {
     if (g.dallocs[i].device == device) {
       free((void *)g.dallocs[i].p);
@@ -510,6 +578,8 @@ void dbl_drop_device(int device) {
 }
 
 void dbl_reset_all(void) {
+  for (size_t i = 0; i < g.nregs; i++) free(g.regs[i].snapshot);
+  free(g.dropped);
   for (size_t i = 0; i < g.ndallocs; i++) free((void *)g.dallocs[i].p);
   for (size_t i = 0; i < g.nhallocs; i++) munmap((void *)g.hallocs[i].p, page_up(g.hallocs[i].len));
   free(g.regs);
@@ -539,6 +609,7 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   if (!p || !size) return DR_INVALID_VALUE;
   if (flags & ~g.prof.valid_flags) return DR_INVALID_VALUE;
   if (p + size < p) return DR_INVALID_VALUE;
+  if (g.faults.register_max && size > g.faults.register_max) return DR_OUT_OF_MEMORY;
   uintptr_t ps = page_down(p), pe = page_up(p + size);
   if (!pe) return DR_INVALID_VALUE;
   range_info info;
@@ -550,22 +621,38 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
       return DR_ALREADY_REGISTERED;
     }
   }
-  int overlap = 0;
+  int overlap = 0, same = 0, partial = 0;
   for (size_t i = 0; i < g.nregs; i++) {
-    if (ranges_overlap(ps, pe, g.regs[i].pstart, g.regs[i].pend)) overlap = 1;
+    if (!ranges_overlap(ps, pe, g.regs[i].pstart, g.regs[i].pend)) continue;
+    overlap = 1;
+    g.regs[i].used = 1; /* touched by another register call (fault idle_release_fails) */
+    if (g.regs[i].start == p && g.regs[i].len == size) same = 1;
+    else partial = 1;
   }
-  if (overlap && !g.prof.accept_overlap) return DR_ALREADY_REGISTERED;
+  int accepted = !overlap || g.prof.accept_overlap || (!partial && g.faults.accept_same_range) || (!same && g.faults.accept_overlap);
+  if (!accepted) {
+    if (same && g.faults.duplicate_spoils_release) {
+      for (size_t i = 0; i < g.nregs; i++) {
+        if (g.regs[i].start == p && g.regs[i].len == size) g.regs[i].fail_once = 1;
+      }
+    }
+    return DR_ALREADY_REGISTERED;
+  }
   int prot_none = !info.readable;
+  int fail_once = 0;
   if (prot_none) {
-    if (!g.prof.accept_prot_none) return DR_INVALID_VALUE;
+    if (!g.prof.accept_prot_none && !g.faults.accept_prot_none) return DR_INVALID_VALUE;
   } else {
     if (info.beyond_eof) return DR_INVALID_VALUE;
     int readonly = g.prof.readonly_flag && (flags & g.prof.readonly_flag);
     if (g.prof.readonly_needs_flag && !readonly) {
       /* Without READ_ONLY the pages are pinned for writing: the mapping must allow it, and the kernel
        * refuses a long-term writable pin of the pages of a regular file mapped MAP_SHARED. */
-      if (!info.writable) return DR_INVALID_VALUE;
       if (info.shared_writable_regular_file) return DR_INVALID_VALUE;
+      if (!info.writable) {
+        if (!g.faults.readonly_flags0) return DR_INVALID_VALUE;
+        fail_once = 1; /* accepted, and its first release fails */
+      }
     }
     if (!g.prof.readonly_needs_flag && info.writable && info.shared_writable_regular_file) {
       /* HIP ignores the read-only flag and pins writable mappings for writing. */
@@ -586,6 +673,12 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   r->one_mapping = info.segments == 1;
   snprintf(r->file, sizeof r->file, "%s", info.file);
   r->file_off = info.file_off;
+  r->memfd = info.memfd;
+  r->private_file = info.private_file;
+  r->fail_once = fail_once;
+  r->after_reset = device >= 0 && device < DBL_MAX_DEVICES && g.reset_seen[device];
+  if (++g.registered_since_init == g.faults.stuck_registration) r->never_release = 1;
+  if (g.faults.stale_after_write && !prot_none && (r->snapshot = malloc(size)) != NULL) memcpy(r->snapshot, (const void *)p, size);
   if (g.prof.stuck_unregister && (prot_none || overlap)) {
     r->stuck = 1;
     for (size_t i = 0; i + 1 < g.nregs; i++) {
@@ -595,21 +688,50 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   return DR_OK;
 }
 
+/* The fault idle_release_fails: nothing used the registration since it was made, it is still mapped, and no
+ * explicit reset of its device came before it. */
+static int idle(const reg_t *r) {
+  return !r->used && !r->idle_failed && !r->after_reset && msync((void *)r->pstart, r->pend - r->pstart, MS_ASYNC) == 0;
+}
+
 int dbl_unregister(uintptr_t p) {
   if (!p) return DR_INVALID_VALUE;
   for (size_t i = 0; i < g.nregs; i++) {
     reg_t *r = &g.regs[i];
     if (r->start != p) continue;
     if (r->stuck) return DR_NOT_REGISTERED;
+    if (r->never_release) return g.prof.unregister_fault_result;
     if (r->unregister_failures < g.faults.unregister_fails) {
       r->unregister_failures++;
+      return g.prof.unregister_fault_result;
+    }
+    if (r->fail_once) {
+      r->fail_once = 0;
+      return g.prof.unregister_fault_result;
+    }
+    if (g.faults.idle_release_fails && idle(r)) {
+      r->idle_failed = 1;
+      return g.prof.unregister_fault_result;
+    }
+    if (g.faults.unmapped_unregister_fails && msync((void *)r->pstart, r->pend - r->pstart, MS_ASYNC) != 0) {
       return g.prof.unregister_fault_result;
     }
     remove_reg(i);
     return DR_OK;
   }
   for (size_t i = 0; i < g.nregs; i++) {
-    if (p > g.regs[i].start && p - g.regs[i].start < g.regs[i].len) return DR_INVALID_VALUE;
+    if (p > g.regs[i].start && p - g.regs[i].start < g.regs[i].len) {
+      g.regs[i].used = 1; /* touched by another unregister call (fault idle_release_fails) */
+      if (g.faults.interior_unregister_succeeds) return DR_OK; /* a false success: the registration stays */
+      return DR_INVALID_VALUE;
+    }
+  }
+  if (g.faults.unknown_unregister_invalid) {
+    int dropped = 0;
+    for (size_t i = 0; i < g.ndropped; i++) {
+      if (g.dropped[i] == p) dropped = 1;
+    }
+    if (!dropped) return DR_INVALID_VALUE;
   }
   return DR_NOT_REGISTERED;
 }
@@ -709,7 +831,10 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   }
   int registered = 0;
   for (size_t i = 0; i < g.nregs; i++) {
-    if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) registered = 1;
+    if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) {
+      registered = 1;
+      g.regs[i].used = 1;
+    }
   }
   double t0 = dbl_now();
   memcpy((void *)dst, (const void *)src, n);
@@ -718,14 +843,15 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
     pace(entry, n, rates->pageable);
     return DR_OK;
   }
-  if (g.prof.tmpfs_serves_zeros) {
-    for (size_t i = 0; i < g.nregs; i++) {
-      reg_t *r = &g.regs[i];
-      if (!r->tmpfs) continue;
-      uintptr_t lo = src > r->start ? src : r->start;
-      uintptr_t hi = src + n < r->start + r->len ? src + n : r->start + r->len;
-      if (lo < hi) memset((void *)(dst + (lo - src)), 0, hi - lo);
-    }
+  for (size_t i = 0; i < g.nregs; i++) {
+    reg_t *r = &g.regs[i];
+    uintptr_t lo = src > r->start ? src : r->start;
+    uintptr_t hi = src + n < r->start + r->len ? src + n : r->start + r->len;
+    if (lo >= hi) continue;
+    unsigned char *d = (unsigned char *)(dst + (lo - src));
+    if (r->snapshot) memcpy(d, r->snapshot + (lo - r->start), hi - lo); /* stale_after_write */
+    if (r->tmpfs && (g.prof.tmpfs_serves_zeros || g.faults.tmpfs_zeros)) memset(d, 0, hi - lo);
+    if ((r->memfd && g.faults.memfd_wrong_bytes) || (r->private_file && g.faults.private_wrong_bytes)) d[(hi - lo) / 2] ^= 0xFF;
   }
   if (g.faults.wrong_bytes) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;

@@ -68,6 +68,23 @@ typedef struct {
   double slow_factor;   /* F > 1: a copy from a registered range takes F times a plain memcpy */
   int nodevice;
   int init_fails;
+  /* Faults that each break one promise a hazard check holds, and nothing else (README.md: one per check). */
+  int stuck_registration;         /* K: the K-th registration since init is never released */
+  int accept_prot_none;           /* a PROT_NONE range registers (and releases) */
+  int readonly_flags0;            /* CUDA: a read-only mapping registers without READ_ONLY; its first release fails */
+  int tmpfs_zeros;                /* copies from a registered tmpfs file bring zeros */
+  int memfd_wrong_bytes;          /* copies from a registered memfd flip one byte */
+  int private_wrong_bytes;        /* copies from a registered MAP_PRIVATE file flip one byte */
+  int accept_same_range;          /* the same range (pointer and size) registers twice; each releases */
+  int accept_overlap;             /* a range overlapping a registration (not the same range) registers; releases */
+  int duplicate_spoils_release;   /* a refused registration of the same range makes its next release fail once */
+  int idle_release_fails;         /* the first release of a registration nothing used fails once */
+  int unknown_unregister_invalid; /* unregister of a pointer never registered: INVALID_VALUE instead of 713 */
+  int interior_unregister_succeeds; /* unregister of a pointer inside a registration says 0; it stays */
+  int stale_after_write;          /* copies from a registration serve the bytes it had when registered */
+  size_t register_max;            /* > 0: a registration of more bytes is refused (OUT_OF_MEMORY) */
+  int unmapped_unregister_fails;  /* unregister of a registration whose range is no longer mapped fails */
+  int reset_keeps_registrations;  /* an explicit context / device reset keeps the registrations */
 } faults_t;
 
 #define DBL_MAX_DEVICES 16
@@ -98,6 +115,15 @@ typedef struct {
   char file[256];
   unsigned long long file_off;
   int one_mapping;    /* the page range lies in a single mapping */
+  int memfd;          /* backed (at least partly) by a memfd */
+  int private_file;   /* backed (at least partly) by a MAP_PRIVATE mapping of a regular file */
+  /* Fault bookkeeping (faults_t): */
+  int never_release;  /* stuck_registration: every unregister fails */
+  int fail_once;      /* readonly_flags0, duplicate_spoils_release: the next unregister fails, once */
+  int used;           /* idle_release_fails: copied from, or touched by another register/unregister call */
+  int idle_failed;    /* idle_release_fails: its one failure happened */
+  int after_reset;    /* idle_release_fails: made after an explicit reset of its device */
+  unsigned char *snapshot; /* stale_after_write: its bytes when registered (malloc'd) */
 } reg_t;
 
 typedef struct {
@@ -127,6 +153,10 @@ typedef struct {
   alloc_t *hallocs;                  /* page-locked host memory: anonymous mmap */
   size_t nhallocs, caphallocs;
   size_t dalloc_total;
+  int registered_since_init;         /* successful registrations since the last init (stuck_registration) */
+  int reset_seen[DBL_MAX_DEVICES];   /* an explicit reset of the device happened since the last init */
+  uintptr_t *dropped;                /* start pointers of registrations a context or device reset dropped */
+  size_t ndropped, capdropped;
 } state_t;
 
 DBL_HIDDEN extern state_t g;
@@ -154,8 +184,11 @@ DBL_HIDDEN void dbl_reset_calls(void);
 DBL_HIDDEN int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out));
 /* Forget everything (test export double_reset). */
 DBL_HIDDEN void dbl_reset_all(void);
-/* Drop the registrations and allocations of one device (context reset / device reset). */
+/* Drop the registrations and allocations of one device (the last release of its context). */
 DBL_HIDDEN void dbl_drop_device(int device);
+/* An explicit reset of one device (cuDevicePrimaryCtxReset_v2, hipDeviceReset): dbl_drop_device, save for the
+ * registrations under the fault reset_keeps_registrations. */
+DBL_HIDDEN void dbl_reset_device(int device);
 DBL_HIDDEN int dbl_live_registrations(void);
 DBL_HIDDEN int dbl_env_long(const char *name, long dflt, long *out);
 

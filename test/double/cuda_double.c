@@ -232,7 +232,7 @@ DBL_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   DBL_ENTER();
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
-  dbl_drop_device(dev); /* facts: a later unregister returns 713 */
+  dbl_reset_device(dev); /* facts: a later unregister returns 713 */
   return CUDA_SUCCESS;
 }
 

@@ -307,7 +307,7 @@ DBL_API hipError_t hipDeviceReset(void) {
   DBL_ENTER();
   int r = ensure_init();
   if (r != DR_OK) return code(r);
-  dbl_drop_device(g.current_device); /* allocations and registrations of the current device */
+  dbl_reset_device(g.current_device); /* allocations and registrations of the current device */
   return hipSuccess;
 }
 

@@ -12,6 +12,8 @@ export interface Faults {
   stale?: boolean;
   /** Each registered range's unregister fails its first n calls. */
   unregisterFails?: number;
+  /** By start address: that range's unregister fails its first n calls (over `unregisterFails`); Infinity: never released. */
+  unregisterFailsFor?: Map<bigint, number>;
   /** freeHost fails its first n calls (each buffer). */
   freeFails?: number;
   /** Throw this error from the given op, on its n-th call (1-based, default 1). */
@@ -24,6 +26,22 @@ export interface Faults {
   stagedUploadMs?: number | number[];
   /** The clock returns this instead of its time (NaN: no valid duration). */
   clockValue?: number;
+  /**
+   * The duration the clock shows for every upload of that kind: its first reading after the upload is the time
+   * before it plus this (0, negative, NaN, Infinity), whatever the upload cost; later readings go on from the time.
+   */
+  uploadDurationMs?: { registered?: number | number[]; staged?: number | number[] };
+  /** Milliseconds one host copy into a page-locked buffer (its `bytes.set`, the staged copy's memcpy) adds to the clock. */
+  stagingCopyMs?: number;
+}
+
+/** The bytes of a page-locked buffer of MemoryOps: a copy into them (`set`) is seen, and may cost time. */
+class PinnedBytes extends Uint8Array {
+  onSet: ((source: ArrayLike<number>) => void) | undefined;
+  override set(array: ArrayLike<number>, offset?: number): void {
+    this.onSet?.(array);
+    super.set(array, offset);
+  }
 }
 
 let nextAddress = 0x7f00_0000_0000n;
@@ -55,8 +73,11 @@ interface Live {
 
 export class MemoryOps implements Ops {
   readonly calls: Record<OpName, number> = { register: 0, unregister: 0, allocHost: 0, freeHost: 0, roundTrip: 0, upload: 0 };
-  /** Every call in order, with the range it touched. */
-  readonly trace: { op: OpName; address?: bigint; length?: number }[] = [];
+  /**
+   * Every call in order, with the range it touched; `hostCopy` is a copy into a page-locked buffer (its address),
+   * with `source`, the view copied from.
+   */
+  readonly trace: { op: OpName | 'hostCopy'; address?: bigint; length?: number; source?: ArrayLike<number> }[] = [];
   readonly live: Live[] = [];
   readonly allocated = new Set<Host>();
   readonly device: Uint8Array;
@@ -72,8 +93,17 @@ export class MemoryOps implements Ops {
     this.device = new Uint8Array(deviceBytes);
   }
 
+  #shown: number | undefined;
+
   /** The clock the probe is given (ms). */
-  readonly now = (): number => this.faults.clockValue ?? this.#time;
+  readonly now = (): number => {
+    if (this.#shown !== undefined) {
+      const shown = this.#shown;
+      this.#shown = undefined;
+      return shown;
+    }
+    return this.faults.clockValue ?? this.#time;
+  };
 
   get uploads(): { registered: number; staged: number } {
     return { ...this.#uploads };
@@ -100,7 +130,7 @@ export class MemoryOps implements Ops {
     const i = this.live.findIndex((l) => l.host.address === host.address);
     if (i < 0) throw new Error('713 not registered');
     const l = this.live[i]!;
-    if (l.failures < (this.faults.unregisterFails ?? 0)) {
+    if (l.failures < (this.faults.unregisterFailsFor?.get(l.host.address) ?? this.faults.unregisterFails ?? 0)) {
       l.failures += 1;
       throw new Error(`unregister failed (injected, ${l.failures})`);
     }
@@ -109,7 +139,12 @@ export class MemoryOps implements Ops {
 
   allocHost(bytes: number): Host {
     this.#enter('allocHost');
-    const host = memHost(new Uint8Array(bytes));
+    const view = new PinnedBytes(bytes);
+    const host = memHost(view);
+    view.onSet = (source) => {
+      this.trace.push({ op: 'hostCopy', address: host.address, length: source.length, source });
+      this.#time += this.faults.stagingCopyMs ?? 0;
+    };
     this.allocated.add(host);
     return host;
   }
@@ -149,6 +184,9 @@ export class MemoryOps implements Ops {
     const reg = this.#registered(host) !== undefined;
     const n = reg ? this.#uploads.registered++ : this.#uploads.staged++;
     const cost = reg ? (this.faults.registeredUploadMs ?? 2) : (this.faults.stagedUploadMs ?? 10);
+    const before = this.#time;
     this.#time += Array.isArray(cost) ? (cost[n] ?? cost[cost.length - 1]!) : cost;
+    const shown = reg ? this.faults.uploadDurationMs?.registered : this.faults.uploadDurationMs?.staged;
+    if (shown !== undefined) this.#shown = before + (Array.isArray(shown) ? (shown[n] ?? shown[shown.length - 1]!) : shown);
   }
 }
