@@ -127,7 +127,7 @@ function checkOutcome(tc: TestCase, c: CheckResult, note: GateNote | undefined, 
   const body = outcome(c).join('\n');
   const judged = note?.kind ? `gate: ${note.kind}${note.note ? ` (${note.note})` : ''}` : undefined;
   if (c.status === 'error') {
-    tc.error(xmlSafe(`the host failed the check, not the driver: ${headline(c)}`), 'host', cdataSafe(body));
+    tc.error(xmlSafe(headline(c)), 'host', cdataSafe(body));
     return;
   }
   if (note?.kind === 'unexpected-pass') {
