@@ -5,25 +5,24 @@
 // phases and peak memory of a whole conformance run. docs/bench.md explains every figure and its target.
 // Timings are reported, never judged: the exit status says only whether the bench could measure.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { fsyncSync, mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { fsyncSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { hostname, release, tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { basename, join } from 'node:path';
 import koffi from 'koffi';
 import { Bench, type Fn, type FnOptions } from 'tinybench';
 import { INTEGRATED } from '../bindings/cuda.js';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
 import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap } from '../bindings/libc.js';
-import { makeScratchRegion, scratchDirProblem } from '../bindings/scratch.js';
+import { makeScratchRegion } from '../bindings/scratch.js';
 import { type Host, errorText, hostSlice, registrations, trackedOps, windowSize } from '../src/index.js';
 import { writeAtomically } from '../cli/outputs.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
 import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
+import { type Options, USAGE, UsageError, parseOptions } from './options.js';
+import { pkg, root } from './package.js';
+import { GiB, MiB } from './units.js';
 
-const MiB = 1024 * 1024;
-const GiB = 1024 * MiB;
 /** Targets (docs/bench.md). Reported next to the figures, never enforced. */
 const TARGETS = {
   /** bench figure / native figure, for the registered and the staged copy. */
@@ -33,93 +32,6 @@ const TARGETS = {
   /** No GPU: the conformance run's wall time against `node -e 0`'s. */
   noGpuRunOverNodeStart: 30,
 } as const;
-
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, 'package.json'))) return dir;
-    const up = dirname(dir);
-    if (up === dir) throw new Error('bench: no package.json above the bench');
-    dir = up;
-  }
-}
-const root = packageRoot();
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; dependencies?: Record<string, string> };
-
-// ---- options ----
-
-interface Options {
-  runs: number;
-  sizeMiB: number;
-  scratchDir: string;
-  json?: string;
-  devices: string[];
-  nativeBin?: string;
-  dropCaches: boolean;
-}
-
-const USAGE = `usage: npm run bench -- [options]      (node dist/bench/bench.js [options])
-
-  --runs N            timed runs of each copy and registration: best and median of N (default 7)
-  --size MIB          MiB of the file-backed region (default 256); the probe's window is half of it
-  --scratch-dir DIR   folder for the scratch file (default: the package's scratch/)
-  --device ID         only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run
-  --json FILE         write the results as JSON
-  --native-bin PATH   a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found
-  --no-drop-caches    as root, do not also write 1 to /proc/sys/vm/drop_caches for the cold page cache
-  --help              this text
-
-Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY (the driver to load, as for the command); CC.
-Exit status: 0 measured (whatever the figures); 1 some figure could not be measured (see "errors"); 2 bad usage.`;
-
-class UsageError extends Error {}
-
-function parseOptions(argv: string[]): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        runs: { type: 'string' },
-        size: { type: 'string' },
-        'scratch-dir': { type: 'string' },
-        device: { type: 'string', multiple: true },
-        json: { type: 'string' },
-        'native-bin': { type: 'string' },
-        'no-drop-caches': { type: 'boolean' },
-        help: { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const v = parsed.values;
-  if (v.help) return 'help';
-  const whole = (name: string, text: string | undefined, dflt: number): number => {
-    if (text === undefined) return dflt;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number of at least 1, not ${text}`);
-    return n;
-  };
-  const runs = whole('runs', v.runs, 7);
-  const sizeMiB = whole('size', v.size, 256);
-  if (sizeMiB * MiB > 2 ** 31) throw new UsageError(`--size ${sizeMiB}: at most 2048 MiB`);
-  const scratchDir = v['scratch-dir'] ? resolve(v['scratch-dir']) : join(root, 'scratch');
-  if (!v['scratch-dir']) mkdirSync(scratchDir, { recursive: true });
-  const problem = scratchDirProblem(scratchDir, sizeMiB * MiB);
-  if (problem) throw new UsageError(problem);
-  return {
-    runs,
-    sizeMiB,
-    scratchDir,
-    devices: v.device ?? [],
-    dropCaches: !v['no-drop-caches'],
-    ...(v.json ? { json: resolve(v.json) } : {}),
-    ...(v['native-bin'] ? { nativeBin: resolve(v['native-bin']) } : {}),
-  };
-}
 
 // ---- timing ----
 
