@@ -79,6 +79,7 @@ interface Libc {
   getppid(): number;
   posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
   mincore(addr: bigint, length: number, vec: Uint8Array): number;
+  memcpy(dst: bigint, src: bigint, n: number): bigint;
 }
 
 let loaded: Libc | undefined;
@@ -112,6 +113,7 @@ function load(): Libc {
     getppid: lib.func('int getppid(void)'),
     posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
     mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
+    memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
   };
 }
 
@@ -265,6 +267,17 @@ export function mincore(m: Mapping): Uint8Array {
   const vec = new Uint8Array(Math.ceil(m.length / pageSize()));
   check('mincore', libc().mincore(m.address, m.length, vec));
   return vec;
+}
+
+/**
+ * memcpy(3) of the first `bytes` of `from` into `to`, by address: libc's own copy, for the bench's Node.js
+ * twin of the native reference, which compares it with Uint8Array.set. Both must hold `bytes`.
+ */
+export function memcpy(to: Host, from: Host, bytes = from.bytes.length): void {
+  if (size('memcpy bytes', bytes) > to.bytes.length || bytes > from.bytes.length) {
+    throw new RangeError(`memcpy: ${bytes} bytes, from ${from.bytes.length} into ${to.bytes.length}`);
+  }
+  libc().memcpy(to.address, from.address, bytes);
 }
 
 let page: number | undefined;

@@ -23,6 +23,7 @@ import {
   fsName,
   ftruncate,
   mappingCount,
+  memcpy,
   memfdCreate,
   mincore,
   mmap,
@@ -348,6 +349,25 @@ describe('page cache: mincore, posix_fadvise', () => {
     withFd(path, O_RDONLY, (fd) => posixFadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
     expect(() => posixFadvise(-1, 0, 0, POSIX_FADV_DONTNEED)).toThrow(expect.objectContaining({ name: 'LibcError', call: 'posix_fadvise', code: 'EBADF' }));
     expect(() => posixFadvise(0, -1, 0, POSIX_FADV_DONTNEED)).toThrow(RangeError);
+  });
+});
+
+describe('memcpy', () => {
+  it('copies between two mappings by address, and refuses more bytes than either holds', () => {
+    const from = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const to = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    try {
+      from.bytes.set(randomBytes(from.length));
+      memcpy(to, from, pageSize() + 3);
+      expect(Buffer.compare(to.bytes.subarray(0, pageSize() + 3), from.bytes.subarray(0, pageSize() + 3))).toBe(0);
+      expect(to.bytes[pageSize() + 3]).toBe(0);
+      memcpy(to, from);
+      expect(Buffer.compare(to.bytes, from.bytes)).toBe(0);
+      expect(() => memcpy(to, hostSlice(from, 0, pageSize()), pageSize() + 1)).toThrow(RangeError);
+    } finally {
+      munmap(from);
+      munmap(to);
+    }
   });
 });
 
