@@ -59,7 +59,7 @@ export interface FleetTruth {
   notUpgraded: string[];
 }
 
-const TEMPLATE_NAME = 'h200x2-cuda13.0-580.159.04-results-v2.json';
+const TEMPLATE_NAME = 'h200x2-cuda13.0-580.159.04.json';
 
 /** The real results file the hosts are made from (docs/results/, beside dist/ or this source). */
 function template(): RunResult {

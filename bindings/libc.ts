@@ -77,6 +77,9 @@ interface Libc {
   flock(fd: number, operation: number): number;
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   getppid(): number;
+  posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
+  mincore(addr: bigint, length: number, vec: Uint8Array): number;
+  memcpy(dst: bigint, src: bigint, n: number): bigint;
 }
 
 let loaded: Libc | undefined;
@@ -108,6 +111,9 @@ function load(): Libc {
     // variadic in glibc; the kernel reads five register-sized arguments, which is what this declares
     prctl: lib.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)'),
     getppid: lib.func('int getppid(void)'),
+    posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
+    mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
+    memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
   };
 }
 
@@ -204,6 +210,18 @@ export function memfdCreate(name: string, flags = MFD_CLOEXEC): number {
   return check('memfd_create', libc().memfd_create(name, flags), name);
 }
 
+/** posix_fadvise(2) advice: the pages of the range are not needed (clean ones leave the page cache). */
+export const POSIX_FADV_DONTNEED = 4;
+
+/**
+ * posix_fadvise(2) on a range of an open file (len 0: to the end). It returns its error number instead of
+ * setting errno: a LibcError carries that number.
+ */
+export function posixFadvise(fd: number, offset: number, len: number, advice: number): void {
+  const r = libc().posix_fadvise(fd, size('posix_fadvise offset', offset), size('posix_fadvise len', len), advice);
+  if (r !== 0) throw new LibcError('posix_fadvise', r);
+}
+
 // ---- mappings ----
 
 /** A mapping made by mmap. `bytes` is a zero-copy view of it; `length` is what munmap releases. */
@@ -239,6 +257,27 @@ export function munmap(m: Mapping): void {
 /** mprotect(2) of a page-aligned range (EINVAL otherwise). */
 export function mprotect(m: Host, prot: number): void {
   check('mprotect', libc().mprotect(m.address, m.bytes.length, prot));
+}
+
+/**
+ * mincore(2): one byte per page of the mapping (of pageSize()), whose lowest bit says whether that page is in
+ * the page cache (resident) now.
+ */
+export function mincore(m: Mapping): Uint8Array {
+  const vec = new Uint8Array(Math.ceil(m.length / pageSize()));
+  check('mincore', libc().mincore(m.address, m.length, vec));
+  return vec;
+}
+
+/**
+ * memcpy(3) of the first `bytes` of `from` into `to`, by address: libc's own copy, for the bench's Node.js
+ * twin of the native reference, which compares it with Uint8Array.set. Both must hold `bytes`.
+ */
+export function memcpy(to: Host, from: Host, bytes = from.bytes.length): void {
+  if (size('memcpy bytes', bytes) > to.bytes.length || bytes > from.bytes.length) {
+    throw new RangeError(`memcpy: ${bytes} bytes, from ${from.bytes.length} into ${to.bytes.length}`);
+  }
+  libc().memcpy(to.address, from.address, bytes);
 }
 
 let page: number | undefined;

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, cleanEnv } from './support/command.js';
 import { TreeSampler } from '../bench/proc.js';
+import { MEASUREMENTS } from '../bench/measurements/index.js';
+import { renderText } from '../bench/render/text.js';
 import { buildDoubles } from './double/build.js';
 
 const root = ROOT;
@@ -138,6 +140,15 @@ describe('bench against the driver double', () => {
     }
     expect(r.stdout).toMatch(/^cuda:0 {2}Double CUDA Device/m);
     expect(readdirSync(scratch)).toEqual([]);
+
+    // each measurement (bench/measurements/) filled the field its key names, on both devices
+    const keys = MEASUREMENTS.map((m) => m.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const d of res.devices) {
+      for (const key of keys) expect(key.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], d as unknown), `${d.id} ${key}`).toBeDefined();
+    }
+    // the text is made from the result alone: the JSON renders to the same lines
+    expect(r.stdout).toBe(`${renderText(res).join('\n')}\n`);
   });
 
   it('says so when there is no C compiler, and then takes --native-bin', { timeout: 300_000 }, () => {

@@ -17,7 +17,7 @@ const root = resolve(import.meta.dirname, '..');
 const CHROMIUM = '/usr/bin/chromium';
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-html-'));
 
-const h200 = JSON.parse(readFileSync(join(root, 'docs', 'results', 'h200-cuda13.0-580.159.04-results.json'), 'utf8')) as RunResult;
+const h200 = JSON.parse(readFileSync(join(root, 'test', 'fixtures', 'h200.json'), 'utf8')) as RunResult;
 const FIXTURES = ['cuda.json', 'rocm724.json', 'rocm-fixed.json', 'cuda-wrong-bytes.json'];
 const fixtures = FIXTURES.map((f) => join(root, 'test', 'fixtures', f))
   .filter((f) => existsSync(f))

@@ -10,6 +10,7 @@ import {
   MAP_PRIVATE,
   MAP_SHARED,
   MFD_CLOEXEC,
+  POSIX_FADV_DONTNEED,
   O_CLOEXEC,
   O_CREAT,
   O_RDONLY,
@@ -22,13 +23,16 @@ import {
   fsName,
   ftruncate,
   mappingCount,
+  memcpy,
   memfdCreate,
+  mincore,
   mmap,
   mprotect,
   munmap,
   openFdCount,
   openFile,
   pageSize,
+  posixFadvise,
   pread,
   preadFully,
   pwrite,
@@ -306,6 +310,64 @@ describe('statfs', () => {
     expect(e.call).toBe('statfs');
     expect(e.code).toBe('ENOENT');
     expect(e.message).toContain(join(dir, 'missing'));
+  });
+});
+
+describe('page cache: mincore, posix_fadvise', () => {
+  it('mincore: a byte per page, set once an anonymous page is touched', () => {
+    const m = mmap(4 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    try {
+      expect(Array.from(mincore(m), (b) => b & 1)).toEqual([0, 0, 0, 0]);
+      m.bytes[pageSize()] = 1;
+      expect(Array.from(mincore(m), (b) => b & 1)).toEqual([0, 1, 0, 0]);
+    } finally {
+      munmap(m);
+    }
+  });
+
+  it('mincore of a file just written: its pages are in the page cache, mapped or not', () => {
+    const path = tempFile(randomBytes(3 * pageSize()));
+    withFd(path, O_RDONLY, (fd) => {
+      const m = mmap(3 * pageSize(), PROT_READ, MAP_SHARED, fd, 0);
+      try {
+        expect(mincore(m)).toHaveLength(3);
+        expect(Array.from(mincore(m), (b) => b & 1)).toEqual([1, 1, 1]);
+      } finally {
+        munmap(m);
+      }
+    });
+  });
+
+  it('mincore of a range no longer mapped: ENOMEM', () => {
+    const m = mmap(pageSize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(m);
+    expect(() => mincore(m)).toThrow(expect.objectContaining({ call: 'mincore', code: 'ENOMEM' }));
+  });
+
+  it('posix_fadvise(DONTNEED) of a file; its error number (not errno) for a bad fd', () => {
+    const path = tempFile(randomBytes(2 * pageSize()));
+    withFd(path, O_RDONLY, (fd) => posixFadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+    expect(() => posixFadvise(-1, 0, 0, POSIX_FADV_DONTNEED)).toThrow(expect.objectContaining({ name: 'LibcError', call: 'posix_fadvise', code: 'EBADF' }));
+    expect(() => posixFadvise(0, -1, 0, POSIX_FADV_DONTNEED)).toThrow(RangeError);
+  });
+});
+
+describe('memcpy', () => {
+  it('copies between two mappings by address, and refuses more bytes than either holds', () => {
+    const from = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const to = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    try {
+      from.bytes.set(randomBytes(from.length));
+      memcpy(to, from, pageSize() + 3);
+      expect(Buffer.compare(to.bytes.subarray(0, pageSize() + 3), from.bytes.subarray(0, pageSize() + 3))).toBe(0);
+      expect(to.bytes[pageSize() + 3]).toBe(0);
+      memcpy(to, from);
+      expect(Buffer.compare(to.bytes, from.bytes)).toBe(0);
+      expect(() => memcpy(to, hostSlice(from, 0, pageSize()), pageSize() + 1)).toThrow(RangeError);
+    } finally {
+      munmap(from);
+      munmap(to);
+    }
   });
 });
 

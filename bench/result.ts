@@ -1,0 +1,118 @@
+// The bench's JSON (`--json`; docs/bench.md, "The JSON"), as types: what the measurements fill and what the
+// renderers read.
+import type { Link } from '../suites/checks/timing.js';
+import type { ProcessPeak, TreePeak } from './proc.js';
+import type { Copy, Stat } from './timing.js';
+
+export interface RegistrationCost {
+  /** ms per GiB, best and median of N. */
+  registerMsPerGiB: { best: number; median: number };
+  unregisterMsPerGiB: { best: number; median: number };
+  totalMsPerGiB: { best: number; median: number };
+  register: Stat;
+  unregister: Stat;
+}
+
+export interface DeviceBench {
+  id: string;
+  name: string;
+  api: 'CUDA' | 'HIP';
+  pciBusId: string | null;
+  driver: { name: string; version: string };
+  region: { bytes: number; fsType: string; dir: string };
+  registerFlags?: number;
+  copies: { registered?: Copy; staged?: Copy; pageLocked?: Copy; pageable?: Copy; stagedHalf?: Copy };
+  link: (Link & { registeredShare?: number }) | { error: string };
+  registration: {
+    warm?: RegistrationCost;
+    cold?: RegistrationCost & { eviction: { methods: string[]; failures: string[]; residentAfterMax?: number } };
+  };
+  driverCall?: { call: string; meanUs: number; medianUs: number; bestUs: number; callsPerSample: number; samples: number };
+  native: NativeResult;
+  errors: string[];
+}
+
+export interface NativeResult {
+  status: 'ran' | 'no-compiler' | 'build-failed' | 'failed' | 'not-run';
+  message?: string;
+  binary?: { path: string; how: string };
+  registeredGBps?: number;
+  stagedGBps?: number;
+  /** bench best / native best (target >= 0.98). */
+  registeredRatio?: number;
+  stagedRatio?: number;
+  raw?: NativeJson;
+}
+
+/** What `staged --json` prints (bench/native/staged.c). */
+export interface NativeJson {
+  api: string;
+  device: number;
+  bytes: number;
+  runs: number;
+  flags: number;
+  results: Record<string, { label: string; bestS: number; medianS: number; gbps: number; medianGBps: number }>;
+}
+
+export interface ConformanceDevice {
+  id: string;
+  verdict?: string;
+  /** Sum of every check's durationMs. */
+  checksMs: number;
+  staticMs?: number;
+  /** probe.verdict's data.phasesMs: making the scratch file, and the self-test. */
+  scratchFileMs?: number;
+  probeMs?: number;
+  /** Of probeMs: the register calls of the two windows. */
+  registrationMs?: number;
+  /** The registered and staged GB/s the suite reported (the probe's window, best of --runs). */
+  registeredGBps?: number;
+  stagedGBps?: number;
+  /** registeredGBps / the native reference's registered GB/s of the same device, in this bench run. */
+  nativeRatio?: number;
+  probeCheckMs?: number;
+  hazardsMs: number;
+  hazardChecks: number;
+  timingMs: { margin?: number; link?: number; total: number };
+  processes?: number;
+}
+
+export interface Conformance {
+  command: string[];
+  exitCode: number | null;
+  signal?: string;
+  /** From the spawn to the exit: Node's start included. */
+  wallMs: number;
+  phasesMs?: { discovery: number; checks: number; reports: number };
+  /** wallMs less the three phases: Node's start, loading the command, writing the reports. */
+  outsidePhasesMs?: number;
+  devices: ConformanceDevice[];
+  memory: {
+    intervalMs: number;
+    walks: number;
+    /** The whole run at its fullest walk (sum of PSS), against the target. */
+    run?: TreePeak & { targetMiB: number; withinTarget: boolean };
+    command?: ProcessPeak;
+    runners: (ProcessPeak & { targetMiB: number; withinTarget: boolean })[];
+    others: ProcessPeak[];
+  };
+  error?: string;
+  outputTail?: string;
+}
+
+export interface BenchResult {
+  schemaVersion: 1;
+  tool: { name: string; version: string; tinybench?: string };
+  host: { hostname: string; kernel: string; platform: string; node: string; root: boolean };
+  startedAt: string;
+  finishedAt: string;
+  options: { runs: number; sizeMiB: number; scratchDir: string; devices: string[]; dropCaches: boolean };
+  targets: { nativeRatio: number; peakMiB: number; noGpuRunOverNodeStart: number };
+  gpu: { found: boolean; message?: string; backends: { backend: string; library: string | null; devices: number; note?: string }[] };
+  devices: DeviceBench[];
+  conformance: Conformance;
+  nodeStart: Stat;
+  /** conformance.wallMs / nodeStart.medianMs. */
+  runOverNodeStart: number;
+  errors: string[];
+}
