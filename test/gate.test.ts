@@ -179,8 +179,9 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
     const figures = gate.notes.find((n) => n.check === 'bandwidth' && n.device === 'cuda:0')!.figures!;
     expect(figures.old).toBeGreaterThan(1.8);
     expect(figures.new).toBeLessThan(1.55);
-    expect(figures.drop).toBeGreaterThan(0.2);
-    expect(reason.text).toMatch(/^cuda:0 \(was cuda:1\) Double CUDA Device \(0000:00:01\.0\): registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-2\d\.\d%\): a drop of 2\d\.\d%, more than the 10\.0% allowed; re-run: 1\.\d\d GB\/s: staged /);
+    // paced at 2 and 1.5 GB/s: a drop of 25%, which load on this machine can only shrink a little (never to the 10% allowed)
+    expect(figures.drop).toBeGreaterThan(0.15);
+    expect(reason.text).toMatch(/^cuda:0 \(was cuda:1\) Double CUDA Device \(0000:00:01\.0\): registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-\d\d\.\d%\): a drop of \d\d\.\d%, more than the 10\.0% allowed; re-run: 1\.\d\d GB\/s: staged /);
     // the other GPU: same bus id, now cuda:1, unchanged
     expect(gate.notes.filter((n) => n.device === 'cuda:1' && n.kind !== 'fix' && n.kind !== 'changed')).toEqual([]);
     expect(r.last).toBe(`FAIL: ${reason.text}`);
@@ -192,7 +193,7 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
     const after = save(r, 'after-two.json');
     const text = spawnSync(process.execPath, [MAIN, 'compare', baseline, after], { env: cleanEnv(), encoding: 'utf8' });
     expect(text.status).toBe(1);
-    expect(text.stdout).toMatch(/^\s+REGRESSION\s+bandwidth\s+1\.\d\d GB\/s -> 1\.\d\d GB\/s\s+a drop of 2\d\.\d%/m);
+    expect(text.stdout).toMatch(/^\s+REGRESSION\s+bandwidth\s+1\.\d\d GB\/s -> 1\.\d\d GB\/s\s+a drop of \d\d\.\d%/m);
     const json = spawnSync(process.execPath, [MAIN, 'compare', '--json', baseline, after], { env: cleanEnv(), encoding: 'utf8' });
     expect(json.status).toBe(1);
     const regressions = (JSON.parse(json.stdout) as { regressions: Record<string, unknown>[] }).regressions;
@@ -314,7 +315,8 @@ describe('scripts/h200/gate.sh, the gate on a real GPU, tried here on the double
     const rows = new Map(readFileSync(join(out, 'gate.txt'), 'utf8').trim().split('\n').slice(1, -1).map((l) => [l.split(/\s+/)[0]!, l.split(/\s+/)] as const));
     expect([...rows.keys()]).toEqual(['baseline', 're-run-1', 're-run-2', 're-run-3', 're-run-4', 're-run-5', 'shim-unchanged', 'shim-cuinit-999', 'shim-cuinit-999-alone', 'shim-registered-20pct']);
     for (const [name, cells] of rows) expect(cells[2], name).toBe(cells[1]);
-    expect(rows.get('shim-registered-20pct')!.join(' ')).toMatch(/registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-(19|2\d)\.\d%\)/);
+    // a 20% throttle: what decides is the exit status above (1: more than the 10% allowed); load here shifts the figure a little
+    expect(rows.get('shim-registered-20pct')!.join(' ')).toMatch(/registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-\d\d\.\d%\): a drop of \d\d\.\d%, more than the 10\.0% allowed/);
     expect(rows.get('shim-cuinit-999')!.join(' ')).toMatch(/FAIL: CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN/);
     expect(readFileSync(join(out, 'gate.txt'), 'utf8')).toMatch(/^0 scenario\(s\) with an unexpected exit status$/m);
   }, 120_000);
