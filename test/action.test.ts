@@ -284,7 +284,8 @@ let first: Promise<{ workspace: string; r: ActionRun }> | undefined;
 const firstUse = (): Promise<{ workspace: string; r: ActionRun }> =>
   (first ??= (async () => {
     const workspace = newWorkspace();
-    return { workspace, r: await runAction({ actionPath, workspace, with: { size: '8' } }) };
+    // NODE_ENV=production (some runners set it) must not leave out the build's TypeScript
+    return { workspace, r: await runAction({ actionPath, workspace, with: { size: '8' }, env: { NODE_ENV: 'production' } }) };
   })());
 
 describe('the action on a runner with no GPU, then with the driver double', () => {
