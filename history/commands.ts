@@ -1,12 +1,53 @@
-// The `history` commands (cli/main.ts loads this module, and DuckDB with it, only when one of them runs).
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+// The `history` commands (cli/main.ts loads this module only when one of them runs; it loads the store, and
+// DuckDB with it, when the command starts). DuckDB (@duckdb/node-api, ~70 MB of native library) is an optional
+// peer dependency: the gate never needs it, so a plain install (npx, npm install -g, the container image) has
+// none, and a history command then says in one line how to add it (exit 2).
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { InputError } from '../results/read.js';
 import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './compare.js';
 import { historyReport } from './report.js';
-import { addFiles, openStore, resultFiles, storeCounts } from './store.js';
+
+/** The store's engine, an optional peer dependency. */
+export const ENGINE = '@duckdb/node-api';
+
+/** The engine's version this package pins (its own package.json's peerDependencies), or undefined. */
+export function pinnedEngineVersion(): string | undefined {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; peerDependencies?: Record<string, string> };
+      if (pkg.name === 'mapped-reg-conformance') return pkg.peerDependencies?.[ENGINE];
+    } catch {
+      // no package.json here: the folder above
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** Whether an import failed because the engine (or its native binding, a package of its own) is not installed. */
+export function isEngineMissing(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /@duckdb\//.test(String((e as Error).message));
+}
+
+/** The one line a history command says when the engine is missing (exit 2). */
+export function engineMissingMessage(): string {
+  const version = pinnedEngineVersion();
+  return `history needs the DuckDB engine (${ENGINE}), an optional dependency that this install does not have: npm install ${ENGINE}${version ? `@${version}` : ''} where mapped-reg-conformance is installed (npm install -g for a global install)`;
+}
+
+/** The store's module, loaded (and DuckDB with it) when a history command starts; bad input when DuckDB is missing. */
+async function storeModule(): Promise<typeof import('./store.js')> {
+  try {
+    return await import('./store.js');
+  } catch (e) {
+    if (isEngineMissing(e)) throw new InputError(engineMissingMessage());
+    throw e;
+  }
+}
 
 type Out = (text: string) => void;
 
@@ -17,6 +58,7 @@ const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n =
 
 /** `history add`: returns the exit status (2 when a file was refused; the good ones are added all the same). */
 export async function historyAdd(a: { db: string; paths: string[] }, out: Out, err: Out): Promise<number> {
+  const { addFiles, openStore, resultFiles, storeCounts } = await storeModule();
   const files = resultFiles(a.paths);
   const t0 = performance.now();
   const store = await openStore(a.db, 'write');
@@ -75,6 +117,7 @@ export interface CompareArgs {
 export async function historyCompare(a: CompareArgs, out: Out): Promise<number> {
   const old = parseSelector(a.old, '--old');
   const neu = parseSelector(a.new, '--new');
+  const { openStore } = await storeModule();
   const store = await openStore(a.db, 'read');
   let h: HistoryComparison;
   try {
@@ -98,6 +141,7 @@ export interface ReportArgs {
 
 /** `history report`: writes the page; returns the bytes written. */
 export async function historyReportCommand(a: ReportArgs, write: (file: string, text: string) => void, out: Out): Promise<void> {
+  const { openStore } = await storeModule();
   const store = await openStore(a.db, 'read');
   let page: string;
   try {
