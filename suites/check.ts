@@ -132,10 +132,10 @@ function crashForTest(): never {
 }
 
 /**
- * Registers each check as a Vitest test case named by its id. `context()` is called once, lazily, by the first
- * check that runs (so a file whose checks are all skipped opens nothing).
+ * Registers each check as a Vitest test case named by its id. `context(options)` is called by each check that
+ * runs (it makes the device's context once: a file whose checks are all skipped opens nothing).
  */
-export function defineChecks(checks: readonly Check[], context: () => CheckContext): void {
+export function defineChecks(checks: readonly Check[], context: (options: SuiteOptions) => CheckContext): void {
   const options = inject('mappedReg');
   // test hook: the device's first process kills itself with SIGKILL right after this check reported, outside
   // any check, as the OOM killer may (MAPPED_REG_FORCE_KILL=[device/]check-id); never its later processes
@@ -168,7 +168,7 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
       };
       let o: Observation | string;
       try {
-        const ctx: CheckContext = { ...context(), log: (m) => lines.push(m) };
+        const ctx: CheckContext = { ...context(options), log: (m) => lines.push(m) };
         const applies = check.applies(ctx);
         if (applies !== true) o = applies;
         else {
