@@ -5,19 +5,20 @@
 // phases and peak memory of a whole conformance run. docs/bench.md explains every figure and its target.
 // Timings are reported, never judged: the exit status says only whether the bench could measure.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { fsyncSync, mkdirSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { fsyncSync, mkdtempSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { hostname, release, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import koffi from 'koffi';
 import { Bench, type Fn, type FnOptions } from 'tinybench';
+import yargs from 'yargs';
 import { INTEGRATED } from '../bindings/cuda.js';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
 import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap } from '../bindings/libc.js';
-import { makeScratchRegion, scratchDirProblem } from '../bindings/scratch.js';
+import { makeScratchRegion } from '../bindings/scratch.js';
 import { type Host, errorText, hostSlice, registrations, trackedOps, windowSize } from '../src/index.js';
+import { MEASURE_OPTIONS, UsageError, measureOptions } from '../cli/options.js';
 import { writeAtomically } from '../cli/outputs.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
 import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
@@ -58,66 +59,47 @@ interface Options {
   dropCaches: boolean;
 }
 
-const USAGE = `usage: npm run bench -- [options]      (node dist/bench/bench.js [options])
+/** The bench's own limit on the region: its copies go through one Uint8Array (at most 2 GiB). */
+const MAX_SIZE_MIB = 2048;
 
-  --runs N            timed runs of each copy and registration: best and median of N (default 7)
-  --size MIB          MiB of the file-backed region (default 256); the probe's window is half of it
-  --scratch-dir DIR   folder for the scratch file (default: the package's scratch/)
-  --device ID         only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run
-  --json FILE         write the results as JSON
-  --native-bin PATH   a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found
-  --no-drop-caches    as root, do not also write 1 to /proc/sys/vm/drop_caches for the cold page cache
-  --help              this text
-
-Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY (the driver to load, as for the command); CC.
-Exit status: 0 measured (whatever the figures); 1 some figure could not be measured (see "errors"); 2 bad usage.`;
-
-class UsageError extends Error {}
-
-function parseOptions(argv: string[]): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        runs: { type: 'string' },
-        size: { type: 'string' },
-        'scratch-dir': { type: 'string' },
-        device: { type: 'string', multiple: true },
-        json: { type: 'string' },
-        'native-bin': { type: 'string' },
-        'no-drop-caches': { type: 'boolean' },
-        help: { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const v = parsed.values;
-  if (v.help) return 'help';
-  const whole = (name: string, text: string | undefined, dflt: number): number => {
-    if (text === undefined) return dflt;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number of at least 1, not ${text}`);
-    return n;
-  };
-  const runs = whole('runs', v.runs, 7);
-  const sizeMiB = whole('size', v.size, 256);
-  if (sizeMiB * MiB > 2 ** 31) throw new UsageError(`--size ${sizeMiB}: at most 2048 MiB`);
-  const scratchDir = v['scratch-dir'] ? resolve(v['scratch-dir']) : join(root, 'scratch');
-  if (!v['scratch-dir']) mkdirSync(scratchDir, { recursive: true });
-  const problem = scratchDirProblem(scratchDir, sizeMiB * MiB);
-  if (problem) throw new UsageError(problem);
+/**
+ * The options, from the command's definitions where they are the same (cli/options.ts: --runs, --size,
+ * --scratch-dir, --device, their defaults and checks), through yargs: `--help` lists them; bad usage is a
+ * UsageError (one line, exit 2).
+ */
+async function parseOptions(argv: string[]): Promise<Options> {
+  const a = await yargs(argv)
+    .scriptName('npm run bench --')
+    .usage('$0 [options]      (node dist/bench/bench.js [options])\n\nPer CUDA/HIP device: registered, staged, page-locked and pageable copies, the link, registration per GiB, one driver call, the native reference; then a whole conformance run, its phases and peak memory (docs/bench.md).')
+    .options({
+      runs: { ...MEASURE_OPTIONS.runs, describe: 'timed runs of each copy and registration: best and median of N; also given to the conformance run' },
+      size: { ...MEASURE_OPTIONS.size, describe: `MiB of the file-backed region (at most ${MAX_SIZE_MIB}); the probe's window is half of it` },
+      'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file (default: the package's scratch/)" },
+      device: { ...MEASURE_OPTIONS.device, describe: 'only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run' },
+      json: { type: 'string', requiresArg: true, describe: 'write the results as JSON' },
+      'native-bin': { type: 'string', requiresArg: true, describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
+      'drop-caches': { type: 'boolean', default: true, describe: 'as root, also write 1 to /proc/sys/vm/drop_caches for the cold page cache (--no-drop-caches: do not)' },
+    })
+    .strict()
+    .version(false)
+    .help()
+    .epilogue(
+      'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY (the driver to load, as for the command); CC.\n' +
+        'Exit status: 0 measured (whatever the figures); 1 some figure could not be measured (see "errors"); 2 bad usage.',
+    )
+    .fail((msg, err) => {
+      throw new UsageError(msg || err?.message || 'bad usage');
+    })
+    .parseAsync();
+  const m = measureOptions({ ...(a.scratchDir !== undefined ? { scratchDir: a.scratchDir } : {}), size: a.size, device: a.device, runs: a.runs }, { maxSizeMiB: MAX_SIZE_MIB });
   return {
-    runs,
-    sizeMiB,
-    scratchDir,
-    devices: v.device ?? [],
-    dropCaches: !v['no-drop-caches'],
-    ...(v.json ? { json: resolve(v.json) } : {}),
-    ...(v['native-bin'] ? { nativeBin: resolve(v['native-bin']) } : {}),
+    runs: m.runs,
+    sizeMiB: m.sizeMiB,
+    scratchDir: m.scratchDir,
+    devices: m.devices,
+    dropCaches: a.dropCaches,
+    ...(a.json ? { json: resolve(a.json) } : {}),
+    ...(a.nativeBin ? { nativeBin: resolve(a.nativeBin) } : {}),
   };
 }
 
@@ -816,15 +798,10 @@ function render(r: BenchResult): string[] {
 async function main(argv: string[]): Promise<number> {
   let o: Options;
   try {
-    const parsed = parseOptions(argv);
-    if (parsed === 'help') {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    o = parsed;
+    o = await parseOptions(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n`);
+      process.stderr.write(`bench: ${e.message.split('\n')[0]}\n`);
       return 2;
     }
     throw e;
