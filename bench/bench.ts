@@ -21,7 +21,7 @@ import { type Host, errorText, hostSlice, registrations, trackedOps, windowSize 
 import { MEASURE_OPTIONS, UsageError, measureOptions } from '../cli/options.js';
 import { writeAtomically } from '../cli/outputs.js';
 import { type Link, readLink } from '../suites/checks/timing.js';
-import { DISCOVERING, type ProcessPeak, type TreePeak, TreeSampler } from './proc.js';
+import { type ProcessPeak, type TreePeak, TreeSampler, runnerDevices } from './proc.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -641,21 +641,17 @@ async function conformanceRun(o: Options, devices: string[]): Promise<Conformanc
       if (link !== undefined) out.timingMs.link = link;
       return out;
     });
-    // A discovering runner offered one device of its backends, the first CUDA/HIP device, else the first
-    // (cli/select.ts pickDevice), and kept it if it was a GPU or there was no GPU at all (keeps); one that kept
-    // none keeps its label.
-    const gpu = (id: string): boolean => /^(cuda|hip):/.test(id);
-    const kept = (label: string | undefined): string | undefined => {
-      if (!label?.startsWith(DISCOVERING)) return label;
-      const group = label.slice(DISCOVERING.length).split('+');
-      const mine = r.devices.filter((d) => group.includes(d.id.split(':')[0]!));
-      const offer = (mine.find((d) => gpu(d.id)) ?? mine[0])?.id;
-      return offer !== undefined && (gpu(offer) || !r.devices.some((d) => gpu(d.id))) ? offer : label;
-    };
-    for (const p of [...result.memory.runners, ...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
-      const device = kept(p.device);
-      if (device !== undefined) p.device = device;
+    // each process named by the devices it checked (a discovering runner's become known from the results); a
+    // runner of several devices is listed under each of them
+    const ids = r.devices.map((d) => d.id);
+    for (const p of [...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
+      const devices = runnerDevices(p.device, ids);
+      if (devices.length) p.device = devices.join('+');
     }
+    result.memory.runners = result.memory.runners.flatMap((p) => {
+      const devices = runnerDevices(p.device, ids);
+      return devices.length ? devices.map((device) => ({ ...p, device })) : [p];
+    });
   } catch (e) {
     result.error = `no results from the conformance run (exit ${code ?? signal}): ${(e as Error).message}`;
     result.outputTail = output.slice(-1500);
@@ -788,7 +784,9 @@ function render(r: BenchResult): string[] {
     out.push(`    the whole run at its fullest: ${f0(run.pssKiB / 1024)} MiB PSS (${each}; resident sets summed ${f0(run.rssSumKiB / 1024)}); target <= ${run.targetMiB} MiB: ${run.withinTarget ? 'within' : 'OVER'}`);
   }
   if (k.memory.command) out.push(`    command, pid ${k.memory.command.pid}: ${mib(k.memory.command)}`);
-  for (const p of k.memory.runners) out.push(`    device runner ${p.device ?? '?'}, pid ${p.pid}: ${mib(p)}; target <= ${p.targetMiB} MiB: ${p.withinTarget ? 'within' : 'OVER'}`);
+  // a runner of several devices is listed under each in the JSON, once here
+  const runners = [...new Map(k.memory.runners.map((p) => [p.pid, { ...p, device: k.memory.runners.filter((q) => q.pid === p.pid).map((q) => q.device ?? '?').join(', ') }])).values()];
+  for (const p of runners) out.push(`    device runner ${p.device}, pid ${p.pid}: ${mib(p)}; target <= ${p.targetMiB} MiB: ${p.withinTarget ? 'within' : 'OVER'}`);
   for (const p of k.memory.others) out.push(`    other, pid ${p.pid}${p.device ? ` (${p.device})` : ''}: ${mib(p)}  ${p.command.slice(0, 80)}`);
   if (k.outputTail) out.push('  its output ended with:', ...k.outputTail.split('\n').map((l) => `    ${l}`));
   if (r.errors.length) out.push('', 'errors:', ...r.errors.map((e) => `  ${e}`));

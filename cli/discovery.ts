@@ -9,7 +9,7 @@ import { removeStaleScratch } from '../bindings/scratch.js';
 import type { DiscoveryEvent } from '../reporters/events.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { SuiteBase } from './options.js';
-import { type DeviceRun, type OrchestrateOptions, interruptAll, runDevice } from './orchestrate.js';
+import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
 import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, selectionProblem, validSoFar } from './select.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
@@ -59,7 +59,7 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  * be bad is a UsageError of the caller's (selectionProblem), after stopGroups.
  */
 export async function discoverInGroups(selection: Selection, base: SuiteBase, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
-  const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, base, o));
+  const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, o));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported.
   const goEarly = (): void => {
@@ -99,27 +99,23 @@ interface Started extends Group {
   reported: Promise<void>;
 }
 
-function startGroup(backends: Backend[], selection: Selection, base: SuiteBase, o: OrchestrateOptions): Started {
+function startGroup(backends: Backend[], selection: Selection, o: OrchestrateOptions): Started {
   let arrived: () => void = () => {};
-  let tell: (go: boolean) => void = () => {};
+  let tell: (devices: SuiteOptions[]) => void = () => {};
   const g: Started = {
     backends,
     started: false,
     reported: new Promise<void>((resolve) => (arrived = resolve)),
     answer(devices) {
-      if (devices.length > 0) {
-        // a discovering process checks the device it offered (cli/select.ts keeps)
-        if (devices.length !== 1 || devices[0]!.device !== g.offer?.id) throw new Error(`a discovering process checks the device it offered (${g.offer?.id ?? 'none'}), not ${devices.map((d) => d.device).join(', ')}`);
-        g.started = true;
-      }
-      tell(devices.length > 0);
+      if (devices.length > 0) g.started = true;
+      tell(devices);
       tell = () => {}; // the first answer counts
     },
     runs: Promise.resolve([]),
     failure: Promise.resolve(undefined),
   };
-  const run = runDevice(
-    { device: '', discover: { ...selection, backends }, ...base, skip: [] },
+  const run = runDiscovering(
+    { ...selection, backends },
     {
       ...o,
       onDiscovery: (e, answer) => {
@@ -132,9 +128,9 @@ function startGroup(backends: Backend[], selection: Selection, base: SuiteBase, 
     },
   );
   void run.then(() => arrived());
-  g.runs = run.then((r) => (g.started && r.device ? [r] : []));
+  g.runs = run.then((r) => r.runs);
   g.failure = run.then((r) => {
-    if (g.event) return undefined;
+    if (r.discovery) return undefined;
     const tail = r.output.trim().split('\n').slice(-1)[0];
     return `${r.errors.join('; ')}${tail ? ` (its last output: ${tail})` : ''}`;
   });

@@ -79,7 +79,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach((l) => term.out(l));
     let runs: Awaited<NonNullable<typeof checking>['runs']> = [];
     if (checking) {
-      if (!stop.signal.aborted) term.out(`\nchecks (each device in its own process, --timeout ${o.timeoutS} s a check):`);
+      if (!stop.signal.aborted) term.out(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
       const progress = new Progress(term.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => term.out(l))), term.tty ?? false, chosen.map((d) => d.id));
       events.attach((device, e) => progress.event(device, e));
       runs = await checking.runs;

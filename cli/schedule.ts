@@ -1,14 +1,14 @@
 // Which process checks which device, and when. The GPUs their discovering processes offered are checked there
 // (their driver initialized once); the other GPUs start at once, each in a process of its own (devices run in
-// parallel); the devices that never register (OpenCL, Vulkan, the CPU) start once every GPU's probe is over, so
-// that nothing else lives beside a probe's region and page-locked window. With no GPU, the discovering process
-// that offered a device checks it at once.
+// parallel); the devices that never register (OpenCL, Vulkan, the CPU) are checked together, in one process, once
+// every GPU's probe is over, so that nothing else lives beside a probe's region and page-locked window. With no
+// GPU, the discovering process that offered one of them checks them all at once.
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { CheckResult } from '../results/types.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { Group } from './discovery.js';
 import type { SuiteBase } from './options.js';
-import { type DeviceRun, type OrchestrateOptions, runDevice, runDevices } from './orchestrate.js';
+import { type DeviceRun, type OrchestrateOptions, runDevice, runTogether } from './orchestrate.js';
 import { type Selection, deviceOptions, isGpuDriver, keeps } from './select.js';
 
 export interface Checking {
@@ -51,21 +51,23 @@ export class Probes {
  */
 export function checkDevices(groups: readonly Group[], chosen: readonly PlainDevice[], base: SuiteBase, selection: Selection, probes: Probes, o: OrchestrateOptions & { stop: AbortSignal }): Checking {
   const options = chosen.map((d) => deviceOptions(d, base, selection));
-  const optionsOf = (offer: PlainDevice): SuiteOptions => options.find((s) => s.device === offer.id) ?? deviceOptions(offer, base, selection);
-  // Each discovering process offered a device: the GPUs are kept; another is kept only when there is no GPU.
+  const gpus = options.filter((d) => isGpuDriver(d.discovered!));
+  const rest = options.filter((d) => !gpus.includes(d));
+  // Each discovering process offered a device: a GPU is checked there; with no GPU, the first process that
+  // offered another device checks every device that never registers; the others check nothing.
   const keep = keeps(groups.map((g) => g.offer));
-  groups.forEach((g, i) => g.answer(keep[i] && g.offer ? [optionsOf(g.offer)] : []));
-  const kept = groups.flatMap((g, i) => (g.offer && keep[i] ? [g.offer.id] : []));
+  const restHere = groups.findIndex((g, i) => keep[i] && g.offer && !isGpuDriver(g.offer));
+  const answers = groups.map((g, i): SuiteOptions[] => (i === restHere ? rest : keep[i] ? gpus.filter((d) => d.device === g.offer?.id) : []));
+  groups.forEach((g, i) => g.answer(answers[i]!));
   const firstRuns = groups.map((g) => g.runs);
+  const started = new Set(answers.flat().map((d) => d.device));
 
-  const others = o.stop.aborted ? [] : options.filter((d) => !kept.includes(d.device));
-  const gpus = others.filter((d) => isGpuDriver(d.discovered!));
-  const rest = others.filter((d) => !gpus.includes(d));
-  const gpuRuns = gpus.map((d) => runDevice(d, o).then((run) => [run]));
+  const gpuRuns = o.stop.aborted ? [] : gpus.filter((d) => !started.has(d.device)).map((d) => runDevice(d, o).then((run) => [run]));
   // a GPU run that ended without a probe result (its process died before) frees the others too
   for (const r of [...firstRuns, ...gpuRuns]) void r.then((runs) => runs.forEach((run) => probes.over(run.device)));
-  const afterProbes = probes.allOver(chosen.filter(isGpuDriver).map((d) => d.id), o.stop);
-  const restRuns = afterProbes.then(() => (o.stop.aborted ? [] : runDevices(rest, o)));
+  const others = rest.filter((d) => !started.has(d.device));
+  const afterProbes = probes.allOver(gpus.map((d) => d.device), o.stop);
+  const restRuns = afterProbes.then((): Promise<DeviceRun[]> | DeviceRun[] => (o.stop.aborted || others.length === 0 ? [] : runTogether(others, o)));
   const runs = Promise.all([...firstRuns, ...gpuRuns, restRuns]).then((all) => all.flat());
   return { runs, options };
 }
