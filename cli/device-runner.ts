@@ -9,6 +9,7 @@ import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
 import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
+import { inProcessPool } from './in-process-pool.js';
 import { RUNNER_OPTIONS_ENV, type RunnerOptions, readAnswer } from './protocol.js';
 import { pickDevice } from './select.js';
 
@@ -104,9 +105,10 @@ const vitest = await startVitest(
     // the package may live under node_modules (npx): nothing of ours is excluded
     exclude: [],
     watch: false,
-    // one thread in this process: a check that crashes takes this process down with its signal, which the
-    // command sees; checks share the device and the probe's report (no isolation between suite files)
-    pool: 'threads',
+    // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
+    // its signal, which the command sees; checks share the device and the probe's report (no isolation between
+    // suite files)
+    pool: inProcessPool,
     maxWorkers: 1,
     fileParallelism: false,
     isolate: false,
