@@ -10,7 +10,7 @@ import type { DiscoveryEvent } from '../reporters/events.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
-import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, selectionProblem, validSoFar } from './select.js';
+import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -56,7 +56,7 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  * offered while the selection can already be judged valid is told to go at once (its options from `base`).
  * Stopped by `stop` (a signal), it returns no group: the processes are killed, none was checked. A process that
  * ended before it reported is a DiscoveryError (the others are stopped first); a selection the discovery shows to
- * be bad is a UsageError of the caller's (selectionProblem), after stopGroups.
+ * be bad (cli/select.ts selectionProblem) is the caller's to refuse, after stopGroups.
  */
 export async function discoverInGroups(selection: Selection, base: SuiteBase, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
   const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, o));
@@ -75,11 +75,6 @@ export async function discoverInGroups(selection: Selection, base: SuiteBase, o:
     throw new DiscoveryError(`discovery failed: ${await failed!.failure}`);
   }
   return { groups, found: mergeDiscoveries(groups.flatMap((g) => (g.event ? [g.event.discovery] : []))) };
-}
-
-/** Bad input the discovery shows (a driver library named that did not load, an unknown device), as one line. */
-export function discoveryProblem(d: Discovered, selection: Selection): string | undefined {
-  return selectionProblem(d.found, selection);
 }
 
 /**

@@ -7,11 +7,11 @@ import { statfs } from '../bindings/libc.js';
 import { discoveryLines, Progress, type ProgressEvent } from '../reporters/terminal.js';
 import type { CheckResult, RunResult } from '../results/types.js';
 import { deviceResult, runResult } from './assemble.js';
-import { type Discovered, discoverInGroups, discoveryProblem, removeScratchOfTheDead, stopGroups } from './discovery.js';
+import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups } from './discovery.js';
 import { type RunOptions, UsageError, resultOptions, suiteBase } from './options.js';
-import { interruptAll } from './orchestrate.js';
+import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
-import { type Selection, selectDevices } from './select.js';
+import { type Selection, selectDevices, selectionProblem } from './select.js';
 import { onStop } from './signals.js';
 
 export { DiscoveryError } from './discovery.js';
@@ -65,7 +65,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const tDiscovered = performance.now();
     // Bad input the discovery shows (a driver library named that did not load, an unknown device) is refused
     // before anything runs: the discovering processes are told to stop, and have checked nothing.
-    const problem = stop.signal.aborted ? undefined : discoveryProblem(discovered, selection);
+    const problem = stop.signal.aborted ? undefined : selectionProblem(discovered.found, selection);
     if (problem) {
       await stopGroups(discovered.groups, o.scratchDir);
       throw new UsageError(problem);
@@ -77,7 +77,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
 
     const inProcesses = discovered.groups.flatMap((g) => (g.event ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));
     discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach((l) => term.out(l));
-    let runs: Awaited<NonNullable<typeof checking>['runs']> = [];
+    let runs: DeviceRun[] = [];
     if (checking) {
       if (!stop.signal.aborted) term.out(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
       const progress = new Progress(term.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => term.out(l))), term.tty ?? false, chosen.map((d) => d.id));

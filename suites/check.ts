@@ -54,8 +54,8 @@ export interface SuiteOptions {
   device: string;
   /**
    * What the command's discovery found of a device that never registers (OpenCL, Vulkan, CPU): such a device is
-   * rebuilt from this instead of being discovered again (its checks need no driver, and an ICD may not load the
-   * same way in the runner's worker thread). CUDA and HIP devices are always discovered again, for their ops.
+   * rebuilt from this instead of being discovered again (its checks need no driver, and the process that checks
+   * it need not load its ICD). CUDA and HIP devices are always discovered again, for their ops.
    */
   discovered?: PlainDevice;
   scratchDir: string;
