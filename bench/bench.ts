@@ -16,7 +16,7 @@ import { conformanceRun } from './conformance.js';
 import { benchDevice } from './device.js';
 import { buildNative } from './native/native.js';
 import { nodeStart } from './node-start.js';
-import { type Options, USAGE, UsageError, parseOptions } from './options.js';
+import { type Options, UsageError, parseOptions } from './options.js';
 import { pkg } from './package.js';
 import { say } from './progress.js';
 import { writeJson } from './render/json.js';
@@ -27,15 +27,11 @@ import { TARGETS } from './targets.js';
 async function main(argv: string[]): Promise<number> {
   let o: Options;
   try {
-    const parsed = parseOptions(argv);
-    if (parsed === 'help') {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    o = parsed;
+    // --help prints the options and ends the process (yargs)
+    o = await parseOptions(argv);
   } catch (e) {
     if (e instanceof UsageError) {
-      process.stderr.write(`bench: ${e.message}\n`);
+      process.stderr.write(`bench: ${e.message.split('\n')[0]}\n`);
       return 2;
     }
     throw e;

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Options } from './options.js';
 import { root } from './package.js';
-import { DISCOVERING, TreeSampler } from './proc.js';
+import { TreeSampler, runnerDevices } from './proc.js';
 import { say } from './progress.js';
 import type { Conformance, ConformanceDevice } from './result.js';
 import { TARGETS } from './targets.js';
@@ -97,21 +97,17 @@ export async function conformanceRun(o: Options, devices: string[]): Promise<Con
       if (link !== undefined) out.timingMs.link = link;
       return out;
     });
-    // A discovering runner offered one device of its backends, the first CUDA/HIP device, else the first
-    // (cli/select.ts pickDevice), and kept it if it was a GPU or there was no GPU at all (keeps); one that kept
-    // none keeps its label.
-    const gpu = (id: string): boolean => /^(cuda|hip):/.test(id);
-    const kept = (label: string | undefined): string | undefined => {
-      if (!label?.startsWith(DISCOVERING)) return label;
-      const group = label.slice(DISCOVERING.length).split('+');
-      const mine = r.devices.filter((d) => group.includes(d.id.split(':')[0]!));
-      const offer = (mine.find((d) => gpu(d.id)) ?? mine[0])?.id;
-      return offer !== undefined && (gpu(offer) || !r.devices.some((d) => gpu(d.id))) ? offer : label;
-    };
-    for (const p of [...result.memory.runners, ...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
-      const device = kept(p.device);
-      if (device !== undefined) p.device = device;
+    // each process named by the devices it checked (a discovering runner's become known from the results); a
+    // runner of several devices is listed under each of them
+    const ids = r.devices.map((d) => d.id);
+    for (const p of [...result.memory.others, ...(result.memory.run?.processes ?? [])]) {
+      const devices = runnerDevices(p.device, ids);
+      if (devices.length) p.device = devices.join('+');
     }
+    result.memory.runners = result.memory.runners.flatMap((p) => {
+      const devices = runnerDevices(p.device, ids);
+      return devices.length ? devices.map((device) => ({ ...p, device })) : [p];
+    });
   } catch (e) {
     result.error = `no results from the conformance run (exit ${code ?? signal}): ${(e as Error).message}`;
     result.outputTail = output.slice(-1500);

@@ -1,11 +1,12 @@
-// The bench's options (`npm run bench -- --help`): parsed and checked in one place, so that the bench reads a
-// checked Options record and nothing else of the command line.
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { scratchDirProblem } from '../bindings/scratch.js';
-import { root } from './package.js';
-import { MiB } from './units.js';
+// The bench's options (`npm run bench -- --help`), from the command's definitions where they are the same
+// (cli/options.ts: --runs, --size, --scratch-dir, --device, their defaults and checks), through yargs: `--help`
+// lists them; bad usage is a UsageError (one line, exit 2). The bench reads a checked Options record and nothing
+// else of the command line.
+import { resolve } from 'node:path';
+import yargs from 'yargs';
+import { MEASURE_OPTIONS, UsageError, measureOptions } from '../cli/options.js';
+
+export { UsageError };
 
 export interface Options {
   runs: number;
@@ -17,65 +18,41 @@ export interface Options {
   dropCaches: boolean;
 }
 
-export const USAGE = `usage: npm run bench -- [options]      (node dist/bench/bench.js [options])
+/** The bench's own limit on the region: its copies go through one Uint8Array (at most 2 GiB). */
+const MAX_SIZE_MIB = 2048;
 
-  --runs N            timed runs of each copy and registration: best and median of N (default 7)
-  --size MIB          MiB of the file-backed region (default 256); the probe's window is half of it
-  --scratch-dir DIR   folder for the scratch file (default: the package's scratch/)
-  --device ID         only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run
-  --json FILE         write the results as JSON
-  --native-bin PATH   a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found
-  --no-drop-caches    as root, do not also write 1 to /proc/sys/vm/drop_caches for the cold page cache
-  --help              this text
-
-Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY (the driver to load, as for the command); CC.
-Exit status: 0 measured (whatever the figures); 1 some figure could not be measured (see "errors"); 2 bad usage.`;
-
-export class UsageError extends Error {}
-
-export function parseOptions(argv: string[]): Options | 'help' {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        runs: { type: 'string' },
-        size: { type: 'string' },
-        'scratch-dir': { type: 'string' },
-        device: { type: 'string', multiple: true },
-        json: { type: 'string' },
-        'native-bin': { type: 'string' },
-        'no-drop-caches': { type: 'boolean' },
-        help: { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const v = parsed.values;
-  if (v.help) return 'help';
-  const whole = (name: string, text: string | undefined, dflt: number): number => {
-    if (text === undefined) return dflt;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a whole number of at least 1, not ${text}`);
-    return n;
-  };
-  const runs = whole('runs', v.runs, 7);
-  const sizeMiB = whole('size', v.size, 256);
-  if (sizeMiB * MiB > 2 ** 31) throw new UsageError(`--size ${sizeMiB}: at most 2048 MiB`);
-  const scratchDir = v['scratch-dir'] ? resolve(v['scratch-dir']) : join(root, 'scratch');
-  if (!v['scratch-dir']) mkdirSync(scratchDir, { recursive: true });
-  const problem = scratchDirProblem(scratchDir, sizeMiB * MiB);
-  if (problem) throw new UsageError(problem);
+export async function parseOptions(argv: string[]): Promise<Options> {
+  const a = await yargs(argv)
+    .scriptName('npm run bench --')
+    .usage('$0 [options]      (node dist/bench/bench.js [options])\n\nPer CUDA/HIP device: registered, staged, page-locked and pageable copies, the link, registration per GiB, one driver call, the native reference; then a whole conformance run, its phases and peak memory (docs/bench.md).')
+    .options({
+      runs: { ...MEASURE_OPTIONS.runs, describe: 'timed runs of each copy and registration: best and median of N; also given to the conformance run' },
+      size: { ...MEASURE_OPTIONS.size, describe: `MiB of the file-backed region (at most ${MAX_SIZE_MIB}); the probe's window is half of it` },
+      'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file (default: the package's scratch/)" },
+      device: { ...MEASURE_OPTIONS.device, describe: 'only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run' },
+      json: { type: 'string', requiresArg: true, describe: 'write the results as JSON' },
+      'native-bin': { type: 'string', requiresArg: true, describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
+      'drop-caches': { type: 'boolean', default: true, describe: 'as root, also write 1 to /proc/sys/vm/drop_caches for the cold page cache (--no-drop-caches: do not)' },
+    })
+    .strict()
+    .version(false)
+    .help()
+    .epilogue(
+      'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY (the driver to load, as for the command); CC.\n' +
+        'Exit status: 0 measured (whatever the figures); 1 some figure could not be measured (see "errors"); 2 bad usage.',
+    )
+    .fail((msg, err) => {
+      throw new UsageError(msg || err?.message || 'bad usage');
+    })
+    .parseAsync();
+  const m = measureOptions({ ...(a.scratchDir !== undefined ? { scratchDir: a.scratchDir } : {}), size: a.size, device: a.device, runs: a.runs }, { maxSizeMiB: MAX_SIZE_MIB });
   return {
-    runs,
-    sizeMiB,
-    scratchDir,
-    devices: v.device ?? [],
-    dropCaches: !v['no-drop-caches'],
-    ...(v.json ? { json: resolve(v.json) } : {}),
-    ...(v['native-bin'] ? { nativeBin: resolve(v['native-bin']) } : {}),
+    runs: m.runs,
+    sizeMiB: m.sizeMiB,
+    scratchDir: m.scratchDir,
+    devices: m.devices,
+    dropCaches: a.dropCaches,
+    ...(a.json ? { json: resolve(a.json) } : {}),
+    ...(a.nativeBin ? { nativeBin: resolve(a.nativeBin) } : {}),
   };
 }

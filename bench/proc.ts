@@ -13,7 +13,10 @@ export interface ProcessPeak {
   command: string;
   /** 'command' for the root, 'device-runner' for a dist/cli/device-runner.js process, else 'other'. */
   role: 'command' | 'device-runner' | 'other';
-  /** The device a runner runs (from its MAPPED_REG_SUITE_OPTIONS), or the runner a descendant belongs to. */
+  /**
+   * The device a runner checks (from its MAPPED_REG_SUITE_OPTIONS; the devices joined by '+' for a runner of
+   * several), or the runner a descendant belongs to.
+   */
   device?: string;
   /** Peak resident set in KiB. */
   peakKiB: number;
@@ -95,18 +98,37 @@ const maxOf = (a: number | undefined, b: number | undefined): number | undefined
 /** The device of a discovering runner, as the sampler names it: this, then its backends joined by '+'. */
 export const DISCOVERING = 'discovering:';
 
+/** A runner's device(s) from its options (cli/protocol.ts RunnerOptions): the ids joined by '+', or DISCOVERING and its backends. */
 function deviceOfRunner(pid: number): string | undefined {
   const environ = readText(`/proc/${pid}/environ`);
   const entry = environ?.split('\0').find((e) => e.startsWith('MAPPED_REG_SUITE_OPTIONS='));
   if (!entry) return undefined;
   try {
-    const o = JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { device?: unknown; discover?: { backends?: unknown } };
-    // a discovering runner picks its device later: named by its backends until the caller knows which it was
-    if (o.device === '' && Array.isArray(o.discover?.backends)) return `${DISCOVERING}${o.discover.backends.join('+')}`;
-    return typeof o.device === 'string' ? o.device : undefined;
+    const o = JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { devices?: { device?: unknown }[]; discover?: { backends?: unknown } };
+    // a discovering runner is given its devices later: named by its backends until the caller knows which they were
+    if (Array.isArray(o.discover?.backends)) return `${DISCOVERING}${o.discover.backends.join('+')}`;
+    const ids = (o.devices ?? []).map((d) => d.device).filter((d): d is string => typeof d === 'string');
+    return ids.length ? ids.join('+') : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The devices a runner checked, from its name and the devices of the run's results, as the command decides them
+ * (cli/schedule.ts): a discovering runner checked the first CUDA/HIP device of its backends if it found one; with
+ * no GPU in the run, the first discovering runner that found another device checked every device of the run; else
+ * nothing (its name stays). A runner started for devices is named by them.
+ */
+export function runnerDevices(name: string | undefined, devices: readonly string[]): string[] {
+  if (name === undefined) return [];
+  if (!name.startsWith(DISCOVERING)) return name.split('+');
+  const gpu = (id: string): boolean => /^(cuda|hip):/.test(id);
+  const group = name.slice(DISCOVERING.length).split('+');
+  const offer = devices.filter((id) => group.includes(id.split(':')[0]!)).sort((a, b) => Number(gpu(b)) - Number(gpu(a)))[0];
+  if (offer === undefined) return [];
+  if (gpu(offer)) return [offer];
+  return devices.some(gpu) ? [] : [...devices];
 }
 
 /** Samples the peak memory of `root` and of every process descended from it, until stop(). */

@@ -1,7 +1,7 @@
-// One device's conformance run, in a process of its own: the suites (dist/suites/*.suite.js) through Vitest's
-// Node API, with the options in MAPPED_REG_SUITE_OPTIONS. Events go out on file descriptor 3 as JSON lines
-// (suites/check.ts, reporters/events.ts). The command (cli/orchestrate.ts) starts one of these per device and
-// starts another for the checks left when one dies.
+// The conformance run of one device, or of several that never register, in a process of its own: the suites
+// (dist/suites/*.suite.js) through Vitest's Node API, with the options in MAPPED_REG_SUITE_OPTIONS (cli/protocol.ts).
+// Events go out on file descriptor 3 as JSON lines (suites/check.ts, reporters/events.ts). The command
+// (cli/orchestrate.ts) starts these, and another for the checks left when one dies.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
@@ -9,8 +9,9 @@ import { writeSync } from 'node:fs';
 import { discover, plainDiscovery } from '../bindings/discovery.js';
 import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
-import { deviceOptions, pickDevice } from './select.js';
-import type { SuiteOptions } from '../suites/check.js';
+import { inProcessPool } from './in-process-pool.js';
+import { RUNNER_OPTIONS_ENV, type RunnerOptions, readAnswer } from './protocol.js';
+import { pickDevice } from './select.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
@@ -39,9 +40,9 @@ function commandSays(): Promise<string> {
 
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
-const raw = process.env.MAPPED_REG_SUITE_OPTIONS;
+const raw = process.env[RUNNER_OPTIONS_ENV];
 if (!raw) {
-  process.stderr.write('device-runner: MAPPED_REG_SUITE_OPTIONS is not set (this process is started by mapped-reg-conformance)\n');
+  process.stderr.write(`device-runner: ${RUNNER_OPTIONS_ENV} is not set (this process is started by mapped-reg-conformance)\n`);
   process.exit(2);
 }
 // This process ends with the command: the kernel sends SIGKILL when the command dies, even to a check stuck in a
@@ -50,14 +51,15 @@ if (!raw) {
 setParentDeathSignal(9);
 const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
-let options = JSON.parse(raw) as SuiteOptions;
+const spec = JSON.parse(raw) as RunnerOptions;
+let devices = spec.devices;
 let vitestModule: Promise<typeof import('vitest/node')> | undefined;
-if (options.discover) {
+if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
-  // picks a device, and waits for the command's word ("go", once every group's discovery is in and the selection
-  // is valid) before it checks that device; the command starts a runner for each other device. The suites' own
-  // lookup of a CUDA or HIP device then finds the driver already initialized in this process.
-  const selection = options.discover;
+  // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
+  // valid): the devices it checks, or none. The suites' own lookup of a CUDA or HIP device then finds the driver
+  // already initialized in this process.
+  const selection = spec.discover;
   // test hook: a driver that never returns while the process discovers (MAPPED_REG_FORCE_HANG=@discovery)
   if (selection.forceHang === '@discovery') for (;;);
   // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
@@ -66,22 +68,22 @@ if (options.discover) {
   }
   const t0 = performance.now();
   const found = plainDiscovery(discover(selection.backends));
-  const chosen = pickDevice(found, selection);
-  const event: DiscoveryEvent = { type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: chosen?.id ?? null };
+  const offer = pickDevice(found, selection);
+  const event: DiscoveryEvent = { type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null };
   writeSync(3, `${JSON.stringify(event)}\n`);
-  if (!chosen) process.exit(0);
+  if (!offer) process.exit(0);
   vitestModule = loadVitest();
   vitestModule.catch(() => {}); // awaited below, unless the command says stop
-  if ((await commandSays()) !== 'go') process.exit(0);
-  options = { ...deviceOptions(chosen, options, selection), ...(options.attempt ? { attempt: options.attempt } : {}) };
+  devices = readAnswer(await commandSays());
+  if (devices.length === 0) process.exit(0);
 }
-// the device's checks, for the command, before the first one starts
+// the checks of each device, for the command, before the first one starts
 const plan: PlanEvent = { type: 'plan', checks: await (await import('../suites/plan.js')).checkPlan() };
 writeSync(3, `${JSON.stringify(plan)}\n`);
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
-if (options.forceHang === '@runner') for (;;);
+if (devices.some((d) => d.forceHang === '@runner')) for (;;);
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
-if (options.forceCrash === '@runner') process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
+if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
 
@@ -103,9 +105,10 @@ const vitest = await startVitest(
     // the package may live under node_modules (npx): nothing of ours is excluded
     exclude: [],
     watch: false,
-    // one thread in this process: a check that crashes takes this process down with its signal, which the
-    // command sees; checks share the device and the probe's report (no isolation between suite files)
-    pool: 'threads',
+    // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
+    // its signal, which the command sees; checks share the device and the probe's report (no isolation between
+    // suite files)
+    pool: inProcessPool,
     maxWorkers: 1,
     fileParallelism: false,
     isolate: false,
@@ -114,9 +117,13 @@ const vitest = await startVitest(
     // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
     testTimeout: 0,
     hookTimeout: 0,
-    provide: { mappedReg: options },
+    provide: { mappedReg: devices },
     reporters: [new EventsReporter()],
     sequence: { sequencer: SuiteOrder },
+    // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
+    // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and
+    // its start some 0.5 s on 2 cores.
+    server: { deps: { external: [new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`)] } },
   },
   // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
   // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR

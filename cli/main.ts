@@ -1,14 +1,12 @@
 #!/usr/bin/env node
 // The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`.
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { BACKENDS, type Backend } from '../bindings/discovery.js';
-import { scratchDirProblem } from '../bindings/scratch.js';
 import { htmlReport } from '../reporters/html.js';
-import { comparisonJson, compareResults, DEFAULT_MAX_DROP, exitStatus, formatComparison } from '../results/compare.js';
+import { comparisonJson, compareResults, exitStatus, formatComparison } from '../results/compare.js';
 import { readExpectations, type Expectations } from '../results/expectations.js';
 import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
@@ -19,6 +17,7 @@ import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
+import { RUN_OPTIONS, runOptions } from './options.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
@@ -27,7 +26,6 @@ import { guardStdout, say, sayIsTTY } from './stdout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
-const DEFAULT_SCRATCH = resolve(root, 'scratch');
 
 // A reader that closes early (`| head`), a full disk: the run goes on, its reports are written (cli/stdout.ts).
 guardStdout();
@@ -54,28 +52,16 @@ interface Args {
   maxDrop: string;
 }
 
+/** The options of run and list, checked (cli/options.ts), and every output checked before anything runs. */
 function options(a: Args, listOnly: boolean) {
-  if (!Number.isInteger(a.size) || a.size <= 0) throw new UsageError(`--size must be a positive whole number of MiB, not ${String(a.size)}`);
-  if (!Number.isInteger(a.runs) || a.runs < 1) throw new UsageError(`--runs must be a whole number of at least 1, not ${String(a.runs)}`);
-  if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
-  if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= 10)) throw new UsageError(`--min-relative-speed must be in (0, 10], not ${String(a.minRelativeSpeed)}`);
-  const backends = a.backend.length ? a.backend : [...BACKENDS];
-  const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
-  if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  const run = runOptions(a, listOnly);
   // every output is checked before anything runs: a name that cannot be written is refused now, not after the run
   const outputs = checkOutputs([
     { option: '--json', value: a.json },
     { option: '--junit', value: a.junit },
     ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
   ]);
-  let scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH;
-  if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
-  if (!listOnly) {
-    const problem = scratchDirProblem(scratchDir, a.size * 1024 * 1024);
-    if (problem) throw new UsageError(problem);
-  }
   const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
-  const run = { scratchDir, sizeMiB: a.size, devices: a.device, backends: backends as Backend[], runs: a.runs, minRelativeSpeed: a.minRelativeSpeed, timeoutS: a.timeout, listOnly, out: (l: string) => say(`${terminalSafe(l)}\n`), tty: sayIsTTY(), write: say, ...(process.env.MAPPED_REG_FORCE_CRASH ? { forceCrash: process.env.MAPPED_REG_FORCE_CRASH } : {}), ...(process.env.MAPPED_REG_FORCE_HANG ? { forceHang: process.env.MAPPED_REG_FORCE_HANG } : {}) };
   return { run, targets };
 }
 
@@ -119,9 +105,10 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     const requires = a.require.map(parseRequirement);
     const maxDrop = parseMaxDrop(a.maxDrop);
     if (!listOnly) keepGoing();
-    const outcome = await run(o, { name: pkg.name, version: pkg.version });
+    const out = (l: string): void => say(`${terminalSafe(l)}\n`);
+    const outcome = await run(o, { out, tty: sayIsTTY(), write: say }, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
-    const tell = (lines: string[]): void => lines.forEach((l) => o.out(l));
+    const tell = (lines: string[]): void => lines.forEach(out);
     tell(['', ...runSummary(result, listOnly)]);
     if (!listOnly && !stoppedBy()) {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
@@ -138,22 +125,7 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
   });
 }
 
-// every option that takes a value must be given one (`--size` alone is bad usage, not 256)
-const common = {
-  'scratch-dir': { type: 'string', requiresArg: true, describe: 'folder for the scratch files (default: the package\'s scratch/)' },
-  size: { type: 'number', requiresArg: true, default: 256, describe: 'MiB of the region probed' },
-  device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
-  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
-  runs: { type: 'number', requiresArg: true, default: 7, describe: 'timed runs of each copy (best of N against best of N)' },
-  'min-relative-speed': { type: 'number', requiresArg: true, default: 0.8, describe: 'fraction of the staged speed the registered copy must reach, in (0, 10]' },
-  timeout: { type: 'number', requiresArg: true, default: 120, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
-  json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
-  junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
-  baseline: { type: 'string', requiresArg: true, describe: 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)' },
-  expectations: { type: 'string', requiresArg: true, describe: 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does' },
-  require: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
-  'max-drop': { type: 'string', requiresArg: true, default: String(DEFAULT_MAX_DROP * 100) + '%', describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)' },
-} as const;
+const common = RUN_OPTIONS;
 
 await yargs(hideBin(process.argv))
   .scriptName('mapped-reg-conformance')

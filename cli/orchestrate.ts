@@ -1,25 +1,28 @@
-// Each device in its own process (cli/device-runner.ts), all devices at once. A check that kills its process
-// is `crash` with the signal, one that runs past --timeout is killed and `timeout`; either way a new process
-// is started for the checks of that device that have not reported yet (as deqp-runner resumes after a crash).
-// A process killed from outside (SIGKILL from the OOM killer or a user; SIGTERM, SIGINT, SIGHUP sent to it
-// alone) is the host's doing, not the driver's: inside a check, that check runs once more in a new process and
-// is `error` if it is killed again; outside any check (starting, between two checks), a new process runs the
-// checks left. A device whose processes keep dying outside any check without reporting a check gets
-// MAX_BARREN_RESTARTS new ones, then its checks never run are `error` with the reason.
-import { spawn } from 'node:child_process';
+// The processes that check the devices (cli/device-runner.ts): a GPU in a process of its own; the devices that
+// never register (OpenCL, Vulkan, the CPU: one static check each, the rest skipped) together in one. A check that
+// kills its process is `crash` with the signal, one that runs past --timeout is killed and `timeout`; either way
+// a new process is started for the checks of that device that have not reported yet (as deqp-runner resumes
+// after a crash). A process killed from outside (SIGKILL from the OOM killer or a user; SIGTERM, SIGINT, SIGHUP
+// sent to it alone) is the host's doing, not the driver's: inside a check, that check runs once more in a new
+// process and is `error` if it is killed again; outside any check (starting, between two checks), a new process
+// runs the checks left. A device whose processes keep dying outside any check without reporting a check gets
+// MAX_BARREN_RESTARTS new ones, then its checks never run are `error` with the reason. After a shared process
+// ended early, each of its devices with checks left goes on in processes of its own.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
-import type { ResultEvent, SuiteOptions } from '../suites/check.js';
+import type { ResultEvent, StartEvent, SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent, PlanEvent, RestartEvent, RunnerEvent } from '../reporters/events.js';
-import { deviceOptions } from './select.js';
+import { RUNNER_OPTIONS_ENV, type RunnerOptions, answerLine } from './protocol.js';
+import type { Selection } from './select.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
 /**
- * Node options of a runner: V8's young generation capped at 1 MiB a semi-space (16 by default, for each of
- * the runner's two threads): some 20 MiB less resident per runner, for a process that allocates little
- * once Vitest has started.
+ * Node options of a runner: V8's young generation capped at 1 MiB a semi-space (16 by default): less resident per
+ * runner (measured again with the suites in the runner's own thread: 9 MiB less at its peak than with 16, for no
+ * start time that the 2-core machine's noise could tell), for a process that allocates little once Vitest has started.
  */
 export const RUNNER_NODE_OPTIONS = ['--max-semi-space-size=1'];
 /** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
@@ -45,7 +48,7 @@ export interface DeviceRun {
 }
 
 /** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
-const live = new Set<import('node:child_process').ChildProcess>();
+const live = new Set<ChildProcess>();
 let interrupted = false;
 
 /** Stops every device's run: its processes are killed (the driver releases what a dead process held). */
@@ -54,105 +57,109 @@ export function interruptAll(): void {
   for (const child of live) child.kill('SIGKILL');
 }
 
+/** What the command hears of a device: its runner's events, and the restarts the command makes. */
+export type DeviceEvent = Exclude<RunnerEvent, DiscoveryEvent | PlanEvent> | StartEvent | RestartEvent;
+
 export interface OrchestrateOptions {
   /** Seconds one check may run before it is killed (0: never). */
   timeoutS: number;
-  /** Each event as it comes (progress). */
-  onEvent?: (device: string, event: RunnerEvent | RestartEvent | { type: 'start'; id: string; suite: SuiteName; title: string }) => void;
+  /** Each event of a device as it comes (progress); a process's errors and end go to each of its devices. */
+  onEvent?: (device: string, event: DeviceEvent) => void;
   /** Extra environment for the runners. */
   env?: NodeJS.ProcessEnv;
-  /**
-   * The discovery of a runner started with `discover`, as soon as it arrives (before any event of the device it
-   * picked). The runner checks nothing until `answer(true)`; `answer(false)` (or no answer, when the command
-   * ends) makes it exit. A runner that picked no device exits by itself: its answer is ignored.
-   */
-  onDiscovery?: (event: DiscoveryEvent, answer: (go: boolean) => void) => void;
 }
 
-type Incoming = Exclude<RunnerEvent, DiscoveryEvent> | { type: 'start'; id: string; suite: SuiteName; title: string };
+type Incoming = RunnerEvent | StartEvent;
 
+/** How one runner process went. */
 interface Attempt {
+  /** The devices it checked (a discovering runner's: those the command answered). */
+  devices: SuiteOptions[];
   results: ResultEvent[];
   errors: string[];
   output: string;
   /** The check that started and did not finish, if any. */
-  unfinished?: { id: string; suite: SuiteName; title: string; startedAt: number };
+  unfinished?: { device: string; id: string; suite: SuiteName; title: string; startedAt: number };
   timedOut: boolean;
   /** Killed for making no progress outside any check (a runner stuck starting or between checks). */
   stalled: boolean;
   code: number | null;
   signal: NodeJS.Signals | null;
   ended: boolean;
-  /** What a runner started with `discover` found, and the device it picked. */
+  /** What a discovering runner found, and the device it offered. */
   discovery?: DiscoveryEvent;
-  /** The device's checks, as the runner listed them before its first check. */
+  /** The checks of each of its devices, as the runner listed them before its first check. */
   plan?: PlanEvent['checks'];
-  /** A discovering runner was told to stop (its device is checked by another process, or not at all). */
-  toldToStop?: boolean;
 }
 
-function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt> {
+/**
+ * Starts a runner with `spec` and follows it to its end. A discovering runner's discovery goes to `onDiscovery`
+ * with the function that answers it (the devices it checks, with their options; none: it exits).
+ */
+function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void): Promise<Attempt> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
       // a discovering runner waits for the command's word on its stdin
-      stdio: [options.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: [spec.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
       // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
       // (and a runner ends itself when the command dies: MAPPED_REG_PARENT_PID, cli/device-runner.ts)
       detached: true,
-      env: { ...process.env, ...o.env, MAPPED_REG_SUITE_OPTIONS: JSON.stringify(options), MAPPED_REG_PARENT_PID: String(process.pid) },
+      env: { ...process.env, ...o.env, [RUNNER_OPTIONS_ENV]: JSON.stringify(spec), MAPPED_REG_PARENT_PID: String(process.pid) },
     });
     live.add(child);
     if (interrupted) child.kill('SIGKILL');
-    const a: Attempt = { results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
+    const a: Attempt = { devices: spec.devices, results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
     let lastEvent = performance.now();
-    let device = options.device; // '' until a discovering runner has picked its device
     const keep = (chunk: Buffer): void => {
       a.output = (a.output + chunk.toString()).slice(-8000);
     };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
+    /** A process's own event (an error outside any check, its end): each of its devices hears it. */
+    const toEach = (e: DeviceEvent): void => a.devices.forEach((d) => o.onEvent?.(d.device, e));
     let pending = '';
     const events = child.stdio[3] as NodeJS.ReadableStream;
     const take = (line: string): void => {
       if (!line.trim()) return;
-      let e: Incoming | DiscoveryEvent;
+      let e: Incoming;
       try {
-        e = JSON.parse(line) as Incoming | DiscoveryEvent;
+        e = JSON.parse(line) as Incoming;
       } catch {
         a.errors.push(`unreadable event: ${line.slice(0, 200)}`);
         return;
       }
       lastEvent = performance.now();
-      if (e.type === 'plan') {
-        a.plan = e.checks;
-        return;
-      }
-      if (e.type === 'discovery') {
-        if (!options.discover || a.discovery) {
+      if (e.type === 'plan') a.plan = e.checks;
+      else if (e.type === 'discovery') {
+        if (!spec.discover || a.discovery) {
           a.errors.push('a discovery from a runner that was not asked for one');
           return;
         }
         a.discovery = e;
-        device = e.device ?? '';
         let answered = false;
-        const answer = (go: boolean): void => {
+        const answer = (devices: SuiteOptions[]): void => {
           if (answered) return;
           answered = true;
-          if (!go) a.toldToStop = true;
-          child.stdin?.end(go ? 'go\n' : 'stop\n');
+          a.devices = devices;
+          child.stdin?.end(answerLine(devices));
         };
         child.stdin?.on('error', () => {}); // a runner that exited first: nothing to tell it
-        if (o.onDiscovery) o.onDiscovery(e, answer);
-        else answer(true);
-        return;
-      }
-      o.onEvent?.(device, e);
-      if (e.type === 'start') a.unfinished = { id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
-      else if (e.type === 'result') {
+        if (onDiscovery) onDiscovery(e, answer);
+        else answer([]);
+      } else if (e.type === 'start') {
+        a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
+        o.onEvent?.(e.device, e);
+      } else if (e.type === 'result') {
         a.results.push(e);
-        if (a.unfinished?.id === e.id) delete a.unfinished;
-      } else if (e.type === 'error') a.errors.push(e.message);
-      else if (e.type === 'end') a.ended = true;
+        if (a.unfinished?.id === e.id && a.unfinished.device === e.device) delete a.unfinished;
+        o.onEvent?.(e.device, e);
+      } else if (e.type === 'error') {
+        a.errors.push(e.message);
+        toEach(e);
+      } else if (e.type === 'end') {
+        a.ended = true;
+        toEach(e);
+      }
     };
     events.on('data', (chunk: Buffer) => {
       pending += chunk.toString();
@@ -185,121 +192,182 @@ function attempt(options: SuiteOptions, o: OrchestrateOptions): Promise<Attempt>
   });
 }
 
-/**
- * Runs the suites of one device, resuming after crashes, timeouts and kills until every check has reported. With
- * `options.discover`, the first process discovers and picks the device (o.onDiscovery hears of it); the run then
- * carries that discovery, and no device ('' and no checks) when the runner picked none or ended before its
- * discovery (`discovery` absent: the errors and the output say why). Each check carries the number of the
- * process that reported it (1 for the first).
- */
-export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): Promise<DeviceRun> {
-  const run: DeviceRun = { device: options.device, checks: [], errors: [], processes: 0, output: '' };
-  const reported = new Set<string>(options.skip);
+/** One device's run as it goes: what it reported, in which process, and what it has left. */
+class DeviceState {
+  readonly run: DeviceRun;
+  /** Checks reported (or skipped from the start). */
+  readonly reported: Set<string>;
   /** Checks whose process was killed from outside while they ran, and that process's number. */
-  const killedOnce = new Map<string, number>();
+  readonly killedOnce = new Map<string, number>();
   /** How the processes that died outside any check without reporting a check ended, in a row. */
-  let barren: string[] = [];
-  let plan: PlanEvent['checks'] | undefined;
-  let current = options;
-  const restart = (message: string): void => {
-    (run.restarts ??= []).push(message);
-    o.onEvent?.(run.device, { type: 'restart', message });
-  };
-  const left = (): number => (plan ? plan.filter((c) => !reported.has(c.id)).length : 0);
-  for (;;) {
-    run.processes += 1;
+  barren: string[] = [];
+  plan: PlanEvent['checks'] | undefined;
+
+  constructor(
+    readonly options: SuiteOptions,
+    private readonly o: OrchestrateOptions,
+  ) {
+    this.run = { device: options.device, checks: [], errors: [], processes: 0, output: '' };
+    this.reported = new Set(options.skip);
+  }
+
+  /** The options of its next process (counted). */
+  next(): SuiteOptions {
+    this.run.processes += 1;
+    return { ...this.options, skip: [...this.reported], attempt: this.run.processes };
+  }
+
+  left(): number {
+    return this.plan ? this.plan.filter((c) => !this.reported.has(c.id)).length : 0;
+  }
+
+  restart(message: string): void {
+    (this.run.restarts ??= []).push(message);
+    this.o.onEvent?.(this.run.device, { type: 'restart', message });
+  }
+
+  /** A check reported by the command for its process (crash, timeout, error). */
+  report(c: CheckResult): void {
+    this.run.checks.push(c);
+    this.o.onEvent?.(this.run.device, { type: 'result', device: this.run.device, id: c.id, suite: c.suite, title: c.title, status: c.status, durationMs: c.durationMs, ...(c.message ? { message: c.message } : {}) });
+    this.reported.add(c.id);
+  }
+
+  /**
+   * What process `a` (this device's latest) did for it: its checks recorded, and whether the device needs another
+   * process (the process ended before all its checks reported) or is done.
+   */
+  settle(a: Attempt): 'again' | 'done' {
+    const { o, run } = this;
     const n = run.processes;
-    const a = await attempt({ ...current, skip: [...reported], attempt: n }, o);
     run.output = a.output;
-    if (current.discover) {
-      const chosen = a.discovery?.device ? a.discovery.discovery.devices.find((d) => d.id === a.discovery!.device) : undefined;
-      if (!chosen) {
-        run.errors.push(...a.errors);
-        if (!a.discovery) {
-          run.errors.push(
-            a.stalled
-              ? `the discovering process (${current.discover.backends.join(', ')}) reported nothing for ${o.timeoutS + STALL_GRACE_S} s and was killed`
-              : a.signal
-                ? `the discovering process (${current.discover.backends.join(', ')}) was killed by ${a.signal} before it reported`
-                : `the discovering process (${current.discover.backends.join(', ')}) exited with status ${a.code} before it reported`,
-          );
-        }
-        if (interrupted) run.incomplete = true;
-        return run;
-      }
-      current = deviceOptions(chosen, current, current.discover);
-      run.device = chosen.id;
-      // told to stop: its device is not this process's to check (its run is not used)
-      if (a.toldToStop) return run;
-    }
-    plan ??= a.plan;
-    for (const r of a.results) {
-      const { type: _type, ...result } = r;
-      const killedIn = killedOnce.get(r.id);
+    this.plan ??= a.plan;
+    const mine = a.results.filter((r) => r.device === run.device);
+    for (const r of mine) {
+      const { type: _type, device: _device, ...result } = r;
+      const killedIn = this.killedOnce.get(r.id);
       const note = killedIn ? [`run again in process ${n}: process ${killedIn} was killed during this check from outside, not by this command`] : [];
       run.checks.push({ ...result, process: n, ...(note.length ? { log: [...(result.log ?? []), ...note] } : {}) });
-      reported.add(r.id);
+      this.reported.add(r.id);
     }
     run.errors.push(...a.errors);
     if (interrupted) {
       run.incomplete = true;
-      return run;
+      return 'done';
     }
     const fromOutside = !a.timedOut && !a.stalled && a.signal !== null && FROM_OUTSIDE.includes(a.signal);
-    if (a.unfinished) {
-      barren = [];
-      const { id, suite, title, startedAt } = a.unfinished;
-      if (fromOutside && !killedOnce.has(id)) {
+    const u = a.unfinished;
+    if (u && u.device !== run.device) {
+      // another device's check ended the shared process: this one's checks left go on in a process of its own
+      this.barren = [];
+      if (this.plan && this.left() === 0) return 'done';
+      const how = a.timedOut ? `timed out (--timeout ${o.timeoutS} s)` : a.signal ? `killed by ${a.signal}` : `exited with status ${a.code}`;
+      this.restart(`process ${n} ended during ${u.device}'s ${u.id} (${how}): ${this.plan ? `the ${this.left()} checks left` : 'the checks'} run in process ${n + 1}`);
+      return 'again';
+    }
+    if (u) {
+      this.barren = [];
+      const { id, suite, title, startedAt } = u;
+      if (fromOutside && !this.killedOnce.has(id)) {
         // the OOM killer or a user, not the driver: the check runs once more before anything is concluded
-        killedOnce.set(id, n);
-        restart(`process ${n} was killed by ${a.signal} during ${id}, not by this command (the OOM killer, a user, a scheduler): ${id} and the ${Math.max(0, left() - 1)} checks after it run in process ${n + 1}`);
-        continue;
+        this.killedOnce.set(id, n);
+        this.restart(`process ${n} was killed by ${a.signal} during ${id}, not by this command (the OOM killer, a user, a scheduler): ${id} and the ${Math.max(0, this.left() - 1)} checks after it run in process ${n + 1}`);
+        return 'again';
       }
-      const durationMs = performance.now() - startedAt;
       const status: CheckStatus = a.timedOut ? 'timeout' : fromOutside ? 'error' : 'crash';
       const message = a.timedOut
         ? `no result after ${o.timeoutS} s: the check was killed`
         : fromOutside
-          ? `the host: the check's process was killed by ${a.signal} from outside twice (processes ${killedOnce.get(id)} and ${n}), not by this command and not by a fault of the driver (the OOM killer, a user, a scheduler)`
+          ? `the host: the check's process was killed by ${a.signal} from outside twice (processes ${this.killedOnce.get(id)} and ${n}), not by this command and not by a fault of the driver (the OOM killer, a user, a scheduler)`
           : a.signal
             ? `the check killed its process: ${a.signal}`
             : `the process exited with status ${a.code} during the check`;
-      run.checks.push({ id, suite, title, status, durationMs, message, process: n, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
-      o.onEvent?.(run.device, { type: 'result', id, suite, title, status, durationMs, message });
-      reported.add(id);
-      if (plan && left() === 0) return run;
-      restart(`process ${n} ended during ${id} (${status}${a.signal ? `, ${a.signal}` : ''}): the ${left()} checks after it run in process ${n + 1}`);
-      continue; // the checks after it still run, in a new process
+      this.report({ id, suite, title, status, durationMs: performance.now() - startedAt, message, process: n, ...(status === 'crash' && a.signal ? { data: { signal: a.signal } } : {}) });
+      if (this.plan && this.left() === 0) return 'done';
+      this.restart(`process ${n} ended during ${id} (${status}${a.signal ? `, ${a.signal}` : ''}): the ${this.left()} checks after it run in process ${n + 1}`);
+      return 'again'; // the checks after it still run, in a new process
     }
-    if (!a.ended) {
-      if (a.stalled) {
-        run.errors.push(`the device's process made no progress for ${o.timeoutS + STALL_GRACE_S} s outside any check and was killed`);
-        return run;
-      }
-      const how = a.signal ? `killed by ${a.signal}${fromOutside ? ' (not by this command)' : ''}` : `exited with status ${a.code}`;
-      // a process that reported checks before it died made progress: only the deaths after the last progress count
-      barren = a.results.length > 0 ? [] : [...barren, how];
-      if (barren.length > MAX_BARREN_RESTARTS) {
-        const why = `the device's process died outside any check ${barren.length} times in a row without reporting a check (${barren.join('; ')})`;
-        run.errors.push(`${why}: the checks left were not run`);
-        for (const c of plan ?? []) {
-          if (reported.has(c.id)) continue;
-          const message = `never run: ${why}`;
-          run.checks.push({ ...c, status: 'error', durationMs: 0, message });
-          o.onEvent?.(run.device, { type: 'result', ...c, status: 'error', durationMs: 0, message });
-          reported.add(c.id);
-        }
-        return run;
-      }
-      const last = a.results.at(-1)?.id;
-      restart(`process ${n} was ${how} outside any check${last ? ` (after ${last})` : ''}: ${plan ? `the ${left()} checks left` : 'the checks'} run in process ${n + 1}`);
-      continue;
+    if (a.ended) return 'done';
+    if (a.stalled) {
+      run.errors.push(`the device's process made no progress for ${o.timeoutS + STALL_GRACE_S} s outside any check and was killed`);
+      return 'done';
     }
-    return run;
+    const how = a.signal ? `killed by ${a.signal}${fromOutside ? ' (not by this command)' : ''}` : `exited with status ${a.code}`;
+    // a process that reported checks of this device before it died made progress: only the deaths after the last progress count
+    this.barren = mine.length > 0 ? [] : [...this.barren, how];
+    if (this.barren.length > MAX_BARREN_RESTARTS) {
+      const why = `the device's process died outside any check ${this.barren.length} times in a row without reporting a check (${this.barren.join('; ')})`;
+      run.errors.push(`${why}: the checks left were not run`);
+      for (const c of this.plan ?? []) if (!this.reported.has(c.id)) this.report({ ...c, status: 'error', durationMs: 0, message: `never run: ${why}` });
+      return 'done';
+    }
+    const last = mine.at(-1)?.id;
+    this.restart(`process ${n} was ${how} outside any check${last ? ` (after ${last})` : ''}: ${this.plan ? `the ${this.left()} checks left` : 'the checks'} run in process ${n + 1}`);
+    return 'again';
   }
 }
 
-/** Every device at once, each in its own processes. */
-export function runDevices(devices: SuiteOptions[], o: OrchestrateOptions): Promise<DeviceRun[]> {
-  return Promise.all(devices.map((d) => runDevice(d, o)));
+/**
+ * The devices' runs from a first process of them all (started, or `first`): each device with checks left after it
+ * goes on in processes of its own, until every check of it has reported (or it is given up).
+ */
+async function runFrom(states: DeviceState[], o: OrchestrateOptions, first?: Attempt): Promise<void> {
+  const a = first ?? (await attempt({ devices: states.map((s) => s.next()) }, o));
+  const left = states.filter((s) => s.settle(a) === 'again');
+  await Promise.all(
+    left.map(async (s) => {
+      while (s.settle(await attempt({ devices: [s.next()] }, o)) === 'again');
+    }),
+  );
+}
+
+/**
+ * Runs the checks of `devices` in one process (one Vitest run, the devices in order in each suite), resuming
+ * after crashes, timeouts and kills until every check has reported. Each check carries the number of the process
+ * that reported it among its device's processes (1 for the first).
+ */
+export async function runTogether(devices: readonly SuiteOptions[], o: OrchestrateOptions): Promise<DeviceRun[]> {
+  const states = devices.map((d) => new DeviceState(d, o));
+  await runFrom(states, o);
+  return states.map((s) => s.run);
+}
+
+/** Runs the suites of one device in a process of its own (runTogether of one). */
+export async function runDevice(options: SuiteOptions, o: OrchestrateOptions): Promise<DeviceRun> {
+  return (await runTogether([options], o))[0]!;
+}
+
+/** What a discovering runner did: its discovery (absent when it ended first), and the runs of the devices it checked. */
+export interface DiscoveringRun {
+  discovery?: DiscoveryEvent;
+  runs: DeviceRun[];
+  /** Why it ended before its discovery (its errors), and the last lines it printed. */
+  errors: string[];
+  output: string;
+}
+
+/**
+ * A runner that discovers `selection`'s backends, offers a device (`onDiscovery` hears it, with the function that
+ * answers: the devices it checks, with their options, or none), then checks the devices answered as runTogether
+ * does, its process counting as their first.
+ */
+export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void }): Promise<DiscoveringRun> {
+  let states: DeviceState[] = [];
+  const a = await attempt({ devices: [], discover: selection }, o, (e, answer) =>
+    o.onDiscovery(e, (devices) => {
+      states = devices.map((d) => new DeviceState(d, o));
+      answer(states.map((s) => s.next()));
+    }),
+  );
+  if (!a.discovery) {
+    const who = `the discovering process (${selection.backends.join(', ')})`;
+    const why = a.stalled
+      ? `${who} reported nothing for ${o.timeoutS + STALL_GRACE_S} s and was killed`
+      : a.signal
+        ? `${who} was killed by ${a.signal} before it reported`
+        : `${who} exited with status ${a.code} before it reported`;
+    return { runs: [], errors: [...a.errors, why], output: a.output };
+  }
+  await runFrom(states, o, a);
+  return { discovery: a.discovery, runs: states.map((s) => s.run), errors: a.errors, output: a.output };
 }

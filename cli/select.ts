@@ -1,5 +1,5 @@
 // Which devices a run checks, decided from a discovery as data: by the command, and by the runner process that
-// made the discovery (it takes one of the devices itself, so both must agree). No Vitest and no driver here.
+// made the discovery (the device it offers to check: pickDevice). No Vitest and no driver here.
 import { type Backend, BACKENDS, type PlainDevice, type PlainDiscovery, isGpuDriver } from '../bindings/discovery.js';
 
 export { isGpuDriver };
@@ -69,8 +69,8 @@ export function pickDevice(found: PlainDiscovery, s: Selection): PlainDevice | u
 
 /**
  * Which offers the command takes: every CUDA/HIP device, and a device of another backend only when no GPU is
- * checked (then it is the only offer of its kind). Those left get a process of their own after the GPUs'
- * probes, so that no other process lives beside a probe's region and staging buffer.
+ * checked (then its process checks every device that never registers: cli/schedule.ts). With a GPU, those devices
+ * get one process after the GPUs' probes, so that no other process lives beside a probe's region and staging buffer.
  */
 export function keeps(offers: readonly (PlainDevice | undefined)[]): boolean[] {
   const gpu = offers.some((d) => d !== undefined && isGpuDriver(d));

@@ -1,7 +1,8 @@
 // A Vitest reporter for the device runner: what the checks could not say themselves. A check writes its own
-// start and result lines (suites/check.ts); this reporter adds the errors Vitest saw outside any check (a
-// suite file that failed to load, an unhandled error) and a result for a check whose test case ended without
-// writing one (a Vitest timeout), so that the command never loses a check silently.
+// start and result lines (suites/check.ts), with its device (a process may check several); this reporter adds the
+// errors Vitest saw outside any check (a suite file that failed to load, an unhandled error: the process's, not a
+// device's) and a result for a check whose test case ended without writing one (a Vitest timeout), so that the
+// command never loses a check silently.
 import { writeSync } from 'node:fs';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
 import type { PlainDiscovery } from '../bindings/discovery.js';
@@ -17,7 +18,7 @@ export interface EndEvent {
   durationMs: number;
 }
 
-/** The first runner's discovery (before any check): what it found, and the device it runs (null: none, it exits). */
+/** A discovering runner's discovery (before any check): what it found, and the device it offers to check (null: none, it exits). */
 export interface DiscoveryEvent {
   type: 'discovery';
   durationMs: number;
@@ -25,7 +26,7 @@ export interface DiscoveryEvent {
   device: string | null;
 }
 
-/** The checks this process would run (every check of the device, in order), sent before the first one starts. */
+/** The checks of each device this process checks (every check, in order), sent before the first one starts. */
 export interface PlanEvent {
   type: 'plan';
   checks: { id: string; suite: ResultEvent['suite']; title: string }[];
@@ -52,6 +53,8 @@ export class EventsReporter implements Reporter {
     const timedOut = /timed out/i.test(message);
     this.write({
       type: 'result',
+      // the suite each device's checks are in is named by the device's id (suites/check.ts)
+      device: test.parent.type === 'suite' ? test.parent.name : '',
       id: test.name,
       suite: 'hazards',
       title: test.name,

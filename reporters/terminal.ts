@@ -1,7 +1,9 @@
-// Progress while the checks run. On a terminal: one status line per device, redrawn in place (checks done, the
-// one running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
+// What the terminal shows of a run as it goes: what the discovery found (discoveryLines), then progress while the
+// checks run (Progress). On a terminal: one status line per device, redrawn in place (checks done, the one
+// running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
 // once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
+import type { PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { type CheckStatus, FAILING } from '../results/status.js';
 import { terminalSafe } from './safe-text.js';
 
@@ -129,4 +131,29 @@ export class Progress {
       this.#draw();
     }
   }
+}
+
+/** What the discovery found, before the checks: its time, each backend, each device selected. */
+export function discoveryLines(d: {
+  ms: number;
+  /** Each discovering process that reported: its backends and how long it took. */
+  inProcesses: { backends: readonly string[]; ms: number }[];
+  found: PlainDiscovery;
+  selected: readonly PlainDevice[];
+  /** Stopped by a signal: no word on a missing GPU driver. */
+  interrupted: boolean;
+}): string[] {
+  const processes = d.inProcesses.map((p) => `${p.backends.join('+')} ${p.ms.toFixed(0)} ms`);
+  const out = [`discovery (${d.ms.toFixed(0)} ms${processes.length ? `; in their processes: ${processes.join(', ')}` : ''}):`];
+  for (const b of d.found.backends) {
+    const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${b.devices} device(s)` : 'no library';
+    out.push(`  ${b.backend}: ${what}${b.note ? ` - ${b.note}` : ''}`);
+  }
+  for (const s of d.selected) {
+    const attrs = s.attributes ? ` ${Object.entries(s.attributes).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
+    const mem = s.totalMemBytes ? `, ${(s.totalMemBytes / 2 ** 30).toFixed(1)} GiB` : '';
+    out.push(`  ${s.id}: ${s.name} [${s.driver.name} ${s.driver.version}${s.pciBusId ? `, ${s.pciBusId}` : ''}${mem}] integrated=${s.integrated ?? `unknown${s.integratedError ? ` (${s.integratedError})` : ''}`}${attrs}`);
+  }
+  if (!d.found.gpuDriverFound && !d.interrupted) out.push('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
+  return out;
 }

@@ -91,6 +91,35 @@ export function verdictJson(v: Verdict): VerdictJson {
   return 'reason' in v ? { kind: v.kind, reason: v.reason, text } : { kind: v.kind, text };
 }
 
+/** The verdict a VerdictJson was made from (what a device's process reported, read back): verdictJson's inverse. */
+export function verdictFromJson(j: VerdictJson): Verdict {
+  const reason = j.reason ?? '';
+  switch (j.kind) {
+    case 'Usable':
+      return Usable;
+    case 'Refused':
+      switch (j.refusal) {
+        case 'Integrated_gpu':
+          return Refused(Integrated_gpu);
+        case 'Device_kind_unknown':
+          return Refused(Device_kind_unknown);
+        case 'Wrong_bytes':
+          return Refused(Wrong_bytes);
+        case 'Kernel_hazard':
+          return Refused(Kernel_hazard(reason));
+        case 'Not_measured':
+          return Refused(Not_measured(reason));
+        default:
+          throw new RangeError(`unknown refusal ${String(j.refusal)}`);
+      }
+    case 'Not_needed':
+    case 'Too_slow':
+    case 'Inconclusive':
+    case 'Still_registered':
+      return { kind: j.kind, reason };
+  }
+}
+
 /**
  * True only for what the self-test established about the machine: Usable and Refused Wrong_bytes. Static
  * verdicts cost nothing to recompute (and some rest on a query that can fail for a moment); Too_slow,

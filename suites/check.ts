@@ -3,9 +3,9 @@
 // channel (file descriptor 3 when the command started this process), before and after it runs: a check that
 // kills its process still leaves its "start" line behind, so the command can name it and report `crash`.
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { inject, it } from 'vitest';
+import { describe, inject, it } from 'vitest';
 import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
-import { hookFor, type Selection } from '../cli/select.js';
+import { hookFor } from '../cli/select.js';
 import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
@@ -45,20 +45,17 @@ export interface Check {
   run(ctx: CheckContext): Observation;
 }
 
-/** The options of a run, given to the suites with Vitest's provide/inject (key `mappedReg`). */
+/**
+ * The options of one device's checks. A runner process gets those of each device it checks (cli/protocol.ts), and
+ * gives them to the suites with Vitest's provide/inject (key `mappedReg`, the devices in order).
+ */
 export interface SuiteOptions {
-  /** The device's id; '' in the options of a runner started with `discover` (it picks its device then). */
+  /** The device's id. */
   device: string;
   /**
-   * Set for the first runner of a run: it discovers the devices itself (the command does not load any driver),
-   * reports the discovery to the command, and runs the device `firstDevice` picks (cli/select.ts), with the hooks
-   * the selection carries. Never seen by the suites: the runner replaces it with the chosen device's options.
-   */
-  discover?: Selection;
-  /**
    * What the command's discovery found of a device that never registers (OpenCL, Vulkan, CPU): such a device is
-   * rebuilt from this instead of being discovered again (its checks need no driver, and an ICD may not load the
-   * same way in the runner's worker thread). CUDA and HIP devices are always discovered again, for their ops.
+   * rebuilt from this instead of being discovered again (its checks need no driver, and the process that checks
+   * it need not load its ICD). CUDA and HIP devices are always discovered again, for their ops.
    */
   discovered?: PlainDevice;
   scratchDir: string;
@@ -78,19 +75,22 @@ export interface SuiteOptions {
 
 declare module 'vitest' {
   interface ProvidedContext {
-    mappedReg: SuiteOptions;
+    /** The devices this process checks, in order. */
+    mappedReg: SuiteOptions[];
   }
 }
 
 export interface StartEvent {
   type: 'start';
+  /** The device whose check it is. */
+  device: string;
   id: string;
   suite: SuiteName;
   title: string;
 }
 
-/** A check's result, as its process writes it on the event channel. */
-export type ResultEvent = { type: 'result' } & CheckResult;
+/** A check's result, as its process writes it on the event channel (with the device whose check it is). */
+export type ResultEvent = { type: 'result'; device: string } & CheckResult;
 
 export type CheckEvent = StartEvent | ResultEvent;
 
@@ -132,14 +132,19 @@ function crashForTest(): never {
 }
 
 /**
- * Registers each check as a Vitest test case named by its id. `context()` is called once, lazily, by the first
- * check that runs (so a file whose checks are all skipped opens nothing).
+ * Registers each check as a Vitest test case named by its id, for each device of this process in a suite named by
+ * the device's id (its checks in this file, then the next device's). `context(options)` is called by each check
+ * that runs (it makes the device's context once: a device whose checks are all skipped opens nothing).
  */
-export function defineChecks(checks: readonly Check[], context: () => CheckContext): void {
-  const options = inject('mappedReg');
+export function defineChecks(checks: readonly Check[], context: (options: SuiteOptions) => CheckContext): void {
+  for (const options of inject('mappedReg')) describe(options.device, () => defineDeviceChecks(checks, options, context));
+}
+
+function defineDeviceChecks(checks: readonly Check[], options: SuiteOptions, context: (options: SuiteOptions) => CheckContext): void {
+  const device = options.device;
   // test hook: the device's first process kills itself with SIGKILL right after this check reported, outside
   // any check, as the OOM killer may (MAPPED_REG_FORCE_KILL=[device/]check-id); never its later processes
-  const killAfter = options.attempt === 1 ? hookFor(process.env.MAPPED_REG_FORCE_KILL, options.device) : undefined;
+  const killAfter = options.attempt === 1 ? hookFor(process.env.MAPPED_REG_FORCE_KILL, device) : undefined;
   for (const check of checks) {
     if (options.skip.includes(check.id)) {
       // reported by an earlier process of this device's run: a placeholder keeps the file non-empty
@@ -151,24 +156,24 @@ export function defineChecks(checks: readonly Check[], context: () => CheckConte
     }
     it(check.id, (t) => {
       const started = performance.now();
-      emit({ type: 'start', id: check.id, suite: check.suite, title: check.title });
+      emit({ type: 'start', device, id: check.id, suite: check.suite, title: check.title });
       const lines: string[] = [];
       const heldBefore = registrations.held().length;
-      const finish = (r: Omit<ResultEvent, 'type' | 'id' | 'suite' | 'title' | 'durationMs'>): void => {
+      const finish = (r: Omit<ResultEvent, 'type' | 'device' | 'id' | 'suite' | 'title' | 'durationMs'>): void => {
         // what the driver may still hold after this check is never unmapped: say so with the check's result
         const held = registrations.held().length - heldBefore;
         if (held > 0) {
           const note = `${held} range(s) the driver refused to release stay registered and mapped until the device's process ends`;
           r = { ...r, message: r.message ? `${r.message}; ${note}` : note };
         }
-        const event: ResultEvent = { type: 'result', id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
+        const event: ResultEvent = { type: 'result', device, id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
         t.task.meta.check = event;
         emit(event);
         if (killAfter === check.id) process.kill(process.pid, 'SIGKILL');
       };
       let o: Observation | string;
       try {
-        const ctx: CheckContext = { ...context(), log: (m) => lines.push(m) };
+        const ctx: CheckContext = { ...context(options), log: (m) => lines.push(m) };
         const applies = check.applies(ctx);
         if (applies !== true) o = applies;
         else {

@@ -1,10 +1,10 @@
 // What the checks of one device share inside its process: the device (discovered once), scratch files and
 // mappings that are never unmapped while the driver may hold them, ops whose registrations are recorded in the
-// model's table, and the probe's report (run once, read by the probe and timing checks).
+// model's table, and the probe's report (run once, read by the probe and timing checks). No Vitest here: the
+// runner lists the checks (suites/plan.ts) before it loads Vitest, and the checks import this file.
 import { randomFillSync } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { inject } from 'vitest';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type Backend, BACKENDS, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
@@ -12,32 +12,34 @@ import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { makeScratchRegion } from '../bindings/scratch.js';
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
-import type { CheckContext } from './check.js';
+import type { CheckContext, SuiteOptions } from './check.js';
 
-let shared: CheckContext | undefined;
+/** The context of each device this process checks, by device id. */
+const contexts = new Map<string, CheckContext>();
 
-/** The device of this process (from `inject('mappedReg').device`), discovered once. */
-export function deviceContext(): CheckContext {
-  if (!shared) {
-    const options = inject('mappedReg');
-    const backend = options.device.split(':')[0] as Backend;
-    const plain = options.discovered;
-    if (plain && plain.id === options.device && !isGpuDriver(plain)) {
-      shared = { device: deviceFromPlain(plain), options, log: () => {} };
-      return shared;
-    }
-    if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${options.device}`);
-    const found = discover([backend]);
-    const device = found.devices.find((d) => d.id === options.device);
-    if (!device) {
-      const note = found.backends.find((b) => b.backend === backend)?.note;
-      throw new Error(`device ${options.device} not found${note ? `: ${note}` : ''}`);
-    }
-    // one context for all the checks of this process (else CUDA makes it again for each check's ops)
-    device.native?.keepContext();
-    shared = { device, options, log: () => {} };
+/** The context of the device of `options` (the runner's options of that device), its device discovered once. */
+export function deviceContext(options: SuiteOptions): CheckContext {
+  const known = contexts.get(options.device);
+  if (known) return known;
+  const backend = options.device.split(':')[0] as Backend;
+  const plain = options.discovered;
+  if (plain && plain.id === options.device && !isGpuDriver(plain)) {
+    const rebuilt: CheckContext = { device: deviceFromPlain(plain), options, log: () => {} };
+    contexts.set(options.device, rebuilt);
+    return rebuilt;
   }
-  return shared;
+  if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${options.device}`);
+  const found = discover([backend]);
+  const device = found.devices.find((d) => d.id === options.device);
+  if (!device) {
+    const note = found.backends.find((b) => b.backend === backend)?.note;
+    throw new Error(`device ${options.device} not found${note ? `: ${note}` : ''}`);
+  }
+  // one context for all the checks of this process (else CUDA makes it again for each check's ops)
+  device.native?.keepContext();
+  const ctx: CheckContext = { device, options, log: () => {} };
+  contexts.set(options.device, ctx);
+  return ctx;
 }
 
 export interface Probed {
@@ -46,31 +48,35 @@ export interface Probed {
   /** Where the time went: making and mapping the scratch file; the self-test, of which the windows' registration. */
   phasesMs: { scratchFile: number; registration: number; probe: number };
 }
-let probed: Probed | undefined;
-/** The host could not give the probe its region (no space, ...): every check that needs the probe says so. */
-let probeFault: Error | undefined;
+/** Each device's probe report, by device id. */
+const probed = new Map<string, Probed>();
+/** The host could not give a device's probe its region (no space, ...): every check that needs the probe says so. */
+const probeFaults = new Map<string, Error>();
 
-/** The self-test on a scratch region of `--size` MiB, run once per process; later callers get its report. */
+/** The self-test on a scratch region of `--size` MiB, run once per device; later callers get its report. */
 export function probeOnce(ctx: CheckContext): Probed {
-  if (probeFault) throw probeFault;
-  if (!probed) {
-    const t0 = performance.now();
-    let region: ReturnType<typeof makeScratchRegion>;
-    try {
-      region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
-    } catch (e) {
-      if (isHostFault(e)) probeFault = e;
-      throw e;
-    }
-    const t1 = performance.now();
-    try {
-      const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
-      probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
-    } finally {
-      region.close();
-    }
+  const id = ctx.device.id;
+  const fault = probeFaults.get(id);
+  if (fault) throw fault;
+  const known = probed.get(id);
+  if (known) return known;
+  const t0 = performance.now();
+  let region: ReturnType<typeof makeScratchRegion>;
+  try {
+    region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+  } catch (e) {
+    if (isHostFault(e)) probeFaults.set(id, e);
+    throw e;
   }
-  return probed;
+  const t1 = performance.now();
+  try {
+    const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
+    const done: Probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
+    probed.set(id, done);
+    return done;
+  } finally {
+    region.close();
+  }
 }
 
 /**

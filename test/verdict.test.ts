@@ -17,6 +17,8 @@ import {
   OutOfMemory,
   errorText,
   refusalToString,
+  verdictFromJson,
+  verdictJson,
   verdictToString,
   type Verdict,
 } from '../src/index.js';
@@ -52,6 +54,11 @@ describe('verdicts', () => {
       'Kernel_hazard (k)',
       'Not_measured (m)',
     ]);
+  });
+
+  it('verdictFromJson reads back what verdictJson wrote, every verdict and refusal', () => {
+    for (const [v] of every) expect(verdictFromJson(verdictJson(v))).toEqual(v);
+    expect(() => verdictFromJson({ kind: 'Refused', refusal: 'Sideways', text: 'Refused (Sideways)' })).toThrow(/unknown refusal Sideways/);
   });
 
   it('keeps the spec constructor names as kinds', () => {

@@ -98,7 +98,9 @@ export function renderText(r: BenchResult): string[] {
     out.push(`    the whole run at its fullest: ${f0(run.pssKiB / 1024)} MiB PSS (${each}; resident sets summed ${f0(run.rssSumKiB / 1024)}); target <= ${run.targetMiB} MiB: ${run.withinTarget ? 'within' : 'OVER'}`);
   }
   if (k.memory.command) out.push(`    command, pid ${k.memory.command.pid}: ${mib(k.memory.command)}`);
-  for (const p of k.memory.runners) out.push(`    device runner ${p.device ?? '?'}, pid ${p.pid}: ${mib(p)}; target <= ${p.targetMiB} MiB: ${p.withinTarget ? 'within' : 'OVER'}`);
+  // a runner of several devices is listed under each in the JSON, once here
+  const runners = [...new Map(k.memory.runners.map((p) => [p.pid, { ...p, device: k.memory.runners.filter((q) => q.pid === p.pid).map((q) => q.device ?? '?').join(', ') }])).values()];
+  for (const p of runners) out.push(`    device runner ${p.device}, pid ${p.pid}: ${mib(p)}; target <= ${p.targetMiB} MiB: ${p.withinTarget ? 'within' : 'OVER'}`);
   for (const p of k.memory.others) out.push(`    other, pid ${p.pid}${p.device ? ` (${p.device})` : ''}: ${mib(p)}  ${p.command.slice(0, 80)}`);
   if (k.outputTail) out.push('  its output ended with:', ...k.outputTail.split('\n').map((l) => `    ${l}`));
   if (r.errors.length) out.push('', 'errors:', ...r.errors.map((e) => `  ${e}`));

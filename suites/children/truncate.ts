@@ -9,7 +9,7 @@
 // file and removes it, whatever happens here. Every step prints one JSON line (a TruncateLine) on stdout with a
 // synchronous write, before ("begin") and after a copy, so a line is never lost to a signal.
 //
-// No Vitest here (suites/check.ts and suites/context.ts import it): bindings and the model only.
+// No Vitest here (suites/check.ts imports it): bindings and the model only.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { type Backend, BACKENDS, discover } from '../../bindings/discovery.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';

@@ -1,0 +1,89 @@
+// A run's result from what was found and what each device's processes reported: the device's verdict is its
+// static verdict, or the one its probe reported; whether it is cacheable is the model's word (src/verdict.ts).
+import { hostname, release } from 'node:os';
+import type { DiscoveredDevice, PlainDiscovery } from '../bindings/discovery.js';
+import type { DeviceResult, RunResult, VerdictJson } from '../results/types.js';
+import { Inconclusive, type Verdict, cacheable, staticVerdict, staticToString, verdictFromJson, verdictJson } from '../src/index.js';
+import type { DeviceRun } from './orchestrate.js';
+
+/** A verdict as the results carry it, with the model's cacheable; `text` replaces the verdict's own text. */
+function judged(v: Verdict, text?: string): { verdict: VerdictJson; cacheable: boolean } {
+  return { verdict: text === undefined ? verdictJson(v) : { ...verdictJson(v), text }, cacheable: cacheable(v) };
+}
+
+/** What probe.verdict's data holds for the result (suites/checks/probe.ts). */
+interface ProbeData {
+  verdict?: VerdictJson;
+  timing?: Omit<NonNullable<DeviceResult['timing']>, 'linkGBps'>;
+  scratch?: DeviceResult['scratch'];
+}
+
+/** The device's verdict: the one its probe reported, else what its static verdict and its probe's status say. */
+function verdictOf(d: DiscoveredDevice, run: DeviceRun | undefined): { verdict: VerdictJson; cacheable: boolean } {
+  const s = staticVerdict(d.device);
+  const probe = run?.checks.find((c) => c.id === 'probe.verdict');
+  const reported = (probe?.data as ProbeData | undefined)?.verdict;
+  // the probe's own verdict, as it wrote it
+  if (reported) return { verdict: reported, cacheable: cacheable(verdictFromJson(reported)) };
+  // a probe that ran and reported no verdict (it crashed, timed out, the host failed it)
+  if (probe && probe.status !== 'skip') {
+    return judged(Inconclusive(`probe.verdict: ${probe.status}${probe.message ? ` (${probe.message})` : ''}`), `Inconclusive (probe.verdict ${probe.status})`);
+  }
+  if (s.kind === 'Decided') return judged(s.verdict);
+  return judged(Inconclusive('self-test required, not run'), 'Self_test_required (not probed)');
+}
+
+/** One device's result: what was found of it, its verdict, and what its processes reported. */
+export function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, scratch: DeviceResult['scratch']): DeviceResult {
+  const result: DeviceResult = {
+    id: d.id,
+    backend: d.backend,
+    name: d.name,
+    pciBusId: d.pciBusId,
+    driver: d.driver,
+    integrated: d.integrated,
+    ...(d.attributes ? { attributes: d.attributes } : {}),
+    staticVerdict: staticToString(staticVerdict(d.device)),
+    ...verdictOf(d, run),
+    checks: run?.checks ?? [],
+    scratch,
+  };
+  if (!run) return result;
+  const data = run.checks.find((c) => c.id === 'probe.verdict')?.data as ProbeData | undefined;
+  if (data?.timing) {
+    const t = data.timing;
+    const link = run.checks.find((c) => c.id === 'timing.link')?.data as { link?: { gbps: number } } | undefined;
+    result.timing = { registeredGBps: t.registeredGBps, stagedGBps: t.stagedGBps, ratio: t.ratio, minRelativeSpeed: t.minRelativeSpeed, runs: t.runs, bytes: t.bytes, ...(link?.link ? { linkGBps: link.link.gbps } : {}) };
+  }
+  if (data?.scratch) result.scratch = data.scratch;
+  if (run.errors.length) result.errors = run.errors;
+  result.processes = run.processes;
+  if (run.restarts?.length) result.restarts = run.restarts;
+  if (run.incomplete) result.incomplete = true;
+  return result;
+}
+
+/** The run's result: what was found, each device's result, the phases' times; `incomplete` when a signal stopped it. */
+export function runResult(r: {
+  tool: RunResult['tool'];
+  startedAt: string;
+  options: RunResult['options'];
+  found: PlainDiscovery;
+  devices: DeviceResult[];
+  phasesMs: { discovery: number; checks: number };
+  incomplete: boolean;
+}): RunResult {
+  return {
+    schemaVersion: 1,
+    tool: r.tool,
+    host: { hostname: hostname(), kernel: release(), platform: `${process.platform}-${process.arch}` },
+    startedAt: r.startedAt,
+    finishedAt: new Date().toISOString(),
+    options: r.options,
+    backends: r.found.backends,
+    gpuDriverFound: r.found.gpuDriverFound,
+    ...(r.incomplete ? { incomplete: true } : {}),
+    phasesMs: { ...r.phasesMs, reports: 0 },
+    devices: r.devices,
+  };
+}

@@ -1,0 +1,133 @@
+// A run's discovery, in the processes that then check what they found: one per group of backends (cli/select.ts
+// DISCOVERY_GROUPS), started at once, so that the command loads no driver and a GPU's driver is initialized once,
+// in the process that checks it. Each process reports what it found and offers a device (cli/select.ts
+// pickDevice), then waits for the command's answer: the devices it checks, or none (it exits). The command
+// answers once every group has reported and the selection is valid; a GPU earlier, as soon as the groups that
+// could make the selection invalid have reported (validSoFar).
+import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
+import { removeStaleScratch } from '../bindings/scratch.js';
+import type { DiscoveryEvent } from '../reporters/events.js';
+import type { SuiteOptions } from '../suites/check.js';
+import type { SuiteBase } from './options.js';
+import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
+import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select.js';
+
+/** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
+export class DiscoveryError extends Error {}
+
+/** One discovering process. */
+export interface Group {
+  readonly backends: Backend[];
+  /** What it found and the device it offers, once it reported. */
+  event?: DiscoveryEvent;
+  offer?: PlainDevice;
+  /** The devices it checks, by their options (none: it exits); the first answer counts. */
+  answer(devices: SuiteOptions[]): void;
+  /** It was told to check devices. */
+  started: boolean;
+  /** The runs of the devices it checked (none when it checked nothing); its errors when it ended before its report. */
+  runs: Promise<DeviceRun[]>;
+  /** Why it ended before it reported (its errors, and the last line it printed). */
+  failure: Promise<string | undefined>;
+}
+
+export interface Discovered {
+  groups: Group[];
+  /** Every group's discovery as one. */
+  found: PlainDiscovery;
+}
+
+/**
+ * Removes the scratch folders that processes killed before they could remove their own left in `scratchDir` and
+ * in /dev/shm (their locks are free: bindings/scratch-lock.ts); a live run's folder is kept. Returns what it removed.
+ */
+export function removeScratchOfTheDead(scratchDir: string): { dir: string; names: string[] }[] {
+  return [scratchDir, '/dev/shm'].map((dir) => {
+    try {
+      return { dir, names: removeStaleScratch(dir) };
+    } catch {
+      return { dir, names: [] }; // a folder we cannot read holds nothing of ours
+    }
+  });
+}
+
+/**
+ * Starts a discovering process for each group of `selection`'s backends and waits for each to report. A GPU
+ * offered while the selection can already be judged valid is told to go at once (its options from `base`).
+ * Stopped by `stop` (a signal), it returns no group: the processes are killed, none was checked. A process that
+ * ended before it reported is a DiscoveryError (the others are stopped first); a selection the discovery shows to
+ * be bad (cli/select.ts selectionProblem) is the caller's to refuse, after stopGroups.
+ */
+export async function discoverInGroups(selection: Selection, base: SuiteBase, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
+  const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, o));
+  // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
+  // slower group (an OpenCL ICD) has reported.
+  const goEarly = (): void => {
+    const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
+    if (o.stop.aborted || !validSoFar(so, selection)) return;
+    for (const g of groups) if (g.offer && isGpuDriver(g.offer)) g.answer([deviceOptions(g.offer, base, selection)]);
+  };
+  await Promise.all(groups.map((g) => g.reported.then(goEarly)));
+  const failed = groups.find((g) => g.event === undefined);
+  if (failed || o.stop.aborted) {
+    await stopGroups(groups, base.scratchDir); // a GPU that started early is stopped too: the run cannot go on
+    if (o.stop.aborted) return { groups: [], found: mergeDiscoveries([]) };
+    throw new DiscoveryError(`discovery failed: ${await failed!.failure}`);
+  }
+  return { groups, found: mergeDiscoveries(groups.flatMap((g) => (g.event ? [g.event.discovery] : []))) };
+}
+
+/**
+ * Ends every discovering process for an error: those not yet answered are told to stop, those already checking
+ * (a GPU that went early) are killed, and what the killed ones left in the scratch folders is removed.
+ */
+export async function stopGroups(groups: readonly Group[], scratchDir: string): Promise<void> {
+  const early = groups.some((g) => g.started);
+  if (early) interruptAll();
+  for (const g of groups) g.answer([]);
+  await Promise.all(groups.map((g) => g.runs));
+  if (early) removeScratchOfTheDead(scratchDir);
+}
+
+interface Started extends Group {
+  /** Resolves once it reported, or ended without a report. */
+  reported: Promise<void>;
+}
+
+function startGroup(backends: Backend[], selection: Selection, o: OrchestrateOptions): Started {
+  let arrived: () => void = () => {};
+  let tell: (devices: SuiteOptions[]) => void = () => {};
+  const g: Started = {
+    backends,
+    started: false,
+    reported: new Promise<void>((resolve) => (arrived = resolve)),
+    answer(devices) {
+      if (devices.length > 0) g.started = true;
+      tell(devices);
+      tell = () => {}; // the first answer counts
+    },
+    runs: Promise.resolve([]),
+    failure: Promise.resolve(undefined),
+  };
+  const run = runDiscovering(
+    { ...selection, backends },
+    {
+      ...o,
+      onDiscovery: (e, answer) => {
+        g.event = e;
+        const offer = e.discovery.devices.find((d) => d.id === e.device);
+        if (offer) g.offer = offer;
+        tell = answer;
+        arrived();
+      },
+    },
+  );
+  void run.then(() => arrived());
+  g.runs = run.then((r) => r.runs);
+  g.failure = run.then((r) => {
+    if (r.discovery) return undefined;
+    const tail = r.output.trim().split('\n').slice(-1)[0];
+    return `${r.errors.join('; ')}${tail ? ` (its last output: ${tail})` : ''}`;
+  });
+  return g;
+}

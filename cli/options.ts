@@ -1,0 +1,159 @@
+// The options of a run, in one place: their yargs definitions (with the defaults, the model's where it has them),
+// their validation, and what of them reaches the suites. The command (cli/main.ts), the bench (bench/bench.ts),
+// and through the command every device runner, take them from here.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { scratchDirProblem } from '../bindings/scratch.js';
+import { DEFAULT_MAX_DROP } from '../results/compare.js';
+import { type Backend, BACKENDS } from '../results/types.js';
+import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
+import type { SuiteOptions } from '../suites/check.js';
+
+/** MiB of the region probed. */
+export const DEFAULT_SIZE_MIB = 256;
+/** Seconds one check may run before it is killed (0: no limit). */
+export const DEFAULT_TIMEOUT_S = 120;
+/** The largest --min-relative-speed: a registered copy ten times the staged one is already a broken clock. */
+export const MAX_MIN_RELATIVE_SPEED = 10;
+
+const MiB = 1024 * 1024;
+/** The package's own scratch/ (dist/cli/options.js is two folders below the package's root). */
+export const DEFAULT_SCRATCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'scratch');
+
+/** Thrown for bad input: the command prints the message on one line and exits 2 (the bench likewise). */
+export class UsageError extends Error {}
+
+// Every option that takes a value must be given one (`--size` alone is bad usage, not 256).
+/** What is measured and where: the options the command and the bench share. */
+export const MEASURE_OPTIONS = {
+  'scratch-dir': { type: 'string', requiresArg: true, describe: "folder for the scratch files (default: the package's scratch/)" },
+  size: { type: 'number', requiresArg: true, default: DEFAULT_SIZE_MIB, describe: 'MiB of the region probed' },
+  device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
+  runs: { type: 'number', requiresArg: true, default: DEFAULT_RUNS, describe: 'timed runs of each copy (best of N against best of N)' },
+} as const;
+
+/** The options of `run` and `list`. */
+export const RUN_OPTIONS = {
+  ...MEASURE_OPTIONS,
+  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
+  'min-relative-speed': {
+    type: 'number',
+    requiresArg: true,
+    default: DEFAULT_MIN_RELATIVE_SPEED,
+    describe: `fraction of the staged speed the registered copy must reach, in (0, ${MAX_MIN_RELATIVE_SPEED}]`,
+  },
+  timeout: { type: 'number', requiresArg: true, default: DEFAULT_TIMEOUT_S, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
+  json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
+  junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
+  baseline: {
+    type: 'string',
+    requiresArg: true,
+    describe: 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)',
+  },
+  expectations: { type: 'string', requiresArg: true, describe: 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does' },
+  require: {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    default: [] as string[],
+    describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)',
+  },
+  'max-drop': {
+    type: 'string',
+    requiresArg: true,
+    default: `${DEFAULT_MAX_DROP * 100}%`,
+    describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)',
+  },
+} as const;
+
+/** The measuring options as yargs gives them. */
+export interface MeasureArgs {
+  scratchDir?: string;
+  size: number;
+  device: string[];
+  runs: number;
+}
+
+/** The measuring options, checked. */
+export interface Measure {
+  scratchDir: string;
+  sizeMiB: number;
+  devices: string[];
+  runs: number;
+}
+
+/** What a run does, checked (the command's options of run and list). */
+export interface RunOptions extends Measure {
+  backends: Backend[];
+  minRelativeSpeed: number;
+  timeoutS: number;
+  /** list: static verdicts only, nothing registered or copied. */
+  listOnly: boolean;
+  /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
+  forceCrash?: string;
+  forceHang?: string;
+}
+
+function checkNumbers(a: MeasureArgs, maxSizeMiB?: number): void {
+  if (!Number.isSafeInteger(a.size) || a.size <= 0) throw new UsageError(`--size must be a positive whole number of MiB, not ${String(a.size)}`);
+  if (maxSizeMiB !== undefined && a.size > maxSizeMiB) throw new UsageError(`--size ${a.size}: at most ${maxSizeMiB} MiB`);
+  if (!Number.isSafeInteger(a.runs) || a.runs < 1) throw new UsageError(`--runs must be a whole number of at least 1, not ${String(a.runs)}`);
+}
+
+/** The scratch folder: the package's scratch/ (made when missing) unless named; one that cannot take the region is refused. */
+function checkScratch(a: MeasureArgs, checkSpace: boolean): string {
+  const scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH_DIR;
+  if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
+  if (checkSpace) {
+    const problem = scratchDirProblem(scratchDir, a.size * MiB);
+    if (problem) throw new UsageError(problem);
+  }
+  return scratchDir;
+}
+
+/** The measuring options checked: a region of a positive whole number of MiB (at most `maxSizeMiB`), at least one run, a scratch folder that can take the region. */
+export function measureOptions(a: MeasureArgs, o: { maxSizeMiB?: number } = {}): Measure {
+  checkNumbers(a, o.maxSizeMiB);
+  return { scratchDir: checkScratch(a, true), sizeMiB: a.size, devices: a.device, runs: a.runs };
+}
+
+/** The options of run and list checked (`list` needs no room for a region); the test hooks read from the environment. */
+export function runOptions(
+  a: MeasureArgs & { backend: string[]; minRelativeSpeed: number; timeout: number },
+  listOnly: boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): RunOptions {
+  checkNumbers(a);
+  if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
+  if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= MAX_MIN_RELATIVE_SPEED)) {
+    throw new UsageError(`--min-relative-speed must be in (0, ${MAX_MIN_RELATIVE_SPEED}], not ${String(a.minRelativeSpeed)}`);
+  }
+  const backends = a.backend.length ? a.backend : [...BACKENDS];
+  const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
+  if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  return {
+    scratchDir: checkScratch(a, !listOnly),
+    sizeMiB: a.size,
+    devices: a.device,
+    runs: a.runs,
+    backends: backends as Backend[],
+    minRelativeSpeed: a.minRelativeSpeed,
+    timeoutS: a.timeout,
+    listOnly,
+    ...(env.MAPPED_REG_FORCE_CRASH ? { forceCrash: env.MAPPED_REG_FORCE_CRASH } : {}),
+    ...(env.MAPPED_REG_FORCE_HANG ? { forceHang: env.MAPPED_REG_FORCE_HANG } : {}),
+  };
+}
+
+/** What of a run's options every device runner passes to its suites (cli/select.ts deviceOptions adds the device). */
+export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed'>;
+
+export function suiteBase(o: RunOptions): SuiteBase {
+  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed };
+}
+
+/** The options as the results record them (`options` of the JSON). */
+export function resultOptions(o: RunOptions): Record<string, unknown> {
+  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, devices: o.devices, backends: o.backends, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, timeoutS: o.timeoutS, list: o.listOnly };
+}
