@@ -4,7 +4,7 @@
 // machine, where shared/device/pack.sh leaves the compiler out, and npx's self-install of this package there)
 // keeps the dist/ it has instead of failing.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -22,3 +22,18 @@ try {
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: new URL('..', import.meta.url) });
 chmodSync(new URL('../dist/cli/main.js', import.meta.url), 0o755);
+
+// An output whose source is gone (a file renamed or removed) would still be packed and could still be imported:
+// remove it. Only those: dist/ is rebuilt in place, because `npm pack` in the tests runs this while other test
+// files run the command from dist/.
+const rootDir = new URL('..', import.meta.url).pathname;
+const dist = join(rootDir, 'dist');
+function removeOrphans(dir, rel) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    const source = join(rootDir, rel, entry.name);
+    if (entry.isDirectory()) removeOrphans(path, join(rel, entry.name));
+    else if (entry.name.endsWith('.js') && !existsSync(source.replace(/\.js$/, '.ts'))) rmSync(path);
+  }
+}
+removeOrphans(dist, '');
