@@ -252,8 +252,8 @@ describe('action.yml', () => {
 // ---- the action, run ----
 
 const doubles = buildDoubles();
-/** The double's copies paced, as in test/gate.test.ts: registered and page-locked at 2 GB/s, pageable at 0.5. */
-const RATES = 'registered=2,pinned=2,pageable=0.5';
+/** The double's copies paced, as in test/gate.test.ts: registered at 2 GB/s, page-locked at 1.5, pageable at 0.5. */
+const RATES = 'registered=2,pinned=1.5,pageable=0.5';
 const cuda = (rates = RATES, extra: Record<string, string> = {}): Record<string, string> => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: rates, ...extra });
 
 /** The action's folder: a copy of this working tree (what `uses: owner/repo@ref` downloads), not yet installed. */
@@ -335,7 +335,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
 
     it('the registered GB/s fell 25%: the step fails with the command\'s status (1), passed=false, and the summary, JUnit and JSON say why', async () => {
       const workspace = newWorkspace();
-      const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%' }, env: cuda('registered=1.5,pinned=2,pageable=0.5') });
+      const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
       expect(r.steps.map((s) => s.code), r.log).toEqual([0, 1]);
       expect(r.code).toBe(1);
       expect(r.outputs.passed).toBe('false');
@@ -355,7 +355,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     }, 120_000);
 
     it('max-drop (an input with a dash) reaches the command: 30% lets the same drop pass', async () => {
-      const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%' }, env: cuda('registered=1.5,pinned=2,pageable=0.5') });
+      const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
       expect(r.code, r.log).toBe(0);
       expect(r.outputs.passed).toBe('true');
       expect(readJson(r.outputs.results!).gate!.maxDrop).toBe(0.3);
