@@ -6,6 +6,7 @@
 import { randomFillSync } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { registrations, type RegistrationTable } from '../src/ops.js';
 import type { ReferenceReader } from '../src/probe.js';
 import { HostFault, asHostFault } from './host-fault.js';
@@ -22,6 +23,8 @@ export interface ScratchRegion {
   /** The file (removed with its folder by close()). */
   readonly path: string;
   readonly size: number;
+  /** The file was written by the thread of startScratchFile, not by makeScratchRegion itself. */
+  readonly writtenAhead: boolean;
   /** Read-write descriptor of the file (for pwrite/ftruncate hazards); closed by close(). */
   readonly fd: number;
   /** MAP_SHARED, PROT_READ mapping of the whole file. */
@@ -73,35 +76,123 @@ export function removeStaleScratch(dir: string): string[] {
   return removeStale(dir);
 }
 
-/** Makes and maps a scratch file of `bytes` random bytes in `dir`; its reference reads the file on demand. */
-export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
+/** Writes `bytes` random bytes to the open file `fd` and syncs it (here, or in the writer thread below). */
+function fillRandom(fd: number, bytes: number): void {
+  const chunk = Buffer.allocUnsafe(Math.min(CHUNK, bytes));
+  for (let off = 0; off < bytes; off += chunk.length) {
+    const n = Math.min(chunk.length, bytes - off);
+    randomFillSync(chunk, 0, n);
+    let done = 0;
+    while (done < n) done += writeSync(fd, chunk, done, n - done, off + done);
+  }
+  fsyncSync(fd);
+}
+
+// The writer thread: the same loop as fillRandom, on the file its creator opened; it sets state[0] to 1 when the
+// file is written and synced, to 2 when it failed (the creator then writes the file itself, and says why).
+const WRITER = `
+const { randomFillSync } = require('node:crypto');
+const { fsyncSync, writeSync } = require('node:fs');
+const { workerData: w } = require('node:worker_threads');
+const state = new Int32Array(w.state);
+try {
+  const chunk = Buffer.allocUnsafe(Math.min(${CHUNK}, w.bytes));
+  for (let off = 0; off < w.bytes; off += chunk.length) {
+    const n = Math.min(chunk.length, w.bytes - off);
+    randomFillSync(chunk, 0, n);
+    let done = 0;
+    while (done < n) done += writeSync(w.fd, chunk, done, n - done, off + done);
+  }
+  fsyncSync(w.fd);
+  Atomics.store(state, 0, 1);
+} catch {
+  Atomics.store(state, 0, 2);
+}
+Atomics.notify(state, 0);
+`;
+
+/** A scratch file being written by a thread of its own (startScratchFile), for the makeScratchRegion that takes it. */
+export interface PendingScratch {
+  readonly dir: string;
+  readonly bytes: number;
+  /** Waits for the writer; the folder, the open file, and whether the writer filled it. Once. */
+  take(): { folder: LockedFolder; path: string; fd: number; written: boolean };
+}
+
+/**
+ * Starts writing the probe's scratch file of `bytes` in `dir` on a thread of its own, so that the 256 MiB of
+ * random bytes are written while the process does something else (a device runner: while Vitest starts). The
+ * folder and the file are made here, on the calling thread (they are the process's, removed at its exit like
+ * any other). Undefined when the folder cannot be made now: makeScratchRegion then makes it and says why.
+ */
+export function startScratchFile(dir: string, bytes: number): PendingScratch | undefined {
+  if (!Number.isSafeInteger(bytes) || bytes <= 0 || 'problem' in checkDir(dir, bytes)) return undefined;
+  let folder: LockedFolder;
+  try {
+    folder = makeLockedFolder(dir);
+  } catch {
+    return undefined;
+  }
+  const path = join(folder.path, 'region.bin');
+  let fd: number;
+  try {
+    fd = openSync(path, 'w+', 0o600);
+  } catch {
+    folder.remove();
+    return undefined;
+  }
+  const state = new Int32Array(new SharedArrayBuffer(4));
+  // not kept alive for the process: a run that never takes the file ends without waiting for it
+  new Worker(WRITER, { eval: true, workerData: { fd, bytes, state: state.buffer } }).unref();
+  let taken = false;
+  return {
+    dir,
+    bytes,
+    take() {
+      if (taken) throw new Error(`the scratch file ${path} was taken already`);
+      taken = true;
+      Atomics.wait(state, 0, 0);
+      return { folder, path, fd, written: Atomics.load(state, 0) === 1 };
+    },
+  };
+}
+
+/**
+ * Makes and maps a scratch file of `bytes` random bytes in `dir`; its reference reads the file on demand. With
+ * `pending` (startScratchFile of the same folder and size), the file its thread wrote is the one mapped.
+ */
+export function makeScratchRegion(dir: string, bytes: number, pending?: PendingScratch): ScratchRegion {
   if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`scratch size must be a positive number of bytes, not ${bytes}`);
   const doing = "making the probe's scratch file";
   // the command checked the folder before the run; what fails here now is the host's doing (a full disk, a
   // second run sharing it): a HostFault, never the driver's failure
   const checked = checkDir(dir, bytes);
-  if ('problem' in checked) throw new HostFault(`${checked.problem} while ${doing}`, /free, less than/.test(checked.problem) ? 'ENOSPC' : undefined);
-  const fsType = checked.fs.fsName;
+  const early = pending && pending.dir === dir && pending.bytes === bytes ? pending.take() : undefined;
+  if ('problem' in checked && !early?.written) {
+    if (early) {
+      closeSync(early.fd);
+      early.folder.remove();
+    }
+    throw new HostFault(`${checked.problem} while ${doing}`, /free, less than/.test(checked.problem) ? 'ENOSPC' : undefined);
+  }
+  const fsType = statfs(dir).fsName;
   // A private folder inside the scratch folder: the file name cannot collide with anything there.
   let folder: LockedFolder;
-  try {
-    folder = makeLockedFolder(dir);
-  } catch (e) {
-    throw asHostFault(e, dir, doing);
+  if (early) folder = early.folder;
+  else {
+    try {
+      folder = makeLockedFolder(dir);
+    } catch (e) {
+      throw asHostFault(e, dir, doing);
+    }
   }
   const path = join(folder.path, 'region.bin');
-  let fd = -1;
+  let fd = early?.fd ?? -1;
   let map: Mapping | undefined;
   try {
-    fd = openSync(path, 'w+', 0o600);
-    const chunk = Buffer.allocUnsafe(Math.min(CHUNK, bytes));
-    for (let off = 0; off < bytes; off += chunk.length) {
-      const n = Math.min(chunk.length, bytes - off);
-      randomFillSync(chunk, 0, n);
-      let done = 0;
-      while (done < n) done += writeSync(fd, chunk, done, n - done, off + done);
-    }
-    fsyncSync(fd);
+    if (fd < 0) fd = openSync(path, 'w+', 0o600);
+    // the writer thread failed (no space, ...): written again here, where the host's error is raised and named
+    if (!early?.written) fillRandom(fd, bytes);
     map = mmap(bytes, PROT_READ, MAP_SHARED, fd, 0);
     const m = map;
     const openFd = fd;
@@ -123,6 +214,7 @@ export function makeScratchRegion(dir: string, bytes: number): ScratchRegion {
       fsType,
       path,
       size: bytes,
+      writtenAhead: early?.written === true,
       fd,
       map: m,
       reference,

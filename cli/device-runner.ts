@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
 import { writeSync } from 'node:fs';
-import { discover, plainDiscovery } from '../bindings/discovery.js';
+import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
@@ -84,6 +84,13 @@ writeSync(3, `${JSON.stringify(plan)}\n`);
 if (devices.some((d) => d.forceHang === '@runner')) for (;;);
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
 if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
+
+// The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
+// starts here (some 0.3 s each on the H200): the probe maps it when it comes.
+const { startProbeScratch } = await import('../suites/context.js');
+for (const d of devices) {
+  if (isGpuDriver({ backend: d.device.split(':')[0] as Backend }) && !d.skip.includes('probe.verdict')) startProbeScratch(d);
+}
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
 

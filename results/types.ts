@@ -69,7 +69,7 @@ export interface DeviceResult {
   cacheable: boolean;
   checks: CheckResult[];
   timing?: DeviceTiming;
-  scratch: { dir: string; fsType: string; sizeBytes?: number };
+  scratch: { dir: string; fsType: string; sizeBytes?: number; writtenAhead?: boolean };
   /** Errors outside any check, and how many processes the device's run needed. */
   errors?: string[];
   processes?: number;

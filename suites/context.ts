@@ -9,7 +9,7 @@ import type { DeviceOps } from '../bindings/device-ops.js';
 import { type Backend, BACKENDS, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
 import { hostCall, isHostFault } from '../bindings/host-fault.js';
-import { makeScratchRegion } from '../bindings/scratch.js';
+import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bindings/scratch.js';
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext, SuiteOptions } from './check.js';
@@ -44,7 +44,8 @@ export function deviceContext(options: SuiteOptions): CheckContext {
 
 export interface Probed {
   report: ProbeReport;
-  scratch: { dir: string; fsType: string; sizeBytes: number };
+  /** writtenAhead: the file was written by its own thread while the runner started (startProbeScratch). */
+  scratch: { dir: string; fsType: string; sizeBytes: number; writtenAhead: boolean };
   /** Where the time went: making and mapping the scratch file; the self-test, of which the windows' registration. */
   phasesMs: { scratchFile: number; registration: number; probe: number };
 }
@@ -52,6 +53,21 @@ export interface Probed {
 const probed = new Map<string, Probed>();
 /** The host could not give a device's probe its region (no space, ...): every check that needs the probe says so. */
 const probeFaults = new Map<string, Error>();
+
+/** Probe scratch files being written ahead of their probe, by device id (startProbeScratch). */
+const pendingScratch = new Map<string, PendingScratch>();
+
+/**
+ * Starts writing the scratch file of the device's probe on a thread of its own, before the probe asks for it: a
+ * device runner calls this as soon as it knows its device, so that the file is written while Vitest starts. The
+ * probe takes it (probeOnce); a run whose probe never comes removes it at exit. Nothing when it cannot start: the
+ * probe then makes its file as before.
+ */
+export function startProbeScratch(options: SuiteOptions): void {
+  if (pendingScratch.has(options.device) || probed.has(options.device)) return;
+  const pending = startScratchFile(options.scratchDir, options.sizeMiB * 1024 * 1024);
+  if (pending) pendingScratch.set(options.device, pending);
+}
 
 /** The self-test on a scratch region of `--size` MiB, run once per device; later callers get its report. */
 export function probeOnce(ctx: CheckContext): Probed {
@@ -63,7 +79,9 @@ export function probeOnce(ctx: CheckContext): Probed {
   const t0 = performance.now();
   let region: ReturnType<typeof makeScratchRegion>;
   try {
-    region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024);
+    const pending = pendingScratch.get(id);
+    pendingScratch.delete(id);
+    region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024, pending);
   } catch (e) {
     if (isHostFault(e)) probeFaults.set(id, e);
     throw e;
@@ -71,7 +89,7 @@ export function probeOnce(ctx: CheckContext): Probed {
   const t1 = performance.now();
   try {
     const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
-    const done: Probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
+    const done: Probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
     probed.set(id, done);
     return done;
   } finally {

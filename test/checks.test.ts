@@ -79,7 +79,7 @@ function probed(device: Device): Probed {
   const region = makeScratchRegion(scratch, 4 * MiB);
   try {
     const report = model.probeReport(device, region.map, region.reference);
-    return { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size }, phasesMs: { scratchFile: 0, registration: report.registrationMs, probe: 0 } };
+    return { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: 0, registration: report.registrationMs, probe: 0 } };
   } finally {
     region.close();
   }
@@ -90,7 +90,7 @@ function exactReport(registeredUploadMs: number, stagedUploadMs: number): Probed
   const map = memHost(randomBytes(4 * 64 * 1024));
   const ops = new MemoryOps(model.windowSize(map.bytes.length), { registeredUploadMs, stagedUploadMs });
   const report = model.probeWithReport(ops, map, map.bytes.slice(), { now: ops.now, table: new model.RegistrationTable() });
-  return { report, scratch: { dir: scratch, fsType: 'memory', sizeBytes: map.bytes.length }, phasesMs: { scratchFile: 0, registration: 0, probe: 0 } };
+  return { report, scratch: { dir: scratch, fsType: 'memory', sizeBytes: map.bytes.length, writtenAhead: false }, phasesMs: { scratchFile: 0, registration: 0, probe: 0 } };
 }
 
 interface Judged {

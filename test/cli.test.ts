@@ -130,7 +130,8 @@ describe('through the CUDA double', () => {
     expect(r.code).toBe(0);
     const result = JSON.parse(readFileSync(json, 'utf8'));
     expect(result.devices).toHaveLength(1);
-    expect(result.devices[0]).toMatchObject({ id: 'cuda:0', verdict: { kind: 'Usable' }, scratch: { fsType: expect.any(String) } });
+    // the probe's file was written on its own thread while the runner started Vitest
+    expect(result.devices[0]).toMatchObject({ id: 'cuda:0', verdict: { kind: 'Usable' }, scratch: { fsType: expect.any(String), sizeBytes: 16 * 1024 * 1024, writtenAhead: true } });
     const probe = result.devices[0].checks.find((c: { id: string }) => c.id === 'probe.verdict');
     expect(probe.data.windows.map((w: { equal: boolean }) => w.equal)).toEqual([true, true]);
     expect(readdirSync(scratch)).toEqual([]);

@@ -25,7 +25,7 @@ vi.mock('../bindings/libc.js', async (importOriginal) => {
   };
 });
 
-const { makeScratchRegion, removeStaleScratch, scratchDirProblem } = await import('../bindings/scratch.js');
+const { makeScratchRegion, removeStaleScratch, scratchDirProblem, startScratchFile } = await import('../bindings/scratch.js');
 const { HostFault } = await import('../bindings/host-fault.js');
 const { ftruncate, mappingCount, openFdCount, statfs } = await import('../bindings/libc.js');
 
@@ -133,6 +133,72 @@ describe('makeScratchRegion', () => {
     }
     expect(readdirSync(dir)).toEqual([]);
     expect(mappingCount(r.path)).toBe(0);
+    expect(openFdCount()).toBe(fds);
+  });
+
+  it('written ahead by its own thread (startScratchFile): the region maps that file, random bytes, and close() removes it all', () => {
+    const dir = folderIn();
+    const fds = openFdCount();
+    const bytes = 9 * MiB + 123;
+    const pending = startScratchFile(dir, bytes);
+    expect(pending).toBeDefined();
+    // the folder and the file exist at once, before the thread wrote them
+    expect(readdirSync(dir)).toHaveLength(1);
+    const r = makeScratchRegion(dir, bytes, pending);
+    try {
+      expect(r.writtenAhead).toBe(true);
+      expect(readdirSync(dir)).toHaveLength(1);
+      expect(statSync(r.path).size).toBe(bytes);
+      const file = readFileSync(r.path);
+      expect(Buffer.from(r.map.bytes).equals(file)).toBe(true);
+      expect(file.subarray(0, 4096).equals(file.subarray(8 * MiB, 8 * MiB + 4096))).toBe(false);
+      expect(file.subarray(bytes - 4096).every((b) => b === 0)).toBe(false);
+      const into = new Uint8Array(MiB);
+      r.reference.read(bytes - MiB, into);
+      expect(Buffer.from(into).equals(file.subarray(bytes - MiB))).toBe(true);
+      // taken once
+      expect(() => pending!.take()).toThrow('was taken already');
+    } finally {
+      expect(r.close(new RegistrationTable())).toBe(true);
+    }
+    expect(readdirSync(dir)).toEqual([]);
+    expect(openFdCount()).toBe(fds);
+    // one of another size or folder is not taken: the region writes its own file
+    const other = makeScratchRegion(dir, 64 * 1024, undefined);
+    expect(other.writtenAhead).toBe(false);
+    other.close(new RegistrationTable());
+  });
+
+  it('a folder that cannot hold the file: nothing is started, the region says why when asked', () => {
+    const dir = tmpfs('size=1m');
+    expect(startScratchFile(dir, 2 * MiB)).toBeUndefined();
+    expect(readdirSync(dir)).toEqual([]);
+    expect(startScratchFile(join(dir, 'missing'), MiB)).toBeUndefined();
+  });
+
+  it('threads that ran out of space: the region writes the file again itself, and the host fault (ENOSPC) is named; nothing is left', () => {
+    const dir = tmpfs('size=4m');
+    const fds = openFdCount();
+    // each fits the free space when started; together they do not, so at least one thread fails, and its region,
+    // written again while the other holds its space, fails too (which one is the threads' race)
+    const pending = [startScratchFile(dir, 3 * MiB)!, startScratchFile(dir, 3 * MiB)!];
+    const made = pending.map((p) => {
+      try {
+        return makeScratchRegion(dir, 3 * MiB, p);
+      } catch (e) {
+        return e;
+      }
+    });
+    const faults = made.filter((m) => m instanceof HostFault);
+    expect(faults.length).toBeGreaterThanOrEqual(1);
+    for (const f of faults) expect((f as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
+    for (const m of made) {
+      if (m instanceof HostFault) continue;
+      const r = m as ReturnType<typeof makeScratchRegion>;
+      expect(Buffer.from(r.map.bytes).equals(readFileSync(r.path))).toBe(true);
+      r.close(new RegistrationTable());
+    }
+    expect(readdirSync(dir)).toEqual([]);
     expect(openFdCount()).toBe(fds);
   });
 
