@@ -7,7 +7,8 @@
 # Scenarios, each a run of `mapped-reg-conformance --device cuda:0` followed by a second, ordinary run right after
 # (its verdict shows whether the driver released what the first left):
 #   kill-scratch  SIGKILL of the device's process from outside while it writes its scratch file (the file is seen
-#                 growing in the scratch folder, whose name carries the process's pid)
+#                 growing in the scratch folder, whose name carries the process's pid; written on a thread of its
+#                 own while the process starts Vitest, so before any check: a kill outside a check)
 #   kill-probe    SIGKILL of the device's process from outside during the probe (its scratch file complete and
 #                 mapped, seen in /proc/PID/maps)
 #   kill-between  SIGKILL between two hazard checks: the runner's first process kills itself right after
