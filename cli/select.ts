@@ -5,6 +5,9 @@ import { backendGroups, backendModules, backendRank } from '../bindings/registry
 
 export { isGpuDriver };
 import type { SuiteOptions } from '../suites/check.js';
+import { hookFor } from '../suites/hooks.js';
+
+export { hookFor };
 
 /** What the user asked for, as the command's options give it. */
 export interface Selection {
@@ -100,12 +103,6 @@ export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscove
   const backends = parts.flatMap((p) => p.backends).sort((a, b) => rank(a.backend) - rank(b.backend));
   const devices = parts.flatMap((p) => p.devices).sort((a, b) => rank(a.backend) - rank(b.backend));
   return { devices, backends, gpuDriverFound: parts.some((p) => p.gpuDriverFound) };
-}
-
-/** A test hook for one device: `device/check` applies to that device only, a bare `check` to every device. */
-export function hookFor(hook: string | undefined, device: string): string | undefined {
-  if (!hook?.includes('/')) return hook;
-  return hook.startsWith(`${device}/`) ? hook.slice(device.length + 1) : undefined;
 }
 
 /** The options of one device's runner. */
