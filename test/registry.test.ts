@@ -150,3 +150,39 @@ describe("the fake backend's results and the schema", () => {
     expect(validate(withFake()), JSON.stringify(validate.errors)).toBe(true);
   });
 });
+
+describe('the kits of the drivers that register, against their doubles', () => {
+  it('CUDA: its library variable, its 713 by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
+    const { loadDouble } = await import('./support/drivers.js');
+    const native = loadDouble('cuda').discovery.devices.find((d) => d.backend === 'cuda')!.native!;
+    const { kit } = native;
+    expect(kit.libraryEnv).toBe(backendModule('cuda')?.libraryEnv);
+    expect(kit.notRegisteredName).toBe(native.driver.errorName(713));
+    expect(kit.notRegisteredName).toBe(backendModule('cuda')?.errors?.notRegisteredName);
+    expect(kit.readOnlyFlag).toBe(0x08);
+    const { call, query } = kit.attributeCall();
+    expect(call).toBe('cuDeviceGetAttribute');
+    expect(query()).toBe(0); // the double's H200: discrete
+    expect(kit.contextReset.call).toBe('cuDevicePrimaryCtxReset_v2');
+    native.keepContext();
+    expect(() => kit.contextReset.reset()).not.toThrow();
+    expect(() => kit.contextReset.releaseKept?.()).not.toThrow();
+    expect(native.withOps(4096, (ops) => ops.bytes)).toBe(4096);
+  });
+
+  it('HIP: its library variable, its 713 by the runtime\'s name, hipDeviceReset, nothing kept, no read-only flag', async () => {
+    const { loadDouble } = await import('./support/drivers.js');
+    const native = loadDouble('hip').discovery.devices.find((d) => d.backend === 'hip')!.native!;
+    const { kit } = native;
+    expect(kit.libraryEnv).toBe(backendModule('hip')?.libraryEnv);
+    expect(kit.notRegisteredName).toBe(native.driver.errorName(713));
+    expect(kit.readOnlyFlag).toBeUndefined();
+    expect(kit.contextReset.releaseKept).toBeUndefined();
+    const { call, query } = kit.attributeCall();
+    expect(call).toBe('hipDeviceGetAttribute');
+    expect(query()).toBe(0);
+    expect(kit.contextReset.call).toBe('hipDeviceReset');
+    expect(() => kit.contextReset.reset()).not.toThrow();
+    expect(native.withOps(4096, (ops) => ops.bytes)).toBe(4096);
+  });
+});
