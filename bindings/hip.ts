@@ -5,8 +5,7 @@
 // hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
 
 import type { Host } from '../src/ops.js';
-import type { DeviceOps, WithOpsOptions } from './device-ops.js';
-import { checkOrdinal, checkSize, hostAddress } from './device-ops.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize, hostAddress } from './device-ops.js';
 import { type IntLike, type Out, type Pointer, checker, cString, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
 import type { DriverError } from './errors.js';
 
