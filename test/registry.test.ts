@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BackendModule, DiscoveredDevice } from '../bindings/backend.js';
+import { apiType } from '../bindings/backends/api.js';
 import { deviceFromPlain, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { backendGroups, backendIds, backendModule, backendModules, backendRank, isBackend, registerBackend, registersHostMemory } from '../bindings/registry.js';
 import { runOptions, UsageError } from '../cli/options.js';
@@ -60,6 +61,11 @@ describe('the built-in backends', () => {
       null,
       'MAPPED_REG_FAKE_LIBRARY',
     ]);
+  });
+
+  it('OpenCL and Vulkan: every device type of the APIs is one of the model', () => {
+    const types = ['cpu', 'gpu', 'integrated-gpu', 'virtual-gpu', 'accelerator', 'other'] as const;
+    expect(types.map(apiType)).toEqual(['cpu', 'gpu', 'gpu', 'gpu', 'accelerator', 'other']);
   });
 
   it('are discovered in three groups: each GPU driver alone, the rest together', () => {
