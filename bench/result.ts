@@ -1,5 +1,6 @@
 // The bench's JSON (`--json`; docs/bench.md, "The JSON"), as types: what the measurements fill and what the
 // renderers read.
+import type { DriverApi } from '../bindings/errors.js';
 import type { Link } from '../suites/checks/timing.js';
 import type { ProcessPeak, TreePeak } from './proc.js';
 import type { Copy, Stat } from './timing.js';
@@ -16,7 +17,7 @@ export interface RegistrationCost {
 export interface DeviceBench {
   id: string;
   name: string;
-  api: 'CUDA' | 'HIP';
+  api: DriverApi;
   pciBusId: string | null;
   driver: { name: string; version: string };
   region: { bytes: number; fsType: string; dir: string };

@@ -5,21 +5,9 @@
 // hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
 
 import type { Host } from '../src/ops.js';
-import { DriverError, declareAll, openLibrary } from './errors.js';
-import {
-  type DeviceOps,
-  type OpsState,
-  type ReleaseStep,
-  type WithOpsOptions,
-  checkBufferBytes,
-  checkOrdinal,
-  deviceOps,
-  pinnedReleaseSteps,
-  checkSize,
-  hostAddress,
-  viewOf,
-  withRelease,
-} from './device-ops.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize, hostAddress } from './device-ops.js';
+import { type Held, type IntLike, type Out, type Pointer, checker, cString, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -86,12 +74,8 @@ const CUDA_ERROR_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** A CUDA driver call failed. `code` is the CUresult as returned (712 and 713 stay apart). */
-export class CudaError extends DriverError {
-  constructor(call: string, code: number, codeName: string, description?: string) {
-    super('CUDA', call, code, codeName, description);
-    this.name = 'CudaError';
-  }
-}
+export const CudaError = driverErrorClass('CUDA', 'CudaError');
+export type CudaError = DriverError;
 
 // ---- the C side: prototypes declared once, as strings ----
 
@@ -121,11 +105,6 @@ const PROTOTYPES = {
   cuGetErrorName: 'int cuGetErrorName(int error, _Out_ const char **pStr)',
   cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
 } as const;
-
-/** Out parameters are one-element arrays that koffi fills; pointers come back as bigint (null for NULL). */
-type Out<T> = [T];
-type Pointer = bigint | null;
-type IntLike = number | bigint;
 
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface CudaFunctions {
@@ -202,28 +181,15 @@ export interface CudaDriver {
   errorString(code: number): string | undefined;
 }
 
-const cache = new Map<string, CudaDriver>();
-
 /**
  * Load the CUDA driver from `path`, else from $MAPPED_REG_CUDA_LIBRARY, else libcuda.so.1 (one driver per
  * name, cached). Throws LibraryNotFoundError when there is no such file, NotADriverError when it does not
  * load or lacks one of the symbols above.
  */
-export function loadCuda(path?: string): CudaDriver {
-  const name = path ?? (process.env[CUDA_LIBRARY_ENV] || CUDA_LIBRARY);
-  let driver = cache.get(name);
-  if (driver === undefined) {
-    const { lib } = openLibrary('CUDA', [name]);
-    driver = makeDriver(name, declareAll<CudaFunctions>('CUDA', name, lib, PROTOTYPES));
-    cache.set(name, driver);
-  }
-  return driver;
-}
-
-function cString(buf: Buffer): string {
-  const end = buf.indexOf(0);
-  return buf.subarray(0, end < 0 ? buf.length : end).toString('utf8');
-}
+export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunctions, CudaDriver>(
+  { api: 'CUDA', env: CUDA_LIBRARY_ENV, defaults: [CUDA_LIBRARY], prototypes: PROTOTYPES },
+  (path, c) => makeDriver(path, c),
+);
 
 function makeDriver(path: string, c: CudaFunctions): CudaDriver {
   const errorName = (code: number): string => {
@@ -235,10 +201,8 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     const out: Out<string | null> = [null];
     return c.cuGetErrorString(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
   };
-  const fail = (call: string, code: number): CudaError => new CudaError(call, code, errorName(code), errorString(code));
-  const check = (call: string, code: number): void => {
-    if (code !== CUDA_SUCCESS) throw fail(call, code);
-  };
+  const checks = checker(CudaError, errorName, errorString);
+  const { fail, check } = checks;
 
   let initState: CudaDevices | undefined;
   /** Set when cuInit said there is no device: every device call then throws cuInit's error again. */
@@ -276,19 +240,12 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     }
     return handle;
   };
-  const register = (address: bigint, length: number, flags: number): void => {
-    ready();
-    check('cuMemHostRegister_v2', c.cuMemHostRegister_v2(address, checkSize('cuMemHostRegister_v2 size', length), flags >>> 0));
-  };
-  const unregister = (address: bigint): void => {
-    ready();
-    check('cuMemHostUnregister', c.cuMemHostUnregister(address));
-  };
-  const copyLength = (call: string, host: Host, length: number | undefined): number => {
-    const n = checkSize(`${call} size`, length ?? host.bytes.length);
-    if (n > host.bytes.length) throw new RangeError(`CUDA: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
-    return n;
-  };
+  const host = hostCalls('CUDA', checks, ready, {
+    register: ['cuMemHostRegister_v2', c.cuMemHostRegister_v2],
+    unregister: ['cuMemHostUnregister', c.cuMemHostUnregister],
+    alloc: ['cuMemHostAlloc', c.cuMemHostAlloc],
+    free: ['cuMemFreeHost', c.cuMemFreeHost],
+  });
 
   return {
     api: 'CUDA',
@@ -350,38 +307,20 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
       ready();
       check('cuMemFree_v2', c.cuMemFree_v2(dptr));
     },
-    memHostAlloc(bytes, flags = 0) {
-      ready();
-      const out: Out<Pointer> = [null];
-      check('cuMemHostAlloc', c.cuMemHostAlloc(out, checkSize('cuMemHostAlloc size', bytes), flags >>> 0));
-      if (out[0] === null) throw new Error('CUDA: cuMemHostAlloc succeeded but gave a NULL pointer');
-      try {
-        return { address: out[0], bytes: viewOf(out[0], bytes) };
-      } catch (e) {
-        c.cuMemFreeHost(out[0]);
-        throw e;
-      }
-    },
-    memFreeHost(host) {
-      ready();
-      check('cuMemFreeHost', c.cuMemFreeHost(hostAddress('CUDA', 'cuMemFreeHost', host)));
-    },
-    hostRegister(host, flags) {
-      register(hostAddress('CUDA', 'cuMemHostRegister_v2', host), host.bytes.length, flags);
-    },
-    hostUnregister(host) {
-      unregister(hostAddress('CUDA', 'cuMemHostUnregister', host));
-    },
-    hostRegisterAddress: register,
-    hostUnregisterAddress: unregister,
+    memHostAlloc: host.alloc,
+    memFreeHost: host.free,
+    hostRegister: host.hostRegister,
+    hostUnregister: host.hostUnregister,
+    hostRegisterAddress: host.hostRegisterAddress,
+    hostUnregisterAddress: host.hostUnregisterAddress,
     memcpyHtoD(dst, src, length) {
       ready();
-      const n = copyLength('cuMemcpyHtoD_v2', src, length);
+      const n = host.copyLength('cuMemcpyHtoD_v2', src, length);
       check('cuMemcpyHtoD_v2', c.cuMemcpyHtoD_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoD_v2', src), n));
     },
     memcpyDtoH(dst, src, length) {
       ready();
-      const n = copyLength('cuMemcpyDtoH_v2', dst, length);
+      const n = host.copyLength('cuMemcpyDtoH_v2', dst, length);
       check('cuMemcpyDtoH_v2', c.cuMemcpyDtoH_v2(hostAddress('CUDA', 'cuMemcpyDtoH_v2', dst), src, n));
     },
     errorName,
@@ -397,7 +336,7 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
  * `register` passes READ_ONLY when the device reports READ_ONLY_HOST_REGISTER_SUPPORTED = 1 (needed for
  * read-only file mappings), else 0. allocHost is cuMemHostAlloc. When f returns or throws (or its promise
  * settles), the page-locked buffers not yet freed, the device buffer and the context retain are released;
- * a failure there goes to options.log and never replaces f's result or exception.
+ * a failure there goes to options.log and never replaces f's result or exception (driver-kit.ts: withDriverOps).
  * Registrations are left alone: one f did not release may still be held by the driver, and only the
  * caller knows what to do about it. Releasing the last retain of the primary context would destroy the
  * context and its registrations with it (measured on the H200: a registration left when the last retain
@@ -406,78 +345,56 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
  * options.log says so. The ops must not be used after f returns.
  */
 export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  checkOrdinal('withCudaOps', ordinal);
-  checkBufferBytes('withCudaOps', bytes);
-
-  let deviceBuffer: bigint | null = null;
-  const state: OpsState = { pinned: new Map<bigint, Host>(), closed: false };
-  /** Registrations these ops made and did not release: start address -> how many. */
-  const outstanding = new Map<bigint, number>();
-  let ctx: bigint | null = null;
-
-  const setup = (): DeviceOps => {
-    ctx = driver.primaryCtxRetain(ordinal);
-    const current = ctx;
-    driver.ctxSetCurrent(current);
-    let registerFlags = 0;
-    try {
-      if (driver.attribute(ordinal, READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) registerFlags = READ_ONLY;
-    } catch (e) {
-      // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
-      if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
-    }
-    const buffer = driver.memAlloc(bytes);
-    deviceBuffer = buffer;
-    return deviceOps('CUDA', 'withCudaOps', ordinal, bytes, buffer, registerFlags, {
-      makeCurrent: () => driver.ctxSetCurrent(current),
-      hostRegister: (host, flags) => driver.hostRegister(host, flags),
-      hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-      hostUnregister: (host) => driver.hostUnregister(host),
-      hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-      allocPinned: (n) => driver.memHostAlloc(n),
-      freePinned: (host) => driver.memFreeHost(host),
-      memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-      memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-      synchronize: () => driver.ctxSynchronize(),
-      registered: (address) => outstanding.set(address, (outstanding.get(address) ?? 0) + 1),
-      unregistered: (address) => {
-        const n = outstanding.get(address);
-        if (n === undefined) return;
-        if (n > 1) outstanding.set(address, n - 1);
-        else outstanding.delete(address);
+  return withDriverOps(
+    {
+      api: 'CUDA',
+      owner: 'withCudaOps',
+      open(ordinal, hold) {
+        const ctx = driver.primaryCtxRetain(ordinal);
+        const held: Held = {
+          makeCurrent: () => driver.ctxSetCurrent(ctx),
+          currentWhat: `making the context of CUDA device ${ordinal} current`,
+          release(left) {
+            const what = `the primary context retain of CUDA device ${ordinal}`;
+            return left === 0
+              ? { what, run: () => driver.primaryCtxRelease(ordinal) }
+              : {
+                  what,
+                  kept: `${left} registration${left === 1 ? '' : 's'} made through these ops ${left === 1 ? 'is' : 'are'} not released, and the last release of the context would drop ${left === 1 ? 'it' : 'them'} behind the caller's back`,
+                };
+          },
+        };
+        // held from here: a context that will not become current is still released
+        hold(held);
+        driver.ctxSetCurrent(ctx);
+        return held;
       },
-    }, state);
-  };
-
-  return withRelease(
-    () => f(setup()),
-    () => {
-      state.closed = true;
-      // Page-locked buffers first, then the device buffer, then the context (the reverse of acquisition).
-      const steps: ReleaseStep[] = [];
-      if (ctx !== null) {
-        const current = ctx;
-        steps.push({ what: `making the context of CUDA device ${ordinal} current`, run: () => driver.ctxSetCurrent(current) });
-      }
-      steps.push(...pinnedReleaseSteps(state.pinned, (host) => driver.memFreeHost(host)));
-      if (deviceBuffer !== null) {
-        const buffer = deviceBuffer;
-        steps.push({ what: `the device buffer of ${bytes} bytes on CUDA device ${ordinal}`, run: () => driver.memFree(buffer) });
-      }
-      if (ctx !== null) {
-        const left = [...outstanding.values()].reduce((a, b) => a + b, 0);
-        const what = `the primary context retain of CUDA device ${ordinal}`;
-        steps.push(
-          left === 0
-            ? { what, run: () => driver.primaryCtxRelease(ordinal) }
-            : {
-                what,
-                kept: `${left} registration${left === 1 ? '' : 's'} made through these ops ${left === 1 ? 'is' : 'are'} not released, and the last release of the context would drop ${left === 1 ? 'it' : 'them'} behind the caller's back`,
-              },
-        );
-      }
-      return steps;
+      registerFlags(ordinal) {
+        try {
+          if (driver.attribute(ordinal, READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return READ_ONLY;
+        } catch (e) {
+          // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
+          if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
+        }
+        return 0;
+      },
+      malloc: (n) => driver.memAlloc(n),
+      free: (buffer) => driver.memFree(buffer),
+      calls: {
+        hostRegister: (host, flags) => driver.hostRegister(host, flags),
+        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+        hostUnregister: (host) => driver.hostUnregister(host),
+        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+        allocPinned: (n) => driver.memHostAlloc(n),
+        freePinned: (host) => driver.memFreeHost(host),
+        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+        synchronize: () => driver.ctxSynchronize(),
+      },
     },
+    ordinal,
+    bytes,
+    f,
     options,
   );
 }

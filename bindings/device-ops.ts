@@ -1,4 +1,4 @@
-// What withCudaOps and withHipOps hand to their callback, the ops themselves (built once from each driver's calls), and the
+// What withCudaOps and withHipOps (driver-kit.ts: withDriverOps) hand to their callback, the ops themselves (built once from each driver's calls), and the
 // release discipline they share.
 
 import { constants as bufferConstants } from 'node:buffer';
@@ -11,8 +11,8 @@ import type { DriverApi } from './errors.js';
  * Ops on one device and one device buffer, plus what the hazard checks need. All synchronous.
  * Registrations made here are not recorded in any RegistrationTable: wrap with trackedOps (src/ops.ts) for
  * that, and note that trackedOps records only `register`/`unregister`; the extra calls below are the caller's
- * to account for. (withCudaOps counts the ones it has not seen released, only to decide whether it may let
- * the primary context go.)
+ * to account for. (withDriverOps counts the ones it has not seen released, only so that withCudaOps may decide
+ * whether to let the primary context go.)
  */
 export interface DeviceOps extends Ops {
   readonly api: DriverApi;

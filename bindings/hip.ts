@@ -5,21 +5,9 @@
 // hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
 
 import type { Host } from '../src/ops.js';
-import { DriverError, declareAll, openLibrary } from './errors.js';
-import {
-  type DeviceOps,
-  type OpsState,
-  type ReleaseStep,
-  type WithOpsOptions,
-  checkBufferBytes,
-  checkOrdinal,
-  deviceOps,
-  pinnedReleaseSteps,
-  checkSize,
-  hostAddress,
-  viewOf,
-  withRelease,
-} from './device-ops.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize, hostAddress } from './device-ops.js';
+import { type IntLike, type Out, type Pointer, checker, cString, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -135,12 +123,8 @@ const HIP_ERROR_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** A HIP call failed. `code` is the hipError_t as returned (712 and 713 stay apart). */
-export class HipError extends DriverError {
-  constructor(call: string, code: number, codeName: string, description?: string) {
-    super('HIP', call, code, codeName, description);
-    this.name = 'HipError';
-  }
-}
+export const HipError = driverErrorClass('HIP', 'HipError');
+export type HipError = DriverError;
 
 // ---- the C side: prototypes declared once, as strings ----
 
@@ -167,10 +151,6 @@ const PROTOTYPES = {
   hipGetErrorName: 'const char *hipGetErrorName(int hip_error)',
   hipGetErrorString: 'const char *hipGetErrorString(int hipError)',
 } as const;
-
-type Out<T> = [T];
-type Pointer = bigint | null;
-type IntLike = number | bigint;
 
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface HipFunctions {
@@ -244,30 +224,15 @@ export interface HipDriver {
   errorString(code: number): string | undefined;
 }
 
-const cache = new Map<string, HipDriver>();
-
 /**
  * Load the HIP runtime from `path`, else from $MAPPED_REG_HIP_LIBRARY, else the first of HIP_LIBRARIES that
  * exists (cached per name). LibraryNotFoundError lists every name tried; NotADriverError when a file is
  * found but does not load or lacks one of the symbols above.
  */
-export function loadHip(path?: string): HipDriver {
-  const explicit = path ?? (process.env[HIP_LIBRARY_ENV] || undefined);
-  const candidates = explicit === undefined ? HIP_LIBRARIES : [explicit];
-  const key = candidates.join('\n');
-  let driver = cache.get(key);
-  if (driver === undefined) {
-    const opened = openLibrary('HIP', candidates);
-    driver = makeDriver(opened.path, declareAll<HipFunctions>('HIP', opened.path, opened.lib, PROTOTYPES));
-    cache.set(key, driver);
-  }
-  return driver;
-}
-
-function cString(buf: Buffer): string {
-  const end = buf.indexOf(0);
-  return buf.subarray(0, end < 0 ? buf.length : end).toString('utf8');
-}
+export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, HipDriver>(
+  { api: 'HIP', env: HIP_LIBRARY_ENV, defaults: HIP_LIBRARIES, prototypes: PROTOTYPES },
+  (path, c) => makeDriver(path, c),
+);
 
 function makeDriver(path: string, c: HipFunctions): HipDriver {
   const errorName = (code: number): string => {
@@ -276,10 +241,8 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     return HIP_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
   };
   const errorString = (code: number): string | undefined => c.hipGetErrorString(code) ?? undefined;
-  const fail = (call: string, code: number): HipError => new HipError(call, code, errorName(code), errorString(code));
-  const check = (call: string, code: number): void => {
-    if (code !== HIP_SUCCESS) throw fail(call, code);
-  };
+  const checks = checker(HipError, errorName, errorString);
+  const { fail, check } = checks;
 
   let initState: HipDevices | undefined;
   /** Set when the runtime said there is no device: which call said so; device calls then throw its error again. */
@@ -324,19 +287,12 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     return out[0];
   };
   const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
-  const register = (address: bigint, length: number, flags: number): void => {
-    ready();
-    check('hipHostRegister', c.hipHostRegister(address, checkSize('hipHostRegister size', length), flags >>> 0));
-  };
-  const unregister = (address: bigint): void => {
-    ready();
-    check('hipHostUnregister', c.hipHostUnregister(address));
-  };
-  const copyLength = (what: string, host: Host, length: number | undefined): number => {
-    const n = checkSize(`${what} size`, length ?? host.bytes.length);
-    if (n > host.bytes.length) throw new RangeError(`HIP: ${what}: ${n} bytes asked of a host range of ${host.bytes.length}`);
-    return n;
-  };
+  const host = hostCalls('HIP', checks, ready, {
+    register: ['hipHostRegister', c.hipHostRegister],
+    unregister: ['hipHostUnregister', c.hipHostUnregister],
+    alloc: ['hipHostMalloc', c.hipHostMalloc],
+    free: ['hipHostFree', c.hipHostFree],
+  });
 
   return {
     api: 'HIP',
@@ -389,38 +345,20 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
       ready();
       check('hipFree', c.hipFree(ptr));
     },
-    hostMalloc(bytes, flags = 0) {
-      ready();
-      const out: Out<Pointer> = [null];
-      check('hipHostMalloc', c.hipHostMalloc(out, checkSize('hipHostMalloc size', bytes), flags >>> 0));
-      if (out[0] === null) throw new Error('HIP: hipHostMalloc succeeded but gave a NULL pointer');
-      try {
-        return { address: out[0], bytes: viewOf(out[0], bytes) };
-      } catch (e) {
-        c.hipHostFree(out[0]);
-        throw e;
-      }
-    },
-    hostFree(host) {
-      ready();
-      check('hipHostFree', c.hipHostFree(hostAddress('HIP', 'hipHostFree', host)));
-    },
-    hostRegister(host, flags) {
-      register(hostAddress('HIP', 'hipHostRegister', host), host.bytes.length, flags);
-    },
-    hostUnregister(host) {
-      unregister(hostAddress('HIP', 'hipHostUnregister', host));
-    },
-    hostRegisterAddress: register,
-    hostUnregisterAddress: unregister,
+    hostMalloc: host.alloc,
+    hostFree: host.free,
+    hostRegister: host.hostRegister,
+    hostUnregister: host.hostUnregister,
+    hostRegisterAddress: host.hostRegisterAddress,
+    hostUnregisterAddress: host.hostUnregisterAddress,
     memcpyHtoD(dst, src, length) {
       ready();
-      const n = copyLength('hipMemcpy', src, length);
+      const n = host.copyLength('hipMemcpy', src, length);
       check('hipMemcpy', c.hipMemcpy(dst, hostAddress('HIP', 'hipMemcpy', src), n, HIP_MEMCPY_HOST_TO_DEVICE));
     },
     memcpyDtoH(dst, src, length) {
       ready();
-      const n = copyLength('hipMemcpy', dst, length);
+      const n = host.copyLength('hipMemcpy', dst, length);
       check('hipMemcpy', c.hipMemcpy(hostAddress('HIP', 'hipMemcpy', dst), src, n, HIP_MEMCPY_DEVICE_TO_HOST));
     },
     errorName,
@@ -440,45 +378,35 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
  * hipDeviceReset is never called here. The ops must not be used after f returns.
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  checkOrdinal('withHipOps', ordinal);
-  checkBufferBytes('withHipOps', bytes);
-
-  let deviceBuffer: bigint | null = null;
-  const state: OpsState = { pinned: new Map<bigint, Host>(), closed: false };
-  let deviceSet = false;
-
-  const setup = (): DeviceOps => {
-    driver.setDevice(ordinal);
-    deviceSet = true;
-    const buffer = driver.malloc(bytes);
-    deviceBuffer = buffer;
-    return deviceOps('HIP', 'withHipOps', ordinal, bytes, buffer, HOST_REGISTER_DEFAULT, {
-      makeCurrent: () => driver.setDevice(ordinal),
-      hostRegister: (host, flags) => driver.hostRegister(host, flags),
-      hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-      hostUnregister: (host) => driver.hostUnregister(host),
-      hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-      allocPinned: (n) => driver.hostMalloc(n),
-      freePinned: (host) => driver.hostFree(host),
-      memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-      memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-      synchronize: () => driver.deviceSynchronize(),
-    }, state);
-  };
-
-  return withRelease(
-    () => f(setup()),
-    () => {
-      state.closed = true;
-      const steps: ReleaseStep[] = [];
-      if (deviceSet) steps.push({ what: `making HIP device ${ordinal} current`, run: () => driver.setDevice(ordinal) });
-      steps.push(...pinnedReleaseSteps(state.pinned, (host) => driver.hostFree(host)));
-      if (deviceBuffer !== null) {
-        const buffer = deviceBuffer;
-        steps.push({ what: `the device buffer of ${bytes} bytes on HIP device ${ordinal}`, run: () => driver.free(buffer) });
-      }
-      return steps;
+  return withDriverOps(
+    {
+      api: 'HIP',
+      owner: 'withHipOps',
+      open(ordinal, hold) {
+        driver.setDevice(ordinal);
+        // nothing to give back but making the device current again for the release
+        const held = { makeCurrent: () => driver.setDevice(ordinal), currentWhat: `making HIP device ${ordinal} current` };
+        hold(held);
+        return held;
+      },
+      registerFlags: () => HOST_REGISTER_DEFAULT,
+      malloc: (n) => driver.malloc(n),
+      free: (buffer) => driver.free(buffer),
+      calls: {
+        hostRegister: (host, flags) => driver.hostRegister(host, flags),
+        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+        hostUnregister: (host) => driver.hostUnregister(host),
+        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+        allocPinned: (n) => driver.hostMalloc(n),
+        freePinned: (host) => driver.hostFree(host),
+        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+        synchronize: () => driver.deviceSynchronize(),
+      },
     },
+    ordinal,
+    bytes,
+    f,
     options,
   );
 }

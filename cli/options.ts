@@ -6,7 +6,8 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
-import { type Backend, BACKENDS } from '../results/types.js';
+import { backendIds } from '../bindings/registry.js';
+import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/check.js';
 
@@ -36,7 +37,7 @@ export const MEASURE_OPTIONS = {
 /** The options of `run` and `list`. */
 export const RUN_OPTIONS = {
   ...MEASURE_OPTIONS,
-  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${BACKENDS.join(', ')}` },
+  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only this backend (repeatable): ${backendIds().join(', ')}` },
   'min-relative-speed': {
     type: 'number',
     requiresArg: true,
@@ -129,9 +130,11 @@ export function runOptions(
   if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= MAX_MIN_RELATIVE_SPEED)) {
     throw new UsageError(`--min-relative-speed must be in (0, ${MAX_MIN_RELATIVE_SPEED}], not ${String(a.minRelativeSpeed)}`);
   }
-  const backends = a.backend.length ? a.backend : [...BACKENDS];
-  const unknown = backends.filter((b) => !(BACKENDS as readonly string[]).includes(b));
-  if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${BACKENDS.join(', ')})`);
+  // the registry's backends, not only the built-in ones
+  const known: readonly string[] = backendIds();
+  const backends = a.backend.length ? a.backend : [...known];
+  const unknown = backends.filter((b) => !known.includes(b));
+  if (unknown.length) throw new UsageError(`unknown backend ${unknown.join(', ')} (known: ${known.join(', ')})`);
   return {
     scratchDir: checkScratch(a, !listOnly),
     sizeMiB: a.size,

@@ -1,9 +1,13 @@
 // Which devices a run checks, decided from a discovery as data: by the command, and by the runner process that
 // made the discovery (the device it offers to check: pickDevice). No Vitest and no driver here.
-import { type Backend, BACKENDS, type PlainDevice, type PlainDiscovery, isGpuDriver } from '../bindings/discovery.js';
+import { type Backend, type PlainDevice, type PlainDiscovery, isGpuDriver } from '../bindings/discovery.js';
+import { backendGroups, backendModules, backendRank } from '../bindings/registry.js';
 
 export { isGpuDriver };
 import type { SuiteOptions } from '../suites/check.js';
+import { hookFor } from '../suites/hooks.js';
+
+export { hookFor };
 
 /** What the user asked for, as the command's options give it. */
 export interface Selection {
@@ -15,17 +19,15 @@ export interface Selection {
   forceHang?: string;
 }
 
-const LIBRARY_ENV = [
-  ['MAPPED_REG_CUDA_LIBRARY', 'cuda'],
-  ['MAPPED_REG_HIP_LIBRARY', 'hip'],
-] as const;
+/** The variables naming a driver library that must load when set (a GPU driver's), with their backend. */
+const libraryEnv = (): [string, Backend][] => backendModules().flatMap((m) => (m.registers && m.libraryEnv ? [[m.libraryEnv, m.id] as [string, Backend]] : []));
 
 /**
  * Bad input a discovery shows, as one line, or undefined: a driver library the user named that did not load,
  * or a device id that was not found.
  */
 export function selectionProblem(found: PlainDiscovery, s: Selection, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (const [name, backend] of LIBRARY_ENV) {
+  for (const [name, backend] of libraryEnv()) {
     const report = found.backends.find((b) => b.backend === backend);
     if (env[name] && report && report.library === null) return `${name}=${env[name]}: ${report.note ?? 'not loaded'}`;
   }
@@ -43,16 +45,17 @@ export function selectDevices(found: PlainDiscovery, s: Selection): PlainDevice[
 }
 
 /**
- * The backends each discovering process of a run covers, in BACKENDS order: each GPU driver in a process of its
- * own (which then checks a device of that driver, initialized once), the rest together. They discover at the same
- * time; a process that keeps no device exits at once, with the libraries it loaded (an OpenCL ICD of the GPU's
- * vendor, a HIP runtime with no device), before any GPU's probe.
+ * The backends each discovering process of a run covers, in the registry's order (each module states its group):
+ * each GPU driver in a process of its own (which then checks a device of that driver, initialized once), the rest
+ * together. They discover at the same time; a process that keeps no device exits at once, with the libraries it
+ * loaded (an OpenCL ICD of the GPU's vendor, a HIP runtime with no device), before any GPU's probe.
+ * (The built-in backends' groups, as this module found them.)
  */
-export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = [['cuda'], ['hip'], ['opencl', 'vulkan', 'cpu']];
+export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = backendGroups();
 
-/** The groups a run needs for these backends (empty groups left out). */
+/** The groups a run needs for these backends (empty groups left out), from the registry as it is now. */
 export function discoveryGroups(backends: readonly Backend[]): Backend[][] {
-  return DISCOVERY_GROUPS.map((g) => g.filter((b) => backends.includes(b))).filter((g) => g.length > 0);
+  return backendGroups(backends);
 }
 
 
@@ -86,7 +89,7 @@ export function keeps(offers: readonly (PlainDevice | undefined)[]): boolean[] {
  */
 export function validSoFar(groups: readonly { backends: readonly Backend[]; discovery?: PlainDiscovery }[], s: Selection, env: NodeJS.ProcessEnv = process.env): boolean {
   const needed = new Set<string>(s.devices.map((id) => id.split(':')[0]!));
-  for (const [name, backend] of LIBRARY_ENV) if (env[name]) needed.add(backend);
+  for (const [name, backend] of libraryEnv()) if (env[name]) needed.add(backend);
   const relevant = groups.filter((g) => g.backends.some((b) => needed.has(b)));
   if ([...needed].some((b) => !groups.some((g) => g.backends.includes(b as Backend)))) return false; // judged at the end
   if (relevant.some((g) => g.discovery === undefined)) return false;
@@ -94,18 +97,12 @@ export function validSoFar(groups: readonly { backends: readonly Backend[]; disc
   return selectionProblem(partial, s, env) === undefined;
 }
 
-/** The discoveries of the groups as one, in BACKENDS order. */
+/** The discoveries of the groups as one, in the registry's order. */
 export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscovery {
-  const rank = (b: Backend): number => BACKENDS.indexOf(b);
+  const rank = backendRank;
   const backends = parts.flatMap((p) => p.backends).sort((a, b) => rank(a.backend) - rank(b.backend));
   const devices = parts.flatMap((p) => p.devices).sort((a, b) => rank(a.backend) - rank(b.backend));
   return { devices, backends, gpuDriverFound: parts.some((p) => p.gpuDriverFound) };
-}
-
-/** A test hook for one device: `device/check` applies to that device only, a bare `check` to every device. */
-export function hookFor(hook: string | undefined, device: string): string | undefined {
-  if (!hook?.includes('/')) return hook;
-  return hook.startsWith(`${device}/`) ? hook.slice(device.length + 1) : undefined;
 }
 
 /** The options of one device's runner. */

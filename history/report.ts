@@ -6,13 +6,14 @@
 // `history compare`'s rules, so by compare's), grouped by host and capped, with a count of the rest.
 // Like reporters/html.ts: no script, nothing fetched (CSP default-src 'none'), every text from the store escaped.
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { backendModules } from '../bindings/registry.js';
 import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { compareVersions, escapeHtml } from '../reporters/html.js';
 import { asComparison, compareSides, type HistoryComparison, type Side } from './compare.js';
 import type { Store } from './store.js';
 
-export const GPU_BACKENDS = ['cuda', 'hip'];
+export const GPU_BACKENDS: readonly string[] = backendModules().filter((m) => m.registers).map((m) => m.id);
 /** Hosts shown with their regressed devices, per driver version; the rest are counted. */
 export const HOSTS_SHOWN = 50;
 /** Failing changes shown per host; the rest are counted. */

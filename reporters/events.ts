@@ -7,6 +7,10 @@ import { writeSync } from 'node:fs';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
 import type { PlainDiscovery } from '../bindings/discovery.js';
 import type { ResultEvent } from '../suites/check.js';
+// The plan is the suites' (suites/plan.ts makes it): a suite never imports a reporter.
+import type { PlanEvent } from '../suites/plan.js';
+
+export type { PlanEvent };
 
 export interface ErrorEvent {
   type: 'error';
@@ -26,11 +30,6 @@ export interface DiscoveryEvent {
   device: string | null;
 }
 
-/** The checks of each device this process checks (every check, in order), sent before the first one starts. */
-export interface PlanEvent {
-  type: 'plan';
-  checks: { id: string; suite: ResultEvent['suite']; title: string }[];
-}
 
 /** Not from a runner: the command started a new process for a device's checks left (cli/orchestrate.ts), and why. */
 export interface RestartEvent {

@@ -4,7 +4,7 @@
 // which processes ran which checks. One function per output, called from one line each (cli/run.ts,
 // reporters/markdown.ts).
 import type { DeviceResult, RunResult } from '../results/types.js';
-import { markdownText } from './markdown.js';
+import { markdownText } from './safe-text.js';
 
 /** The host-failed checks of a device. */
 const hostFailed = (d: DeviceResult) => d.checks.filter((c) => c.status === 'error');

@@ -16,7 +16,7 @@
 // in the table and on the chart's point. A run that recorded its gate shows its PASS or FAIL. With many runs the
 // charts narrow their bands, and open scrolled to their right end: the newest runs are seen first.
 import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, verdictLabel } from '../results/compare.js';
-import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { BACKENDS, type CheckResult, type DeviceResult, type RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
 
 type Status = CheckResult['status'];
@@ -168,7 +168,7 @@ function groupDevices(results: RunResult[]): { groups: Group[]; hosts: string[] 
       if (r) e.regressed = r;
     });
   }
-  const backendOrder = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
+  const backendOrder: readonly string[] = BACKENDS;
   const rank = (b: string): number => (backendOrder.includes(b) ? backendOrder.indexOf(b) : backendOrder.length);
   list.sort((a, b) => a.host.localeCompare(b.host) || rank(a.backend) - rank(b.backend) || a.name.localeCompare(b.name) || a.where.localeCompare(b.where));
   return { groups: list, hosts };

@@ -6,17 +6,9 @@
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
 import { hostFaultMarkdown } from './host-faults.js';
+import { markdownText } from './safe-text.js';
 
-
-/** `s` as literal inline text: Markdown punctuation backslash-escaped (`|` included, for table cells), `&` as an entity, line breaks as `<br>`. */
-export function markdownText(s: string): string {
-  return s
-    .replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g, '\uFFFD')
-    .replace(/[\\`*_[\]<>|~$]/g, (c) => `\\${c}`)
-    .replace(/&/g, '&amp;')
-    .replace(/\t/g, ' ')
-    .replace(/\r\n|\r|\n/g, '<br>');
-}
+export { markdownText };
 
 const fixed = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
 const count = (d: DeviceResult, ...statuses: CheckResult['status'][]): number => d.checks.filter((c) => statuses.includes(c.status)).length;

@@ -137,7 +137,7 @@ const mutations = [
   ['Wrong_bytes blamed on the device when the map changed', 'spec: Wrong_bytes only while map and reference agree', probe,
     edits(['      if (d >= 0) return Inconclusive(`the map changed during the probe', '      if (d < -1) return Inconclusive(`the map changed during the probe']), MODEL],
   // ---- our own: the bindings
-  ['withCudaOps gives back the context retain while a registration is outstanding', 'bindings: the context retain', 'bindings/cuda.ts', edits(['          left === 0\n', '          true\n']), BINDINGS],
+  ['withCudaOps gives back the context retain while a registration is outstanding', 'bindings: the context retain', 'bindings/cuda.ts', edits(['            return left === 0\n', '            return true\n']), BINDINGS],
   ['deviceOps: an upload larger than the device buffer reaches the driver', 'bindings: sizes', deviceOps, edits(["      enter('upload');\n      fits('upload', host);\n", "      enter('upload');\n"]), BINDINGS],
 ];
 

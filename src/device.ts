@@ -11,6 +11,7 @@ import {
   Not_needed,
   Refused,
   Self_test_required,
+  type Refusal,
   type Static,
 } from './verdict.js';
 
@@ -59,6 +60,9 @@ export function frameworkFamily(framework: string): Family | undefined {
   return undefined;
 }
 
+/** What a failed integrated query means, by family: HIP counts it as integrated, CUDA as a device of unknown kind. */
+const FAILED_QUERY: { readonly [F in 'cuda' | 'hip']: Refusal } = { hip: Integrated_gpu, cuda: Device_kind_unknown };
+
 /** The opt-in a caller may set to ask for registration on Vulkan. The model ignores it: Vulkan is refused. */
 export const VULKAN_OPT_IN_ENV = 'MAPPED_REG_VULKAN_HOST_REGISTER';
 
@@ -91,7 +95,7 @@ export function staticVerdict(device: Device): Static {
       integrated = device.sharedMemoryQuery();
     } catch (e) {
       if (isFatal(e)) throw e;
-      return Decided(Refused(family === 'hip' ? Integrated_gpu : Device_kind_unknown));
+      return Decided(Refused(FAILED_QUERY[family]));
     }
     if (integrated === true) return Decided(Refused(Integrated_gpu));
     if (integrated === false) return Self_test_required;

@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { describe, inject, it } from 'vitest';
 import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
-import { hookFor } from '../cli/select.js';
+import { hookFor } from './hooks.js';
 import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';

@@ -6,7 +6,8 @@ import { randomFillSync } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DeviceOps } from '../bindings/device-ops.js';
-import { type Backend, BACKENDS, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
+import { type Backend, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
+import { isBackend } from '../bindings/registry.js';
 import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
 import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bindings/scratch.js';
@@ -28,7 +29,7 @@ export function deviceContext(options: SuiteOptions): CheckContext {
     contexts.set(options.device, rebuilt);
     return rebuilt;
   }
-  if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${options.device}`);
+  if (!isBackend(backend)) throw new Error(`unknown backend in device id ${options.device}`);
   const found = discover([backend]);
   const device = found.devices.find((d) => d.id === options.device);
   if (!device) {

@@ -53,7 +53,8 @@ export const registered: Measurement<DeviceSession> = {
     s.register(map);
     try {
       const flags = s.ops.registerFlags;
-      const label = s.native.api === 'CUDA' && flags & 0x08 ? 'registered (READ_ONLY)' : `registered (flags 0x${flags.toString(16)})`;
+      const readOnly = s.native.kit.readOnlyFlag;
+      const label = readOnly !== undefined && flags & readOnly ? 'registered (READ_ONLY)' : `registered (flags 0x${flags.toString(16)})`;
       s.result.copies.registered = copy(label, s.bytes, time('registered', () => s.ops.upload(map), { iterations: s.options.runs }));
     } finally {
       s.unregister(map);

@@ -1,6 +1,5 @@
 // One driver call through koffi (`driverCall`; docs/bench.md): the device's integrated attribute, through the
 // bindings' checked wrapper, in batches of 1000 (a sample is the batch's mean).
-import { INTEGRATED } from '../../bindings/cuda.js';
 import type { DeviceSession } from '../session.js';
 import { time } from '../timing.js';
 import { type Measurement, always } from './measurement.js';
@@ -13,11 +12,8 @@ export const driverCall: Measurement<DeviceSession> = {
   description: 'cuDeviceGetAttribute / hipDeviceGetAttribute through koffi: the cost of crossing to the driver and back',
   applies: always,
   run(s) {
-    const n = s.native;
-    const [call, one] =
-      n.api === 'CUDA'
-        ? (['cuDeviceGetAttribute', () => n.driver.attribute(n.ordinal, INTEGRATED)] as const)
-        : (['hipDeviceGetAttribute', ((attr) => () => n.driver.attribute(n.ordinal, attr))(n.driver.integratedAttribute())] as const);
+    // the call is the backend's (its module's kit), so a new driver is not timed as another's
+    const { call, query: one } = s.native.kit.attributeCall();
     const st = time(
       call,
       () => {

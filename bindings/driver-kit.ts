@@ -1,0 +1,253 @@
+// What the CUDA driver and the HIP runtime bindings do the same way, written once: loading the library (a path
+// given, else the environment variable, else the default names), declaring its prototypes, checking result
+// codes into the driver's error class, the host-memory calls' checks, and the skeleton of with…Ops (take the
+// device, allocate the device buffer, hand out the ops, release whatever happens). cuda.ts and hip.ts keep what
+// differs: their prototype tables, constants and quirks.
+
+import type { Host } from '../src/ops.js';
+import { DriverError, type DriverApi, declareAll, openLibrary } from './errors.js';
+import {
+  type DeviceOps,
+  type OpsCalls,
+  type OpsState,
+  type ReleaseStep,
+  type WithOpsOptions,
+  checkBufferBytes,
+  checkOrdinal,
+  checkSize,
+  deviceOps,
+  hostAddress,
+  pinnedReleaseSteps,
+  viewOf,
+  withRelease,
+} from './device-ops.js';
+
+/** Out parameters are one-element arrays that koffi fills; pointers come back as bigint (null for NULL). */
+export type Out<T> = [T];
+export type Pointer = bigint | null;
+export type IntLike = number | bigint;
+
+// ---- loading ----
+
+export interface DriverLibrary {
+  readonly api: DriverApi;
+  /** e.g. MAPPED_REG_CUDA_LIBRARY: a name or path that replaces the default search. */
+  readonly env: string;
+  /** Tried in order when neither a path nor the environment variable is given. */
+  readonly defaults: readonly string[];
+  /** name -> C prototype, declared once (see declareAll). */
+  readonly prototypes: Record<string, string>;
+}
+
+/**
+ * A loader for `library`: from `path`, else from $env, else the first of the defaults that exists; one driver per
+ * list of candidates, cached for the life of the process. Throws LibraryNotFoundError when none is there,
+ * NotADriverError when one does not load or lacks a symbol of the prototypes.
+ * `F` is the caller's typed view of the functions (koffi types them as `(...args: any[]) => any`).
+ */
+export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, c: F) => D): (path?: string) => D {
+  const cache = new Map<string, D>();
+  return (path?: string): D => {
+    const explicit = path ?? (process.env[library.env] || undefined);
+    const candidates = explicit === undefined ? library.defaults : [explicit];
+    const key = candidates.join('\n');
+    let driver = cache.get(key);
+    if (driver === undefined) {
+      const opened = openLibrary(library.api, candidates);
+      driver = make(opened.path, declareAll<F>(library.api, opened.path, opened.lib, library.prototypes));
+      cache.set(key, driver);
+    }
+    return driver;
+  };
+}
+
+// ---- errors ----
+
+/** The constructor of a driver's error class (CudaError, HipError): DriverError with the api filled in. */
+export type DriverErrorClass = new (call: string, code: number, codeName: string, description?: string) => DriverError;
+
+/** The error class of one API: `name` is what `error.name` says (e.g. 'CudaError'). */
+export function driverErrorClass(api: DriverApi, name: string): DriverErrorClass {
+  return class extends DriverError {
+    constructor(call: string, code: number, codeName: string, description?: string) {
+      super(api, call, code, codeName, description);
+      this.name = name;
+    }
+  };
+}
+
+export interface Checker {
+  /** The error of `call` returning `code`, named and described by the driver. */
+  fail(call: string, code: number): DriverError;
+  /** Throws fail(call, code) unless code is success (0 in both APIs). */
+  check(call: string, code: number): void;
+}
+
+export function checker(ErrorClass: DriverErrorClass, errorName: (code: number) => string, errorString: (code: number) => string | undefined): Checker {
+  const fail = (call: string, code: number): DriverError => new ErrorClass(call, code, errorName(code), errorString(code));
+  return {
+    fail,
+    check(call, code) {
+      if (code !== 0) throw fail(call, code);
+    },
+  };
+}
+
+/** The text of a NUL-terminated buffer a driver filled (a name, a PCI bus id). */
+export function cString(buf: Buffer): string {
+  const end = buf.indexOf(0);
+  return buf.subarray(0, end < 0 ? buf.length : end).toString('utf8');
+}
+
+// ---- host memory: the calls both APIs make alike ----
+
+/** One driver's host-memory calls, by C name: what hostCalls wraps. */
+export interface HostFunctions {
+  register: readonly [call: string, fn: (p: bigint, bytes: number, flags: number) => number];
+  unregister: readonly [call: string, fn: (p: bigint) => number];
+  alloc: readonly [call: string, fn: (out: Out<Pointer>, bytes: number, flags: number) => number];
+  free: readonly [call: string, fn: (p: bigint) => number];
+}
+
+/** The host-memory methods of a driver object (CudaDriver's memHostAlloc/memFreeHost are alloc/free here). */
+export interface HostCalls {
+  hostRegister(host: Host, flags: number): void;
+  hostUnregister(host: Host): void;
+  hostRegisterAddress(address: bigint, length: number, flags: number): void;
+  hostUnregisterAddress(address: bigint): void;
+  alloc(bytes: number, flags?: number): Host;
+  free(host: Host): void;
+  /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
+  copyLength(call: string, host: Host, length: number | undefined): number;
+}
+
+/** `ready` runs first in each (the driver initialized, and not one that said there is no device). */
+export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void, fns: HostFunctions): HostCalls {
+  const [registerCall, register] = fns.register;
+  const [unregisterCall, unregister] = fns.unregister;
+  const [allocCall, alloc] = fns.alloc;
+  const [freeCall, free] = fns.free;
+  const registerAddress = (address: bigint, length: number, flags: number): void => {
+    ready();
+    check(registerCall, register(address, checkSize(`${registerCall} size`, length), flags >>> 0));
+  };
+  const unregisterAddress = (address: bigint): void => {
+    ready();
+    check(unregisterCall, unregister(address));
+  };
+  return {
+    hostRegister: (host, flags) => registerAddress(hostAddress(api, registerCall, host), host.bytes.length, flags),
+    hostUnregister: (host) => unregisterAddress(hostAddress(api, unregisterCall, host)),
+    hostRegisterAddress: registerAddress,
+    hostUnregisterAddress: unregisterAddress,
+    alloc(bytes, flags = 0) {
+      ready();
+      const out: Out<Pointer> = [null];
+      check(allocCall, alloc(out, checkSize(`${allocCall} size`, bytes), flags >>> 0));
+      if (out[0] === null) throw new Error(`${api}: ${allocCall} succeeded but gave a NULL pointer`);
+      try {
+        return { address: out[0], bytes: viewOf(out[0], bytes) };
+      } catch (e) {
+        free(out[0]);
+        throw e;
+      }
+    },
+    free(host) {
+      ready();
+      check(freeCall, free(hostAddress(api, freeCall, host)));
+    },
+    copyLength(call, host, length) {
+      const n = checkSize(`${call} size`, length ?? host.bytes.length);
+      if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
+      return n;
+    },
+  };
+}
+
+// ---- the with…Ops skeleton ----
+
+/** What a device's ops hold of the device itself (CUDA: a primary context retain; HIP: nothing but the current device). */
+export interface Held {
+  /** Makes the device current: before every op's call, and first in the release. */
+  makeCurrent(): void;
+  /** The release step that makes it current, e.g. 'making HIP device 0 current'. */
+  readonly currentWhat: string;
+  /** The last release step, after the device buffer, given how many registrations made through the ops are still outstanding. */
+  release?(outstanding: number): ReleaseStep;
+}
+
+/** How one API's with…Ops takes a device and its buffer: what differs between CUDA and HIP. */
+export interface OpsDriver {
+  readonly api: DriverApi;
+  /** The function's name, for its errors, e.g. 'withCudaOps'. */
+  readonly owner: string;
+  /**
+   * Takes the device and makes it current, and returns what it holds; calls `hold` with the same as soon as
+   * something is held that the release must give back (CUDA: the retain, before the context is made current).
+   */
+  open(ordinal: number, hold: (held: Held) => void): Held;
+  /** The flags `register` passes, asked once the device is current. */
+  registerFlags(ordinal: number): number;
+  malloc(bytes: number): bigint;
+  free(buffer: bigint): void;
+  /** The driver calls of the ops, but making the device current (Held.makeCurrent does) and the registration counts. */
+  readonly calls: Omit<OpsCalls, 'makeCurrent' | 'registered' | 'unregistered'>;
+}
+
+/**
+ * Run f on ops backed by device `ordinal` and a device buffer of `bytes` bytes. When f returns or throws (or
+ * its promise settles), every step of the release runs, whatever the others did (device-ops.ts: withRelease):
+ * the device made current, the page-locked buffers not yet freed, the device buffer, then what `open` held.
+ * A failure there goes to options.log and never replaces f's result or exception (a fatal one is rethrown).
+ * Registrations are left alone: only the caller knows what to do with one that would not release; how many
+ * the ops made and did not see released is handed to Held.release.
+ */
+export function withDriverOps<T>(d: OpsDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
+  checkOrdinal(d.owner, ordinal);
+  checkBufferBytes(d.owner, bytes);
+
+  let deviceBuffer: bigint | null = null;
+  const state: OpsState = { pinned: new Map<bigint, Host>(), closed: false };
+  /** Registrations these ops made and did not release: start address -> how many. */
+  const outstanding = new Map<bigint, number>();
+  let held: Held | undefined;
+
+  const setup = (): DeviceOps => {
+    const current = d.open(ordinal, (h) => {
+      held = h;
+    });
+    const registerFlags = d.registerFlags(ordinal);
+    const buffer = d.malloc(bytes);
+    deviceBuffer = buffer;
+    return deviceOps(d.api, d.owner, ordinal, bytes, buffer, registerFlags, {
+      ...d.calls,
+      makeCurrent: () => current.makeCurrent(),
+      registered: (address) => outstanding.set(address, (outstanding.get(address) ?? 0) + 1),
+      unregistered: (address) => {
+        const n = outstanding.get(address);
+        if (n === undefined) return;
+        if (n > 1) outstanding.set(address, n - 1);
+        else outstanding.delete(address);
+      },
+    }, state);
+  };
+
+  return withRelease(
+    () => f(setup()),
+    () => {
+      state.closed = true;
+      // The reverse of acquisition: page-locked buffers first, then the device buffer, then the device itself.
+      const steps: ReleaseStep[] = [];
+      const h = held;
+      if (h !== undefined) steps.push({ what: h.currentWhat, run: () => h.makeCurrent() });
+      steps.push(...pinnedReleaseSteps(state.pinned, (host) => d.calls.freePinned(host)));
+      if (deviceBuffer !== null) {
+        const buffer = deviceBuffer;
+        steps.push({ what: `the device buffer of ${bytes} bytes on ${d.api} device ${ordinal}`, run: () => d.free(buffer) });
+      }
+      if (h?.release) steps.push(h.release([...outstanding.values()].reduce((a, b) => a + b, 0)));
+      return steps;
+    },
+    options,
+  );
+}
