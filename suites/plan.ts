@@ -4,6 +4,6 @@
 import type { PlanEvent } from '../reporters/events.js';
 
 export async function checkPlan(): Promise<PlanEvent['checks']> {
-  const [s, p, t, h] = await Promise.all([import('./checks/static.js'), import('./checks/probe.js'), import('./checks/timing.js'), import('./checks/hazards.js')]);
+  const [s, p, t, h] = await Promise.all([import('./checks/static.js'), import('./checks/probe.js'), import('./checks/timing.js'), import('./hazards/index.js')]);
   return [...s.staticChecks, ...p.probeChecks, ...t.timingChecks, ...h.hazardChecks].map(({ id, suite, title }) => ({ id, suite, title }));
 }
