@@ -317,6 +317,11 @@ await yargs(commandLine(hideBin(process.argv)))
       'An expectations file, deqp-runner style:\n' +
       '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
       '  flake timing.margin       device="NVIDIA H200"\n\n' +
+      'Check selection: --check GLOB runs only the checks whose id matches (with the checks they need: probe.verdict for probe.release and timing.*); ' +
+      '--skip GLOB and --skips-file FILE (one glob a line, # comments) skip the checks that match and those that need them, each reported skip with its reason ' +
+      '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
+      'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
+      'list --checks prints every check id with its title (--json: as JSON).\n\n' +
       'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
       'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
