@@ -18,7 +18,11 @@ interface ProbeData {
   scratch?: DeviceResult['scratch'];
 }
 
-/** The device's verdict: the one its probe reported, else what its static verdict and its probe's status say. */
+/**
+ * The device's verdict: the one its probe reported, else what its static verdict and its probe's status say. Only
+ * probe.verdict decides it (with the static verdict, which the command decides itself): a device that needs the
+ * self-test and whose probe.verdict was skipped by the selection is Inconclusive, "not probed", with the reason.
+ */
 function verdictOf(d: DiscoveredDevice, run: DeviceRun | undefined): { verdict: VerdictJson; cacheable: boolean } {
   const s = staticVerdict(d.device);
   const probe = run?.checks.find((c) => c.id === 'probe.verdict');
@@ -30,6 +34,8 @@ function verdictOf(d: DiscoveredDevice, run: DeviceRun | undefined): { verdict: 
     return judged(Inconclusive(`probe.verdict: ${probe.status}${probe.message ? ` (${probe.message})` : ''}`), `Inconclusive (probe.verdict ${probe.status})`);
   }
   if (s.kind === 'Decided') return judged(s.verdict);
+  // the self-test left out by the user's selection (--check, --skip, a skips file): never Usable, and it says why
+  if (probe?.status === 'skip' && probe.message) return judged(Inconclusive(`not probed: probe.verdict ${probe.message}`), `Inconclusive (not probed: probe.verdict ${probe.message})`);
   return judged(Inconclusive('self-test required, not run'), 'Self_test_required (not probed)');
 }
 

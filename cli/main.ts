@@ -17,7 +17,8 @@ import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
-import { RUN_OPTIONS, runOptions } from './options.js';
+import { RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { readSkipsFile, selectChecks } from './select-checks.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
@@ -50,6 +51,11 @@ interface Args {
   expectations?: string;
   require: string[];
   maxDrop: string;
+  check: string[];
+  skip: string[];
+  skipsFile?: string;
+  /** list: the checks instead of the devices. */
+  checks?: boolean;
 }
 
 /** The options of run and list, checked (cli/options.ts), and every output checked before anything runs. */
@@ -63,6 +69,32 @@ function options(a: Args, listOnly: boolean) {
   ]);
   const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
   return { run, targets };
+}
+
+/**
+ * The selection of checks (--check, --skip, --skips-file) against the catalog, checked before anything runs: a
+ * glob that matches no check, or a skips file that cannot be read, is bad input. The catalog is loaded only then.
+ */
+async function checkSelection(a: Args): Promise<Pick<RunOptions, 'selection' | 'deselected'>> {
+  if (a.check.length === 0 && a.skip.length === 0 && a.skipsFile === undefined) return {};
+  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? readSkipsFile(a.skipsFile) : [])];
+  const { checkCatalog } = await import('../suites/catalog.js');
+  const deselected = selectChecks(await checkCatalog(), { checks: a.check, skips });
+  return { selection: { checks: a.check, skips: a.skip, ...(a.skipsFile !== undefined ? { skipsFile: a.skipsFile } : {}) }, deselected };
+}
+
+/** list --checks: every check id with its title (--json: as JSON, to standard output or to the file named). */
+async function listChecks(a: Args): Promise<void> {
+  const { checkCatalog } = await import('../suites/catalog.js');
+  const catalog = await checkCatalog();
+  if (a.json !== undefined) {
+    const text = `${JSON.stringify({ checks: catalog }, null, 2)}\n`;
+    if (a.json === '-') say(text);
+    else writeOutput(checkOutputs([{ option: '--json', value: a.json }])['--json']!, text);
+    return;
+  }
+  const width = Math.max(...catalog.map((c) => c.id.length));
+  for (const c of catalog) say(`${c.id.padEnd(width)}  ${c.title}${c.needs.length ? ` (needs ${c.needs.join(', ')})` : ''}\n`);
 }
 
 /** Bad usage and bad input files end the command with one line on stderr and status 2. */
@@ -97,8 +129,11 @@ function readInputFile(file: string): RunResult {
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
     // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
+    if (listOnly && a.checks) return listChecks(a);
     if (!listOnly) installStopSignals();
-    const { run: o, targets } = options(a, listOnly);
+    const { run: options_, targets } = options(a, listOnly);
+    // the selection of checks is checked before anything runs, for list too (it lists no checks, but a bad glob is bad input)
+    const o: RunOptions = { ...options_, ...(await checkSelection(a)) };
     // the gate's inputs are read and checked before anything runs: a bad one is refused up front
     const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readInputFile(a.baseline) } : undefined;
     const expectations = expectationsOf(a.expectations);
@@ -127,11 +162,25 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
 
 const common = RUN_OPTIONS;
 
-await yargs(hideBin(process.argv))
+/**
+ * The arguments; `list --checks --json` with no file name is `--json -` (standard output): every other option that
+ * takes a value must be given one.
+ */
+function commandLine(args: string[]): string[] {
+  if (args[0] !== 'list' || !args.includes('--checks')) return args;
+  return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg]));
+}
+
+await yargs(commandLine(hideBin(process.argv)))
   .scriptName('mapped-reg-conformance')
   .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
-  .command('list', 'devices and their static verdicts; registers and copies nothing', common, (a) => execute(a as unknown as Args, true))
+  .command(
+    'list',
+    'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
+    { ...common, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
+    (a) => execute(a as unknown as Args, true),
+  )
   .command(
     'compare <old> <new>',
     'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
@@ -268,6 +317,11 @@ await yargs(hideBin(process.argv))
       'An expectations file, deqp-runner style:\n' +
       '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
       '  flake timing.margin       device="NVIDIA H200"\n\n' +
+      'Check selection: --check GLOB runs only the checks whose id matches (with the checks they need: probe.verdict for probe.release and timing.*); ' +
+      '--skip GLOB and --skips-file FILE (one glob a line, # comments) skip the checks that match and those that need them, each reported skip with its reason ' +
+      '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
+      'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
+      'list --checks prints every check id with its title (--json: as JSON).\n\n' +
       'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
       'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +

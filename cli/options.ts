@@ -45,6 +45,21 @@ export const RUN_OPTIONS = {
     describe: `fraction of the staged speed the registered copy must reach, in (0, ${MAX_MIN_RELATIVE_SPEED}]`,
   },
   timeout: { type: 'number', requiresArg: true, default: DEFAULT_TIMEOUT_S, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
+  check: {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    default: [] as string[],
+    describe: 'only the checks whose id matches this glob (repeatable; * and ?), e.g. hazard.*; with what they need (probe.verdict for probe.release and timing.*)',
+  },
+  skip: {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    default: [] as string[],
+    describe: 'skip the checks whose id matches this glob (repeatable), and the checks that need them: reported skip, "skipped by --skip GLOB"',
+  },
+  'skips-file': { type: 'string', requiresArg: true, describe: 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)' },
   json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
   junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
   baseline: {
@@ -91,6 +106,10 @@ export interface RunOptions extends Measure {
   timeoutS: number;
   /** list: static verdicts only, nothing registered or copied. */
   listOnly: boolean;
+  /** The user's selection of checks as given (--check, --skip, --skips-file), for the results. */
+  selection?: { checks: string[]; skips: string[]; skipsFile?: string };
+  /** The checks the selection leaves out, with the reason each is skipped (cli/select-checks.ts). */
+  deselected?: Record<string, string>;
   /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
   forceCrash?: string;
   forceHang?: string;
@@ -150,13 +169,27 @@ export function runOptions(
 }
 
 /** What of a run's options every device runner passes to its suites (cli/select.ts deviceOptions adds the device). */
-export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed'>;
+export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'>;
 
 export function suiteBase(o: RunOptions): SuiteBase {
-  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed };
+  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, ...(o.deselected && Object.keys(o.deselected).length > 0 ? { deselected: o.deselected } : {}) };
 }
 
 /** The options as the results record them (`options` of the JSON). */
 export function resultOptions(o: RunOptions): Record<string, unknown> {
-  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, devices: o.devices, backends: o.backends, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, timeoutS: o.timeoutS, list: o.listOnly };
+  const sel = o.selection;
+  return {
+    scratchDir: o.scratchDir,
+    sizeMiB: o.sizeMiB,
+    devices: o.devices,
+    backends: o.backends,
+    runs: o.runs,
+    minRelativeSpeed: o.minRelativeSpeed,
+    timeoutS: o.timeoutS,
+    list: o.listOnly,
+    // the selection of checks, when one was given
+    ...(sel && sel.checks.length > 0 ? { checks: sel.checks } : {}),
+    ...(sel && sel.skips.length > 0 ? { skips: sel.skips } : {}),
+    ...(sel?.skipsFile !== undefined ? { skipsFile: sel.skipsFile } : {}),
+  };
 }

@@ -106,7 +106,7 @@ export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscove
 }
 
 /** The options of one device's runner. */
-export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed'>, s: Selection): SuiteOptions {
+export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'>, s: Selection): SuiteOptions {
   const crash = hookFor(s.forceCrash, d.id);
   const hang = hookFor(s.forceHang, d.id);
   return {
@@ -117,6 +117,7 @@ export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchD
     runs: base.runs,
     minRelativeSpeed: base.minRelativeSpeed,
     skip: [],
+    ...(base.deselected ? { deselected: base.deselected } : {}),
     ...(crash ? { forceCrash: crash } : {}),
     ...(hang ? { forceHang: hang } : {}),
   };

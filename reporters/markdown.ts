@@ -7,6 +7,7 @@ import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { FAILING } from '../results/status.js';
 import { hostFaultMarkdown } from './host-faults.js';
 import { markdownText } from './safe-text.js';
+import { selectionSkips } from './selection.js';
 
 export { markdownText };
 
@@ -77,5 +78,11 @@ export function markdownSummary(result: RunResult): string {
   }
   if (failures.length > 0) out.push('', `#### Failing checks (${failures.length})`, '', ...failures);
   out.push(...hostFaultMarkdown(result)); // issue 12: the checks the host failed, told apart from the driver's
+  // the checks the selection left out (--check, --skip, --skips-file): skipped on every device, with the reason
+  const skipped = selectionSkips(result);
+  if (skipped.length > 0) {
+    out.push('', `#### Checks skipped by the selection (${skipped.reduce((n, s) => n + s.ids.length, 0)})`, '');
+    for (const s of skipped) out.push(`- ${s.ids.map((id) => `**${markdownText(id)}**`).join(', ')}: ${markdownText(s.reason)}`);
+  }
   return `${out.join('\n')}\n`;
 }

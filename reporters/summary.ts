@@ -5,6 +5,7 @@
 import { FAILING } from '../results/status.js';
 import type { DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { hostFaultLines } from './host-faults.js';
+import { selectionSkips } from './selection.js';
 import { terminalSafe } from './safe-text.js';
 
 /** One line of the terminal: control characters (escape sequences above all) from a driver or a file made visible. */
@@ -36,6 +37,8 @@ export function runSummary(result: RunResult, listOnly = false): string[] {
   const out = table(rows);
   for (const d of result.devices) if (d.verdict.reason) out.push(terminalText(`${d.id}: ${d.verdict.text}`));
   for (const d of result.devices) for (const e of d.errors ?? []) out.push(terminalText(`${d.id}: ${e}`));
+  // the checks the selection left out (--check, --skip, --skips-file), once for every device
+  if (!listOnly) for (const s of selectionSkips(result)) out.push(terminalText(`skip: ${s.ids.join(', ')}: ${s.reason}`));
   // the host's faults, told apart from the driver's, and why each new process of a device was started
   out.push(...hostFaultLines(result.devices).map(terminalText));
   return out;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Applies each named mutation to the model (src/), the checks (suites/checks/) or the bindings (bindings/), one at
+// Applies each named mutation to the model (src/), the checks (suites/checks/, suites/hazards/) or the bindings (bindings/), one at
 // a time, runs the test files that hold that code, and writes which tests failed to docs/mutations.md. The
 // source is restored after each run (and on any error). Every pattern must match the source, or the script
 // stops: a stale pattern would make a mutation a no-op that "survives" for nothing.
@@ -16,7 +16,12 @@ const ops = 'src/ops.ts';
 const probeChecks = 'suites/checks/probe.ts';
 const timingChecks = 'suites/checks/timing.ts';
 const staticChecks = 'suites/checks/static.ts';
-const hazards = 'suites/checks/hazards.ts';
+const hazardHarness = 'suites/hazards/harness.ts';
+const hazardFlags = 'suites/hazards/flags.ts';
+const hazardOverlaps = 'suites/hazards/overlaps.ts';
+const hazardRelease = 'suites/hazards/release.ts';
+const hazardFileChanges = 'suites/hazards/file-changes.ts';
+const hazardReset = 'suites/hazards/reset.ts';
 const deviceOps = 'bindings/device-ops.ts';
 
 /** The test files that hold each part. */
@@ -84,29 +89,29 @@ const mutations = [
     edits(["if (s.kind === 'Decided' && s.verdict.kind === 'Refused') throw new RegistrationUnreachable", "if (s.kind === 'Decided') throw new RegistrationUnreachable"]), MODEL],
   ['the probe times with a stopped clock when none is given', 'issue 13: weak assertion (the real clock)', probe, edits(['...(now ? { now } : {})', 'now: now ?? (() => 0)']), MODEL],
   // ---- issue 13: each hazard check's own judgement (one fault of the double per promise)
-  ['hazard.prot_none_refused: an accepted PROT_NONE mapping passes', 'issue 13: hazard judgement', hazards,
-    edits(["          status: accepted.length === 0 ? 'pass' : 'fail',", "          status: 'pass',"]), HAZARDS],
-  ['hazard.readonly_mapping: a failed release of the flags-0 registration passes', 'issue 13: hazard judgement', hazards,
+  ['hazard.prot_none_refused: an accepted PROT_NONE mapping passes', 'issue 13: hazard judgement', hazardFlags,
+    edits(["        status: accepted.length === 0 ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
+  ['hazard.readonly_mapping: a failed release of the flags-0 registration passes', 'issue 13: hazard judgement', hazardFlags,
     edits(["return { status: 'fail', expected, observed: `flags 0: register 0, unregister", "return { status: 'pass', expected, observed: `flags 0: register 0, unregister"]), HAZARDS],
-  ['servesOrRefuses (tmpfs, memfd, private): wrong bytes pass', 'issue 13: hazard judgement', hazards, edits(['  const good = t.served?.diff === -1 && ok(t.unregister);', '  const good = ok(t.unregister);']), HAZARDS],
-  ['servesOrRefuses (tmpfs, memfd, private): a failed release passes', 'issue 13: hazard judgement', hazards, edits(['  const good = t.served?.diff === -1 && ok(t.unregister);', '  const good = t.served?.diff === -1;']), HAZARDS],
-  ['hazard.double_registration_refused: the same range accepted twice passes', 'issue 13: hazard judgement', hazards,
-    edits(["          status: ok(second) ? 'fail' : 'pass',", "          status: 'pass',"]), HAZARDS],
-  ['hazard.overlap_refused: an accepted overlap passes', 'issue 13: hazard judgement', hazards,
+  ['servesOrRefuses (tmpfs, memfd, private): wrong bytes pass', 'issue 13: hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && ok(t.unregister);', '  const good = ok(t.unregister);']), HAZARDS],
+  ['servesOrRefuses (tmpfs, memfd, private): a failed release passes', 'issue 13: hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && ok(t.unregister);', '  const good = t.served?.diff === -1;']), HAZARDS],
+  ['hazard.double_registration_refused: the same range accepted twice passes', 'issue 13: hazard judgement', hazardOverlaps,
+    edits(["        status: ok(second) ? 'fail' : 'pass',", "        status: 'pass',"]), HAZARDS],
+  ['hazard.overlap_refused: an accepted overlap passes', 'issue 13: hazard judgement', hazardOverlaps,
     edits(["const status = ok(over) ? 'fail' : ok(adj) ? 'pass' : 'warn';", "const status = (ok(adj) ? 'pass' : 'warn') as 'pass' | 'warn' | 'fail';"]), HAZARDS],
-  ['hazard.release_after_double_registration: failed releases pass', 'issue 13: hazard judgement', hazards, edits(['        const good = releases.every(ok);', '        const good = n > 0;']), HAZARDS],
-  ['hazard.unregister_after_register: a failed first release passes', 'issue 13: hazard judgement', hazards, edits(["          status: ok(un) ? 'pass' : 'fail',", "          status: 'pass',"]), HAZARDS],
-  ['hazard.unregister_unknown: any refusal passes, not only 713', 'issue 13: hazard judgement', hazards, edits(['      const good = un.code === NOT_REGISTERED;', '      const good = un.code !== 0;']), HAZARDS],
-  ['hazard.unregister_interior: an interior unregister that succeeds passes', 'issue 13: hazard judgement', hazards, edits(['        const good = !ok(interior) && ok(start);', '        const good = ok(start);']), HAZARDS],
-  ['hazard.coherent_after_write: stale bytes after the write pass', 'issue 13: hazard judgement', hazards,
-    edits(['        const good = before.diff === -1 && after.diff === -1 && ok(un);', '        const good = before.diff === -1 && ok(un);']), HAZARDS],
-  ['hazard.truncate_contained: a file never cut under a registration only warns', 'issue 13: hazard judgement', hazards,
+  ['hazard.release_after_double_registration: failed releases pass', 'issue 13: hazard judgement', hazardOverlaps, edits(['      const good = releases.every(ok);', '      const good = n > 0;']), HAZARDS],
+  ['hazard.unregister_after_register: a failed first release passes', 'issue 13: hazard judgement', hazardRelease, edits(["        status: ok(un) ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
+  ['hazard.unregister_unknown: any refusal passes, not only 713', 'issue 13: hazard judgement', hazardRelease, edits(['    const good = un.code === NOT_REGISTERED;', '    const good = un.code !== 0;']), HAZARDS],
+  ['hazard.unregister_interior: an interior unregister that succeeds passes', 'issue 13: hazard judgement', hazardRelease, edits(['      const good = !ok(interior) && ok(start);', '      const good = ok(start);']), HAZARDS],
+  ['hazard.coherent_after_write: stale bytes after the write pass', 'issue 13: hazard judgement', hazardFileChanges,
+    edits(['      const good = before.diff === -1 && after.diff === -1 && ok(un);', '      const good = before.diff === -1 && ok(un);']), HAZARDS],
+  ['hazard.truncate_contained: a file never cut under a registration only warns', 'issue 13: hazard judgement', hazardFileChanges,
     edits(["      return { status: timedOut ? 'warn' : 'fail', expected, observed: `the file was not cut", "      return { status: 'warn', expected, observed: `the file was not cut"]), HAZARDS],
-  ['hazard.unmap_then_unregister: a failed unregister after munmap passes', 'issue 13: hazard judgement', hazards,
+  ['hazard.unmap_then_unregister: a failed unregister after munmap passes', 'issue 13: hazard judgement', hazardRelease,
     edits(["const status = !ok(un) ? 'fail' : same && !ok(reg2) ? 'warn' : 'pass';", "const status = (same && !ok(reg2) ? 'warn' : 'pass') as 'pass' | 'warn' | 'fail';"]), HAZARDS],
-  ['hazard.context_reset: a registration that survived the reset passes', 'issue 13: hazard judgement', hazards,
+  ['hazard.context_reset: a registration that survived the reset passes', 'issue 13: hazard judgement', hazardReset,
     edits(['const good = ok(reset) && after.unregister.code === NOT_REGISTERED && gone && ok(after.release);', 'const good = ok(reset) && (after.unregister.code === 0 || ok(after.release));']), HAZARDS],
-  ["hazards' session: a registration left that will not release passes", 'issue 13: hazard judgement', hazards,
+  ["hazards' session: a registration left that will not release passes", 'issue 13: hazard judgement', hazardHarness,
     edits(["              status: 'fail' as const,\n              message: [o.message, `${failed.length} registration(s) could not be released", "              status: o.status,\n              message: [o.message, `${failed.length} registration(s) could not be released"]), HAZARDS],
 
   // ---- our own: the checks of suites/checks/
@@ -191,7 +196,7 @@ if (!only) {
   const lines = [
     '# Mutations of the model, the checks and the bindings, and the tests that catch them',
     '',
-    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/checks/` or `bindings/`,',
+    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/checks/`, `suites/hazards/` or `bindings/`,',
     'the test files that hold that code run (the model: `test/probe`, `static`, `verdict`, `ops`; the probe, timing',
     'and static checks: `test/checks`; the hazard checks: `test/hazards`; the bindings: `test/cuda`, `test/hip`),',
     'and the source is restored. A mutation no test catches would be listed as SURVIVED; a pattern that no longer',

@@ -40,6 +40,12 @@ export interface Check {
   readonly id: string;
   readonly suite: SuiteName;
   readonly title: string;
+  /**
+   * The checks whose run this one reads (probe.release and the timing checks read the report probe.verdict's
+   * self-test makes): a check selected with --check brings these with it, and a check skipped by --skip or a skips
+   * file takes the checks that need it with it (cli/select-checks.ts). Default: none.
+   */
+  readonly needs?: readonly string[];
   /** true when the check applies to this device, else the reason it does not (the check is skipped). */
   applies(ctx: CheckContext): true | string;
   run(ctx: CheckContext): Observation;
@@ -64,6 +70,12 @@ export interface SuiteOptions {
   minRelativeSpeed: number;
   /** Checks not to run (already reported by an earlier process of this device's run). */
   skip: string[];
+  /**
+   * Checks the user's selection leaves out (--check, --skip, --skips-file: cli/select-checks.ts), each with the
+   * reason it is reported `skip` with (e.g. "skipped by --skip hazard.context_reset"). Not run, not even asked
+   * whether it applies.
+   */
+  deselected?: Record<string, string>;
   /** Which process of the device's run this is (1: the first; more after a crash, a timeout or a kill). */
   attempt?: number;
   /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
@@ -172,14 +184,19 @@ function defineDeviceChecks(checks: readonly Check[], options: SuiteOptions, con
         if (killAfter === check.id) process.kill(process.pid, 'SIGKILL');
       };
       let o: Observation | string;
+      const deselected = options.deselected?.[check.id];
       try {
-        const ctx: CheckContext = { ...context(options), log: (m) => lines.push(m) };
-        const applies = check.applies(ctx);
-        if (applies !== true) o = applies;
+        // left out by the user's selection: not run, and the device's context is not made for it
+        if (deselected !== undefined) o = deselected;
         else {
-          if (options.forceCrash === check.id) crashForTest();
-          if (options.forceHang === check.id) for (;;);
-          o = check.run(ctx);
+          const ctx: CheckContext = { ...context(options), log: (m) => lines.push(m) };
+          const applies = check.applies(ctx);
+          if (applies !== true) o = applies;
+          else {
+            if (options.forceCrash === check.id) crashForTest();
+            if (options.forceHang === check.id) for (;;);
+            o = check.run(ctx);
+          }
         }
       } catch (e) {
         // the host could not give the check what it needs (no space for its file, ...): not the driver's failure

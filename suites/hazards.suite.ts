@@ -1,5 +1,5 @@
 import { defineChecks } from './check.js';
-import { hazardChecks } from './checks/hazards.js';
+import { hazardChecks } from './hazards/index.js';
 import { deviceContext } from './context.js';
 
 defineChecks(hazardChecks, deviceContext);

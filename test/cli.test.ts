@@ -105,7 +105,7 @@ describe('with no GPU', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     // every option --help shows is in the README, and the README's options of run are in --help
     const shown = [...new Set(r.stdout.match(/--[a-z][a-z-]+/g) ?? [])].filter((o) => o !== '--help' && o !== '--version');
-    expect(shown).toEqual(expect.arrayContaining(['--scratch-dir', '--size', '--device', '--backend', '--runs', '--min-relative-speed', '--json', '--junit', '--baseline', '--expectations', '--require', '--max-drop']));
+    expect(shown).toEqual(expect.arrayContaining(['--scratch-dir', '--size', '--device', '--backend', '--runs', '--min-relative-speed', '--json', '--junit', '--baseline', '--expectations', '--require', '--max-drop', '--check', '--skip', '--skips-file', '--checks']));
     for (const option of shown) expect(readme, option).toContain(option);
     expect(r.stdout).toMatch(/MAPPED_REG_CUDA_LIBRARY/);
     // the gate, said the same way in both
@@ -114,7 +114,12 @@ describe('with no GPU', () => {
       expect(readme, text).toContain(text);
     }
     const flat = (s: string): string => s.replace(/\s+/g, ' ');
-    for (const text of ['unexpected pass', 'Exit status: 0 the gate passed; 1 the gate failed']) {
+    for (const text of [
+      'unexpected pass',
+      'Exit status: 0 the gate passed; 1 the gate failed',
+      // check selection, said the same way in both
+      'Check selection: --check GLOB runs only the checks whose id matches (with the checks they need: probe.verdict for probe.release and timing.*); --skip GLOB and --skips-file FILE (one glob a line, # comments) skip the checks that match and those that need them, each reported skip with its reason (skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression.',
+    ]) {
       expect(flat(r.stdout), text).toContain(text);
       expect(flat(readme), text).toContain(text);
     }

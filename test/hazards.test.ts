@@ -28,7 +28,7 @@ import { discover } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { registrations } from '../src/index.js';
 import type { CheckContext, Observation } from '../suites/check.js';
-import { TRUNCATE_CHILD_TIMEOUT_MS, hazardChecks } from '../suites/checks/hazards.js';
+import { TRUNCATE_CHILD_TIMEOUT_MS, hazardChecks } from '../suites/hazards/index.js';
 import { keptMappings } from '../suites/context.js';
 import { loadDouble } from './support/drivers.js';
 
@@ -136,9 +136,9 @@ function expectDiscipline(run: Run): void {
 const unmappers = (run: Run): string[] => [...new Set(run.unmaps.map((u) => u.check))];
 
 beforeAll(() => {
-  // The truncation child runs compiled: dist/suites/children/truncate.js, built by test/global-setup.ts.
-  const js = join(root, 'dist', 'suites', 'children', 'truncate.js');
-  const ts = join(root, 'suites', 'children', 'truncate.ts');
+  // The truncation child runs compiled: dist/suites/hazards/truncate-child.js, built by test/global-setup.ts.
+  const js = join(root, 'dist', 'suites', 'hazards', 'truncate-child.js');
+  const ts = join(root, 'suites', 'hazards', 'truncate-child.ts');
   if (!existsSync(js) || statSync(js).mtimeMs < statSync(ts).mtimeMs) throw new Error(`${js} is missing or older than ${ts}: run the tests through vitest (its global setup builds dist/)`);
   // The byte checks must see a disk file system where the test says "scratch": on tmpfs rocm724 would zero them.
   expect(statfs(scratchDir).fsName).not.toBe('tmpfs');

@@ -38,6 +38,7 @@ export const probeChecks: Check[] = [
     id: 'probe.release',
     suite: 'probe',
     title: 'both windows released at the first try',
+    needs: ['probe.verdict'],
     applies: needsSelfTest,
     run: (ctx) => {
       const { report } = probeOnce(ctx);

@@ -53,6 +53,8 @@ export const timingChecks: Check[] = [
   {
     id: 'timing.margin',
     suite: 'timing',
+    // the timing of probe.verdict's self-test
+    needs: ['probe.verdict'],
     title: 'registered copy at least the margin of the staged one (best of N against best of N)',
     applies: needsSelfTest,
     run: (ctx) => {
@@ -71,6 +73,8 @@ export const timingChecks: Check[] = [
   {
     id: 'timing.link',
     suite: 'timing',
+    // the timing of probe.verdict's self-test
+    needs: ['probe.verdict'],
     title: `registered copy against the PCIe link's limit (warn below ${LINK_WARN_FRACTION * 100}%)`,
     applies: linkApplies,
     run: (ctx) => {

@@ -4,10 +4,11 @@
 // killed the process with SIGBUS (small copies are read by the CPU): so this runs in its own process, and the
 // parent reads what happened from the lines printed here and from how the process ended.
 //
-// Run as `node dist/suites/children/truncate.js '<TruncateArgs as JSON>'`, with the driver library to load in
+// Run as `node dist/suites/hazards/truncate-child.js '<TruncateArgs as JSON>'`, with the driver library to load in
 // MAPPED_REG_CUDA_LIBRARY / MAPPED_REG_HIP_LIBRARY (the parent passes the one it loaded). The parent made the
 // file and removes it, whatever happens here. Every step prints one JSON line (a TruncateLine) on stdout with a
-// synchronous write, before ("begin") and after a copy, so a line is never lost to a signal.
+// synchronous write, before ("begin") and after a copy, so a line is never lost to a signal. The lines and the
+// arguments are the protocol of ./truncate.ts, which starts this process and reads them.
 //
 // No Vitest here (suites/check.ts imports it): bindings and the model only.
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -16,34 +17,7 @@ import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
 import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
 import { type Host, firstDifference, hostSlice } from '../../src/index.js';
-
-export interface TruncateArgs {
-  /** Device id, e.g. `cuda:0`. */
-  device: string;
-  /** The file to map (made by the parent, at least `size` bytes of known content). */
-  file: string;
-  /** Bytes mapped and registered. */
-  size: number;
-  /** Length the file is cut to while registered (a page multiple). */
-  cut: number;
-  /** The large copy: this many bytes from offset `cut`. */
-  large: number;
-  /** The small copy: this many bytes from offset `cut`. */
-  small: number;
-}
-
-/** What the device brought back for bytes the file no longer has. */
-export type TailBytes = 'stale' | 'zeros' | 'other';
-
-export type TruncateLine =
-  | { step: 'ready'; device: string; api: string; library: string }
-  | { step: 'register'; code: number; name: string; flags: number }
-  | { step: 'truncate'; size: number }
-  | { step: 'large' | 'small'; phase: 'begin'; bytes: number }
-  | { step: 'large' | 'small'; code: number; name: string; bytes?: TailBytes; firstDifference?: number }
-  | { step: 'unregister'; code: number; name: string }
-  | { step: 'done' }
-  | { step: 'error'; message: string };
+import type { TruncateArgs, TruncateLine } from './truncate.js';
 
 function say(line: TruncateLine): void {
   writeSync(1, `${JSON.stringify(line)}\n`);
@@ -119,7 +93,7 @@ try {
   // ends with the device's process that started it (a child stuck in the driver must not outlive a killed runner)
   setParentDeathSignal(9);
   const raw = process.argv[2];
-  if (raw === undefined) throw new Error('usage: truncate.js <arguments as JSON>');
+  if (raw === undefined) throw new Error('usage: truncate-child.js <arguments as JSON>');
   const status = main(JSON.parse(raw) as TruncateArgs);
   say({ step: 'done' });
   process.exitCode = status;

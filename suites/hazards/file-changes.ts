@@ -1,0 +1,79 @@
+// The file changes under its registration: a pwrite is seen by the device, and a file cut under it does not take
+// the run with it (the copies from the cut tail run in a child process: ./truncate.ts). What the H200 did:
+// docs/hazards.md.
+import { existsSync } from 'node:fs';
+import { pwrite } from '../../bindings/libc.js';
+import type { CheckContext, Observation } from '../check.js';
+import { MiB, hazard, hex, nothingTo, ok, registerOrNothingTo, serve, servedText, session, sizeText, text, withFile, withMappedFile } from './harness.js';
+import { TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, type TruncateLine, copyOutcome, runTruncateChild, truncateChildScript } from './truncate.js';
+
+/** hazard.truncate_contained: the mapping, the length it is cut to, and the two copies from the cut tail. */
+const TRUNCATE_FILE_BYTES = 32 * MiB;
+const TRUNCATE_CUT_BYTES = 16 * MiB;
+const TRUNCATE_SMALL_BYTES = 4096;
+
+export const coherentAfterWrite = hazard('hazard.coherent_after_write', 'a pwrite into the file after registration is seen by the device', (ctx) =>
+  withMappedFile(ctx, {}, (m, bytes, ops, fd) =>
+    session(ops, (held) => {
+      const expected = "the device copies the file's new bytes";
+      const reg = registerOrNothingTo(held, m, { expected, nothingTo: 'copy from' });
+      if (nothingTo(reg)) return reg.refused;
+      const before = serve(ops, m, bytes);
+      // Every byte changes, so a stale copy cannot pass for a fresh one anywhere.
+      const fresh = bytes.map((b) => b ^ 0xff);
+      for (let done = 0; done < fresh.length; ) done += pwrite(fd, fresh.subarray(done), done);
+      const after = serve(ops, m, fresh, bytes);
+      const un = held.unregister(m);
+      const good = before.diff === -1 && after.diff === -1 && ok(un);
+      return {
+        status: good ? 'pass' : 'fail',
+        expected,
+        observed: `register 0; before the write: ${servedText(before)}; after a pwrite of ${sizeText(fresh.length)}: ${after.diff === -1 ? 'the new bytes' : servedText(after)}; unregister ${text(un)}`,
+        ...(good ? {} : { message: before.diff !== -1 ? 'wrong bytes before the write' : after.diff !== -1 ? 'the device did not see the write' : 'the release failed' }),
+        data: { register: 0, before: before.diff, after: after.diff, stale: after.stale, unregister: un.code },
+      };
+    }),
+  ),
+);
+
+function truncateContained(ctx: CheckContext): Observation {
+  const native = ctx.device.native!;
+  const expected = 'the run survives a file cut under its registration, and what the copies from the cut tail did is recorded';
+  const script = truncateChildScript();
+  if (!existsSync(script)) {
+    return { status: 'fail', expected, observed: 'not run', message: `the child ${script} does not exist: build with tsc -p tsconfig.build.json` };
+  }
+  const size = TRUNCATE_FILE_BYTES;
+  const cut = TRUNCATE_CUT_BYTES;
+  // The parent makes and removes the file: a child killed by a signal leaves nothing behind.
+  return withFile(ctx.options.scratchDir, size, (file) => {
+    const args: TruncateArgs = { device: ctx.device.id, file: file.path, size, cut, large: size - cut, small: TRUNCATE_SMALL_BYTES };
+    const r = runTruncateChild(script, native, args);
+    const { lines, stderr, timedOut } = r;
+    if (r.error) return { status: 'fail', expected, observed: `the child did not run: ${r.error.message}` };
+    const end = timedOut ? `timed out after ${TRUNCATE_CHILD_TIMEOUT_MS / 1000} s (killed)` : r.signal ? `the child died of ${r.signal}` : `the child exited with status ${r.status}`;
+    const child = { status: r.status, signal: r.signal, timedOut, ms: r.ms, ...(stderr ? { stderr: stderr.slice(-2000) } : {}) };
+    const reg = lines.find((l): l is Extract<TruncateLine, { step: 'register' }> => l.step === 'register');
+    const truncated = lines.some((l) => l.step === 'truncate');
+    const error = lines.find((l): l is Extract<TruncateLine, { step: 'error' }> => l.step === 'error');
+    if (!truncated) {
+      const why = error ? error.message : reg && reg.code !== 0 ? `register ${reg.code} ${reg.name}: nothing to cut under` : `${end}${stderr ? `: ${stderr.split('\n').slice(-3).join(' | ')}` : ''}`;
+      return { status: timedOut ? 'warn' : 'fail', expected, observed: `the file was not cut under a registration: ${why}`, data: { child, lines } };
+    }
+    const large = copyOutcome(lines, 'large', end);
+    const small = copyOutcome(lines, 'small', end);
+    const un = lines.find((l): l is Extract<TruncateLine, { step: 'unregister' }> => l.step === 'unregister');
+    const unText = un ? `unregister ${un.code === 0 ? '0' : `${un.code} ${un.name}`}` : 'unregister not reached';
+    const childText = timedOut ? end : r.signal ? `child killed by ${r.signal}` : `child exit ${r.status}`;
+    const observed = `register 0 (flags ${hex(reg?.flags ?? 0)}); cut to ${sizeText(cut)}; ${sizeText(size - cut)} copy from the cut tail: ${large.text}; ${sizeText(TRUNCATE_SMALL_BYTES)} copy: ${small.text}; ${unText}; ${childText}; the run went on`;
+    return {
+      status: timedOut ? 'warn' : 'pass',
+      expected,
+      observed,
+      ...(timedOut ? { message: 'the child hung and was killed: the hazard is contained but what the copy does is not known' } : {}),
+      data: { child, large: large.data, small: small.data, ...(un ? { unregister: un.code, unregisterName: un.name } : {}), lines },
+    };
+  });
+}
+
+export const truncateContainedCheck = hazard('hazard.truncate_contained', 'a file cut under its registration: copies from the cut tail are contained (in a child process)', truncateContained);

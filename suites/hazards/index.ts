@@ -1,0 +1,49 @@
+// The hazard checks: one small check per driver promise about registered host memory (hip-tests' shape:
+// hipHostRegister.cc, hipHostUnregister.cc), on the file-backed mappings hip-tests never touches. Each one says
+// what the driver returned, by number and name, and whether the bytes that came back were right; its `expected`
+// states the rule it judges. What the real CUDA driver did on the H200, check by check: docs/hazards.md; the
+// ROCm 7.2.4 behaviours in the spec.
+//
+// The harness is ./harness.ts, the truncation child's protocol ./truncate.ts; the checks live by family:
+// ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reset.ts.
+import type { Check } from '../check.js';
+import { coherentAfterWrite, truncateContainedCheck } from './file-changes.js';
+import { protNoneRefused, readonlyMapping } from './flags.js';
+import { memfdBytes, privateMappingBytes, tmpfsBytes } from './mappings.js';
+import { doubleRegistrationRefused, overlapRefused, releaseAfterDoubleRegistration } from './overlaps.js';
+import { contextResetCheck } from './reset.js';
+import { unmapThenUnregister, unregisterAfterRegister, unregisterInterior, unregisterUnknown } from './release.js';
+
+export { TRUNCATE_CHILD_TIMEOUT_MS } from './truncate.js';
+export { hasRegistration } from './harness.js';
+
+/**
+ * The order they run in, which is the order of every report (and of a device's run: a process that replaces a
+ * crashed one runs the checks after the one that crashed). Each check makes its own file and mapping and releases
+ * what it registered, so the order matters for one of them only: hazard.context_reset resets the device's context
+ * (cuDevicePrimaryCtxReset / hipDeviceReset), which every other check uses, with what it holds: it comes last.
+ */
+export const hazardChecks: readonly Check[] = [
+  // the registration flags
+  protNoneRefused,
+  readonlyMapping,
+  // kinds of mapping
+  tmpfsBytes,
+  memfdBytes,
+  privateMappingBytes,
+  // a range registered twice, overlaps
+  doubleRegistrationRefused,
+  overlapRefused,
+  releaseAfterDoubleRegistration,
+  // release
+  unregisterAfterRegister,
+  unregisterUnknown,
+  unregisterInterior,
+  // the file changes under its registration
+  coherentAfterWrite,
+  truncateContainedCheck,
+  // release of an unmapped registration
+  unmapThenUnregister,
+  // last: it resets the device's context, which the other checks use
+  contextResetCheck,
+];

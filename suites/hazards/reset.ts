@@ -1,0 +1,93 @@
+// A reset of the device's context while a range is registered: the registration goes with the context, and the
+// range registers and releases again. It resets the context the other checks use: ./index.ts runs it last. What
+// the H200 did: docs/hazards.md.
+import { MAP_SHARED, PROT_READ } from '../../bindings/libc.js';
+import { registrations } from '../../src/index.js';
+import type { CheckContext, Observation } from '../check.js';
+import { withTrackedOps } from '../context.js';
+import { type Code, FILE_BYTES, NOT_REGISTERED, addr, call, hazard, ok, text, withFile, withMapping } from './harness.js';
+
+function contextReset(ctx: CheckContext): Observation {
+  const native = ctx.device.native!;
+  const how = native.api === 'CUDA' ? 'cuDevicePrimaryCtxReset_v2' : 'hipDeviceReset';
+  const expected = `after ${how} while registered, unregister says not registered (${NOT_REGISTERED}) and the range registers and releases again`;
+  return withFile(ctx.options.scratchDir, FILE_BYTES, (file) =>
+    withMapping(ctx, file.fd, FILE_BYTES, PROT_READ, MAP_SHARED, (m) => {
+      // Left registered on purpose. withCudaOps then keeps its primary context retain (the last release would
+      // drop the registration behind our back), so what the reset does is what is seen.
+      let flags = 0;
+      const first = withTrackedOps(ctx, FILE_BYTES, (ops) => {
+        flags = ops.registerFlags;
+        return call(() => ops.registerWithFlags(m, flags));
+      });
+      if (first.code !== 0) {
+        return { status: 'fail', expected, observed: `register ${text(first)}: nothing to reset under`, data: { register: first.code, registerName: first.name } };
+      }
+      const reset =
+        native.api === 'CUDA'
+          ? call(() => native.driver.primaryCtxReset(native.ordinal))
+          : call(() => {
+              native.driver.setDevice(native.ordinal);
+              native.driver.deviceReset();
+            });
+      const after = withTrackedOps(ctx, FILE_BYTES, (ops) => {
+        const unregister = call(() => ops.unregister(m));
+        if (unregister.code === 0) return { unregister };
+        const again = call(() => ops.registerWithFlags(m, flags));
+        const release = ok(again) ? call(() => ops.unregister(m)) : undefined;
+        // Not released at the first try: once more, as any check cleans up (first-try release is judged elsewhere).
+        const retry = release && !ok(release) ? call(() => ops.unregister(m)) : undefined;
+        return { unregister, again, release, retry };
+      });
+      // The driver said it no longer held the range, then took it again and released it: the entry of the first
+      // registration, whose unregister failed, is stale. Otherwise it stays (and the mapping with it).
+      const gone = after.unregister.code !== 0 && ok(after.again) && (ok(after.release) || ok(after.retry));
+      if (gone) registrations.remove(m);
+      let retain: Code | undefined;
+      if (native.api === 'CUDA') {
+        // The retain withCudaOps kept for the first registration: a reset does not release it. Given back once
+        // nothing of this range is held any more (else the last release could drop what the table still holds).
+        if (!registrations.isPinned(m)) retain = call(() => native.driver.primaryCtxRelease(native.ordinal));
+        else ctx.log(`the primary context retain kept for ${addr(m)} stays: the range may still be registered`);
+      }
+      const good = ok(reset) && after.unregister.code === NOT_REGISTERED && gone && ok(after.release);
+      const parts = [
+        `register 0`,
+        `${how} ${text(reset)}`,
+        `unregister after the reset ${text(after.unregister)}`,
+        ...(after.again ? [`registered again ${text(after.again)}`] : []),
+        ...(after.release ? [`released ${text(after.release)}`] : []),
+        ...(after.retry ? [`released on a retry ${text(after.retry)}`] : []),
+        ...(retain ? [`the kept context retain released ${text(retain)}`] : []),
+      ];
+      return {
+        status: good ? 'pass' : 'fail',
+        expected,
+        observed: parts.join('; '),
+        ...(good
+          ? {}
+          : {
+              message: !ok(reset)
+                ? `${how} failed`
+                : after.unregister.code === 0
+                  ? 'the registration survived the reset'
+                  : after.unregister.code !== NOT_REGISTERED
+                    ? 'unregister after the reset failed with another code than not registered'
+                    : 'the range could not be registered and released again',
+            }),
+        data: {
+          reset: reset.code,
+          resetName: reset.name,
+          unregister: after.unregister.code,
+          unregisterName: after.unregister.name,
+          ...(after.again ? { again: after.again.code, againName: after.again.name } : {}),
+          ...(after.release ? { release: after.release.code, releaseName: after.release.name } : {}),
+          ...(after.retry ? { retry: after.retry.code } : {}),
+          ...(retain ? { retainRelease: retain.code } : {}),
+        },
+      };
+    }),
+  );
+}
+
+export const contextResetCheck = hazard('hazard.context_reset', 'after a context reset the registration is gone, and the range registers again', contextReset);
