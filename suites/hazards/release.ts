@@ -43,7 +43,7 @@ export const unregisterAfterRegister = hazard('hazard.unregister_after_register'
 
 export const unregisterUnknown = hazard('hazard.unregister_unknown', 'unregister of a pointer never registered says not registered', (ctx) =>
   withMappedFile(ctx, { size: 4 * pageSize() }, (m, _bytes, ops) => {
-    const expected = `${NOT_REGISTERED} (${ops.api === 'CUDA' ? 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED' : 'hipErrorHostMemoryNotRegistered'})`;
+    const expected = `${NOT_REGISTERED} (${ctx.device.native!.kit.notRegisteredName})`;
     const un = call(() => ops.unregisterAddress(m.address));
     const good = un.code === NOT_REGISTERED;
     return {

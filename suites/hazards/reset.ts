@@ -9,7 +9,7 @@ import { type Code, FILE_BYTES, NOT_REGISTERED, addr, call, hazard, ok, text, wi
 
 function contextReset(ctx: CheckContext): Observation {
   const native = ctx.device.native!;
-  const how = native.api === 'CUDA' ? 'cuDevicePrimaryCtxReset_v2' : 'hipDeviceReset';
+  const how = native.kit.contextReset.call;
   const expected = `after ${how} while registered, unregister says not registered (${NOT_REGISTERED}) and the range registers and releases again`;
   return withFile(ctx.options.scratchDir, FILE_BYTES, (file) =>
     withMapping(ctx, file.fd, FILE_BYTES, PROT_READ, MAP_SHARED, (m) => {
@@ -23,13 +23,7 @@ function contextReset(ctx: CheckContext): Observation {
       if (first.code !== 0) {
         return { status: 'fail', expected, observed: `register ${text(first)}: nothing to reset under`, data: { register: first.code, registerName: first.name } };
       }
-      const reset =
-        native.api === 'CUDA'
-          ? call(() => native.driver.primaryCtxReset(native.ordinal))
-          : call(() => {
-              native.driver.setDevice(native.ordinal);
-              native.driver.deviceReset();
-            });
+      const reset = call(() => native.kit.contextReset.reset());
       const after = withTrackedOps(ctx, FILE_BYTES, (ops) => {
         const unregister = call(() => ops.unregister(m));
         if (unregister.code === 0) return { unregister };
@@ -44,10 +38,11 @@ function contextReset(ctx: CheckContext): Observation {
       const gone = after.unregister.code !== 0 && ok(after.again) && (ok(after.release) || ok(after.retry));
       if (gone) registrations.remove(m);
       let retain: Code | undefined;
-      if (native.api === 'CUDA') {
-        // The retain withCudaOps kept for the first registration: a reset does not release it. Given back once
+      const releaseKept = native.kit.contextReset.releaseKept;
+      if (releaseKept) {
+        // (CUDA) The retain withCudaOps kept for the first registration: a reset does not release it. Given back once
         // nothing of this range is held any more (else the last release could drop what the table still holds).
-        if (!registrations.isPinned(m)) retain = call(() => native.driver.primaryCtxRelease(native.ordinal));
+        if (!registrations.isPinned(m)) retain = call(releaseKept);
         else ctx.log(`the primary context retain kept for ${addr(m)} stays: the range may still be registered`);
       }
       const good = ok(reset) && after.unregister.code === NOT_REGISTERED && gone && ok(after.release);

@@ -12,7 +12,8 @@
 //
 // No Vitest here (suites/check.ts imports it): bindings and the model only.
 import { closeSync, openSync, writeSync } from 'node:fs';
-import { type Backend, BACKENDS, discover } from '../../bindings/discovery.js';
+import { discover } from '../../bindings/discovery.js';
+import { isBackend } from '../../bindings/registry.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
 import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
@@ -49,8 +50,8 @@ function copyStep(step: 'large' | 'small', ops: DeviceOps, host: Host, old: Uint
 }
 
 function main(args: TruncateArgs): number {
-  const backend = args.device.split(':')[0] as Backend;
-  if (!BACKENDS.includes(backend)) throw new Error(`unknown backend in device id ${args.device}`);
+  const backend = args.device.split(':')[0] ?? '';
+  if (!isBackend(backend)) throw new Error(`unknown backend in device id ${args.device}`);
   const found = discover([backend]);
   const device = found.devices.find((d) => d.id === args.device);
   const native = device?.native;

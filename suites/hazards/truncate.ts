@@ -64,7 +64,7 @@ export interface ChildRun {
 
 /** Runs the child on `args` with the driver library `native` loaded (passed in the environment), to its end. */
 export function runTruncateChild(script: string, native: NonNullable<CheckContext['device']['native']>, args: TruncateArgs): ChildRun {
-  const libraryEnv = native.api === 'CUDA' ? 'MAPPED_REG_CUDA_LIBRARY' : 'MAPPED_REG_HIP_LIBRARY';
+  const libraryEnv = native.kit.libraryEnv;
   const started = performance.now();
   const r = spawnSync(process.execPath, [script, JSON.stringify(args)], {
     env: { ...process.env, [libraryEnv]: native.driver.path },
