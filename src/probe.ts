@@ -1,5 +1,4 @@
 // The self-test (spec: probe_with, probe, with_device_ops). No FFI: it drives an Ops record.
-import { Bench } from 'tinybench';
 import { type Device, staticVerdict } from './device.js';
 import { errorText, isFatal } from './fatal.js';
 import { type Host, type Ops, type RegistrationTable, hostSlice, registrations, trackedOps } from './ops.js';
@@ -49,8 +48,36 @@ export type Reference = Uint8Array | ReferenceReader;
 /** The most of a ReferenceReader's bytes the probe holds at a time (a multiple of UNIT). */
 export const REFERENCE_CHUNK = 4 * 1024 * 1024;
 
+/** One copy's samples, reduced: the best (least) and the median duration, in ms. */
+export interface Timed {
+  best: number;
+  median: number;
+}
+
+/** The four timed copies of one timing (suites/measure.ts wraps them; docs/measurement.md says why each is there). */
+export interface CopyTimes {
+  /** Upload of window 1, registered. */
+  registered: Timed;
+  /** Upload of the page-locked buffer alone (the control copy: same size, same device, no registration). */
+  pageLocked: Timed;
+  /** memcpy of window 1 into the page-locked buffer, then its upload: what registration would replace. */
+  staged: Timed;
+  /** memcpy of window 1 into the page-locked buffer alone: the host's memory, no device. */
+  hostCopy: Timed;
+}
+
+/**
+ * Runs the timed copies: called with `time`, which makes `runs` interleaved rounds of the four copies and returns
+ * their figures, it returns the figures to keep. It may call `time` more than once (re-measuring while the machine
+ * is busy) and do what it must around it (a host-wide lock, a look at the machine); what it throws stops the
+ * self-test like any operation that raised. The model knows nothing of that: the default calls `time` once.
+ */
+export type TimingSection = (time: () => CopyTimes) => CopyTimes;
+
 export interface ProbeOptions {
   log?: (message: string) => void;
+  /** Around the timed copies (default: time them once). */
+  timingSection?: TimingSection;
   /** Fraction of the staged copy's speed the registered copy must reach (default 0.8). A margin for noise. */
   minRelativeSpeed?: number;
   /** Timed runs of each copy; the best of each is compared (default 7). */
@@ -85,9 +112,20 @@ export interface TimingReport {
   readonly stagedMedianMs: number;
   readonly registeredGBps: number;
   readonly stagedGBps: number;
-  /** registered speed / staged speed (best against best). */
+  /** registered speed / staged speed (best against best): the verdict's margin is judged on it. */
   readonly ratio: number;
   readonly minRelativeSpeed: number;
+  /** The control copy: the page-locked buffer's upload, timed in the same rounds. */
+  readonly pageLockedMs: number;
+  readonly pageLockedMedianMs: number;
+  /** null: the clock gave no valid duration for it (the verdict does not rest on it). */
+  readonly pageLockedGBps: number | null;
+  /** registered speed / page-locked speed: a busy machine slows both copies alike, a driver's registration only the first. */
+  readonly pageLockedRatio: number | null;
+  /** The host's memcpy of the window, timed in the same rounds. */
+  readonly hostCopyMs: number;
+  readonly hostCopyMedianMs: number;
+  readonly hostCopyGBps: number | null;
 }
 
 export interface ProbeReport {
@@ -164,23 +202,35 @@ function report(verdict: Verdict, log: string[], windowBytes = 0): ProbeReport {
   return { verdict, windowBytes, windows: [], timing: null, registrationMs: 0, log };
 }
 
-interface Timed {
-  best: number;
-  median: number;
+/** The least and the median of `samples` (ms). */
+function reduce(samples: number[]): Timed {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  // Math.min, not sorted[0]: a NaN sample makes the best NaN (no valid duration), whatever the sort did with it
+  return { best: Math.min(...samples), median };
 }
 
-function timeBoth(registered: () => void, staged: () => void, runs: number, now: (() => number) | undefined): [Timed, Timed] {
-  const bench = new Bench({ iterations: runs, time: 0, warmup: false, ...(now ? { now } : {}) });
-  bench.add('registered', registered, { async: false });
-  bench.add('staged', staged, { async: false });
-  bench.runSync();
-  return bench.tasks.map((task): Timed => {
-    const r = task.result;
-    if (r.state === 'errored') throw r.error;
-    if (r.state !== 'completed') throw new Error(`timing of the ${task.name} copy ended ${r.state}`);
-    return { best: r.latency.min, median: r.latency.p50 };
-  }) as [Timed, Timed];
+/**
+ * `runs` rounds, each timing every copy once in turn (alternating, so that a change of load during the timing
+ * falls on all of them alike, which a block of N runs of one copy then N of the next would not), best and median
+ * of each. tinybench times one task's runs back to back, so this loop is written here.
+ */
+function timeInterleaved(copies: Record<keyof CopyTimes, () => void>, runs: number, now: () => number): CopyTimes {
+  const names = Object.keys(copies) as (keyof CopyTimes)[];
+  const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<keyof CopyTimes, number[]>;
+  for (let r = 0; r < runs; r++) {
+    for (const name of names) {
+      const t0 = now();
+      copies[name]();
+      samples[name].push(now() - t0);
+    }
+  }
+  return Object.fromEntries(names.map((n) => [n, reduce(samples[n])])) as unknown as CopyTimes;
 }
+
+/** How the log names each copy. */
+const COPY_NAMES: Record<keyof CopyTimes, string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
 
 const validDuration = (ms: number): boolean => Number.isFinite(ms) && ms > 0;
 const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
@@ -271,7 +321,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
       }
       registered.push(i);
     }
-    verdict = selfTest(t, windows, refs, pinned, result, { runs, minRelativeSpeed, now: options.now, log });
+    verdict = selfTest(t, windows, refs, pinned, result, { runs, minRelativeSpeed, now: options.now, log, timingSection: options.timingSection });
     reachedCheckedRelease = true;
   } catch (e) {
     if (isFatal(e)) fatal = e;
@@ -360,6 +410,7 @@ interface SelfTestOptions {
   minRelativeSpeed: number;
   now: (() => number) | undefined;
   log: (message: string) => void;
+  timingSection: TimingSection | undefined;
 }
 
 function selfTest(
@@ -390,20 +441,33 @@ function selfTest(
   }
 
   const bytes = w;
-  const [reg, staged] = timeBoth(
-    () => t.upload(windows[0]),
-    () => {
-      pinned.bytes.set(windows[0].bytes);
-      t.upload(pinned);
-    },
-    o.runs,
-    o.now,
-  );
-  if (!validDuration(reg.best) || !validDuration(staged.best)) {
-    return Inconclusive(`the clock gave no valid duration (registered ${reg.best} ms, staged ${staged.best} ms)`);
+  const buffer = pinned.bytes;
+  const time = (): CopyTimes =>
+    timeInterleaved(
+      {
+        registered: () => t.upload(windows[0]),
+        pageLocked: () => t.upload(pinned),
+        staged: () => {
+          buffer.set(windows[0].bytes);
+          t.upload(pinned);
+        },
+        hostCopy: () => buffer.set(windows[0].bytes),
+      },
+      o.runs,
+      o.now ?? (() => performance.now()),
+    );
+  const times = o.timingSection ? o.timingSection(time) : time();
+  const { registered: reg, staged, pageLocked, hostCopy } = times;
+  // the verdict rests on the registered and staged copies alone (spec: probe_with); the control figures are
+  // reported, and left out (null) when their clock gave no valid duration
+  const invalid = (['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best));
+  if (invalid.length > 0) {
+    return Inconclusive(`the clock gave no valid duration (${invalid.map((k) => `${COPY_NAMES[k]} ${times[k].best} ms`).join(', ')})`);
   }
   const registeredGBps = gbps(bytes, reg.best);
   const stagedGBps = gbps(bytes, staged.best);
+  const figure = (t: Timed): number | null => (validDuration(t.best) ? gbps(bytes, t.best) : null);
+  const pageLockedGBps = figure(pageLocked);
   const ratio = registeredGBps / stagedGBps;
   result.timing = {
     bytes,
@@ -416,8 +480,19 @@ function selfTest(
     stagedGBps,
     ratio,
     minRelativeSpeed: o.minRelativeSpeed,
+    pageLockedMs: pageLocked.best,
+    pageLockedMedianMs: pageLocked.median,
+    pageLockedGBps,
+    pageLockedRatio: pageLockedGBps === null ? null : registeredGBps / pageLockedGBps,
+    hostCopyMs: hostCopy.best,
+    hostCopyMedianMs: hostCopy.median,
+    hostCopyGBps: figure(hostCopy),
   };
-  o.log(`registered ${registeredGBps.toFixed(2)} GB/s, staged ${stagedGBps.toFixed(2)} GB/s (best of ${o.runs}), ratio ${ratio.toFixed(3)}`);
+  const shown = (x: number | null, digits = 2): string => (x === null ? '-' : x.toFixed(digits));
+  o.log(
+    `registered ${registeredGBps.toFixed(2)} GB/s, staged ${stagedGBps.toFixed(2)} GB/s (best of ${o.runs}), ratio ${ratio.toFixed(3)}; ` +
+      `page-locked ${shown(pageLockedGBps)} GB/s (registered / page-locked ${shown(result.timing.pageLockedRatio, 3)}), host copy ${shown(result.timing.hostCopyGBps)} GB/s`,
+  );
   if (ratio >= o.minRelativeSpeed) return Usable;
   return Too_slow(
     `registered ${registeredGBps.toFixed(2)} GB/s is ${ratio.toFixed(3)} of staged ${stagedGBps.toFixed(2)} GB/s, below the margin ${o.minRelativeSpeed}`,

@@ -97,13 +97,14 @@ describe('probeWith: the happy path', () => {
     expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
   });
 
-  it('times best of 7 against best of 7: exactly 7 registered and 7 staged uploads, the best of each compared', () => {
+  it('times best of 7 against best of 7: exactly 7 registered, 7 page-locked and 7 staged uploads, the best of each compared', () => {
     expect(DEFAULT_RUNS).toBe(7);
     // Only the 7th registered run is fast: best of 7 gives 5 ms (ratio 2), best of 6 or the mean would give 20+.
     const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: [20, 20, 20, 20, 20, 20, 5], stagedUploadMs: 10 });
     const r = probeWithReport(ops, map, reference, options);
-    expect(ops.uploads).toEqual({ registered: 7, staged: 7 });
-    expect(r.timing).toMatchObject({ registeredMs: 5, stagedMs: 10, runs: 7 });
+    // the page-locked buffer is uploaded twice a round: alone (the control copy), then as the staged copy's second half
+    expect(ops.uploads).toEqual({ registered: 7, staged: 14 });
+    expect(r.timing).toMatchObject({ registeredMs: 5, stagedMs: 10, pageLockedMs: 10, runs: 7 });
     expect(r.verdict.kind).toBe('Usable');
   });
 
@@ -111,7 +112,8 @@ describe('probeWith: the happy path', () => {
     const { map, reference, ops, options } = setup();
     probeWith(ops, map, reference, options);
     const staged = ops.trace.filter((t) => t.op === 'upload' && !(t.address! >= map.address && t.address! < map.address + BigInt(map.bytes.length)));
-    expect(staged).toHaveLength(7);
+    // 7 control copies and 7 staged copies, all from the one buffer
+    expect(staged).toHaveLength(14);
     // the staged buffer is one of the two allocHost buffers, and holds window 1's bytes after the copies
     const stagingAddress = staged[0]!.address!;
     expect(staged.every((t) => t.address === stagingAddress && t.length === 2 * UNIT)).toBe(true);
@@ -122,10 +124,12 @@ describe('probeWith: the happy path', () => {
     // that left its memcpy out of the timing (or made it once, before) would time 5 ms: ratio 0.5, Too_slow.
     const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 5, stagingCopyMs: 3 });
     const r = probeWithReport(ops, map, reference, options);
-    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 8, ratio: 0.8 });
+    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 8, ratio: 0.8, pageLockedMs: 5, hostCopyMs: 3 });
+    expect(r.timing!.pageLockedRatio).toBeCloseTo(0.5, 12);
     expect(r.verdict.kind).toBe('Usable');
-    // in the trace: after the round trips, 7 registered uploads of window 1, then 7 x (memcpy of window 1 into the
-    // buffer, upload of the buffer)
+    // in the trace: after the round trips, 7 rounds of: the registered upload of window 1, the buffer's upload
+    // alone (the control copy), the staged copy (memcpy of window 1 into the buffer, upload of the buffer), the
+    // memcpy alone (the host copy)
     const w = 2 * UNIT;
     const timed = ops.trace.slice(ops.trace.findIndex((t) => t.op === 'upload'));
     const buffer = ops.trace.find((t) => t.op === 'allocHost' || t.op === 'hostCopy' && t.length === w)!;
@@ -136,10 +140,7 @@ describe('probeWith: the happy path', () => {
       const src = t.source as Uint8Array;
       return src.buffer === map.bytes.buffer && src.byteOffset === map.bytes.byteOffset && src.length === w ? 'memcpy of window 1' : 'another memcpy';
     });
-    expect(kinds.slice(0, 21)).toEqual([
-      ...Array<string>(7).fill('registered upload'),
-      ...Array.from({ length: 7 }, () => ['memcpy of window 1', `upload of ${w}`]).flat(),
-    ]);
+    expect(kinds.slice(0, 35)).toEqual(Array.from({ length: 7 }, () => ['registered upload', `upload of ${w}`, 'memcpy of window 1', `upload of ${w}`, 'memcpy of window 1']).flat());
     const staged = timed.filter((t) => t.op === 'upload' && t.address !== map.address);
     const copies = timed.filter((t) => t.op === 'hostCopy');
     expect(new Set([...staged, ...copies].map((t) => t.address)).size).toBe(1); // one buffer: copied into, uploaded from
@@ -148,12 +149,13 @@ describe('probeWith: the happy path', () => {
   it('the staged copy is timed best of N, like the registered one', () => {
     // only the 7th staged run is fast: its best (7 ms) against the registered 10 ms is 0.7, Too_slow; its median
     // (or mean, or first run) would make the registered copy look faster than staged
-    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [50, 50, 50, 50, 50, 50, 7] });
+    // (the buffer's uploads alternate: the control copy's, then the staged copy's, so the 14th is the 7th staged)
+    const { map, reference, ops, options } = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [...Array<number>(13).fill(50), 7] });
     const r = probeWithReport(ops, map, reference, options);
-    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 7, stagedMedianMs: 50, runs: 7 });
+    expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 7, stagedMedianMs: 50, pageLockedMs: 50, runs: 7 });
     expect(r.timing!.ratio).toBeCloseTo(0.7, 12);
     expect(r.verdict.kind).toBe('Too_slow');
-    const fastFirst = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [7, 50, 50, 50, 50, 50, 50] });
+    const fastFirst = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: [50, 7, ...Array<number>(12).fill(50)] });
     expect(probeWithReport(fastFirst.ops, fastFirst.map, fastFirst.reference, fastFirst.options).timing).toMatchObject({ stagedMs: 7, stagedMedianMs: 50 });
   });
 
@@ -336,7 +338,9 @@ describe('probeWith: the margin and the clock', () => {
     // (-1 once, then 5 ms: tinybench never returns from a task whose every sample is the same negative number)
     for (const [what, ms] of [['0', 0], ['-1', [-1, 5]], ['NaN', Number.NaN], ['Infinity', Number.POSITIVE_INFINITY]] as const) {
       it(`a ${side} duration of ${what} ms (the other side valid) is no valid duration: Inconclusive, released`, () => {
-        const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10, uploadDurationMs: { [side]: typeof ms === 'number' ? ms : [...ms] } });
+        // the buffer's uploads alternate (control copy, staged copy): the staged side's list starts one later
+        const shown = typeof ms === 'number' ? ms : side === 'staged' ? [5, ...ms] : [...ms];
+        const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10, uploadDurationMs: { [side]: shown } });
         const r = probeWithReport(s.ops, s.map, s.reference, s.options);
         expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/clock gave no valid duration/);
         expect(r.timing).toBeNull();
