@@ -2,6 +2,7 @@
 // static verdict, or the one its probe reported; whether it is cacheable is the model's word (src/verdict.ts).
 import { hostname, release } from 'node:os';
 import type { DiscoveredDevice, PlainDiscovery } from '../bindings/discovery.js';
+import { SCHEMA_VERSION } from '../results/read.js';
 import type { DeviceResult, RunResult, VerdictJson } from '../results/types.js';
 import { Inconclusive, type Verdict, cacheable, staticVerdict, staticToString, verdictFromJson, verdictJson } from '../src/index.js';
 import type { DeviceRun } from './orchestrate.js';
@@ -80,7 +81,7 @@ export function runResult(r: {
   incomplete: boolean;
 }): RunResult {
   return {
-    schemaVersion: 1,
+    schemaVersion: SCHEMA_VERSION,
     tool: r.tool,
     host: { hostname: hostname(), kernel: release(), platform: `${process.platform}-${process.arch}` },
     startedAt: r.startedAt,

@@ -39,6 +39,8 @@ export const FAILING_KINDS: readonly ChangeKind[] = ['regression', 'unexpected-p
 export const VERDICT_CHECK = 'verdict';
 /** The id under which the registered copy's GB/s is compared (and matched by the expectations). */
 export const BANDWIDTH_CHECK = 'bandwidth';
+/** The id under which registered / page-locked is compared (and matched by the expectations). */
+export const REGISTRATION_CHECK = 'registration';
 /** The drop of the registered GB/s that is a regression when none is given (README: why 10%). */
 export const DEFAULT_MAX_DROP = 0.1;
 
@@ -177,7 +179,31 @@ export const arrow = (o: string | undefined, n: string | undefined): string => `
 export const gbpsText = (x: number): string => `${x.toFixed(2)} GB/s`;
 export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
-/** The registered GB/s of OLD against NEW's, judged against `maxDrop`; undefined when neither has a figure. */
+/**
+ * The fall from `old` to `neu` is more than `maxDrop` (a fraction of `old`). A fall of exactly the limit is not:
+ * the comparison allows 1e-9 for floating-point rounding, so that 2.19 -> 1.971 at 10% is judged as the 10% it is.
+ */
+export function exceedsDrop(old: number, neu: number, maxDrop: number): boolean {
+  return 1 - neu / old > maxDrop + 1e-9;
+}
+
+const figureText = (x: number | undefined): string | undefined => (x === undefined ? undefined : gbpsText(x));
+const signed = (drop: number): string => `${drop > 0 ? '-' : '+'}${percent(Math.abs(drop))}`;
+
+/** What NEW saw of the machine that kept its absolute figures from being judged, on one line. */
+export function busyText(n: DeviceWithHost): string {
+  const load = n.load;
+  const waited = load ? `, still busy after ${(load.waitedForQuietMs / 1000).toFixed(0)} s of --quiet-wait ${load.quietWaitS} (${load.attempts} timing${load.attempts === 1 ? '' : 's'})` : '';
+  return `the machine was busy: ${load?.why.join('; ') ?? 'no detail'}${waited}`;
+}
+
+/**
+ * The registered GB/s of OLD against NEW's, judged against `maxDrop`; undefined when neither has a figure. The
+ * absolute figures are judged only when NEW's machine was quiet: a busy one (NEW's `load.busy`) that made them
+ * fall is the host's fault, `error` (the host, not the driver); a busy one that did not is no matter (a busy
+ * machine only makes a figure lower). A fall on a quiet machine is a regression; whether the control copy fell
+ * with it says which: registration alone (the driver) or every host-to-device copy (the driver or the platform).
+ */
 export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
   const of = o?.timing?.registeredGBps;
   const nf = n?.timing?.registeredGBps;
@@ -187,19 +213,65 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
     check: BANDWIDTH_CHECK,
     ...(of !== undefined ? { old: gbpsText(of) } : {}),
     ...(nf !== undefined ? { new: gbpsText(nf) } : {}),
-    summary: `registered ${arrow(of === undefined ? undefined : gbpsText(of), nf === undefined ? undefined : gbpsText(nf))}${extra}`,
+    summary: `registered ${arrow(figureText(of), figureText(nf))}${extra}`,
   });
   // no figure on one side: the verdict (and probe.verdict) already say why; a figure is not judged alone
   if (of === undefined || nf === undefined || !(of > 0)) return summaryOf(of === undefined ? 'new' : 'missing');
   const drop = 1 - nf / of;
-  const kind: ChangeKind = drop > maxDrop ? 'regression' : -drop > maxDrop ? 'fix' : 'unchanged';
-  const sign = drop > 0 ? '-' : '+';
-  const ch = summaryOf(kind, ` (${sign}${percent(Math.abs(drop))})`);
+  const falls = exceedsDrop(of, nf, maxDrop);
+  const kind: ChangeKind = falls ? (n?.load?.busy ? 'error' : 'regression') : -drop > maxDrop ? 'fix' : 'unchanged';
+  const ch = summaryOf(kind, ` (${signed(drop)})`);
   const staged = { ...(o?.timing ? { old: o.timing.stagedGBps } : {}), ...(n?.timing ? { new: n.timing.stagedGBps } : {}) };
-  ch.figures = { old: of, new: nf, drop, maxDrop, staged };
-  if (kind === 'regression') ch.note = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed`;
+  const lockedOld = o?.timing?.pageLockedGBps;
+  const lockedNew = n?.timing?.pageLockedGBps;
+  const pageLocked = { ...(lockedOld !== undefined ? { old: lockedOld } : {}), ...(lockedNew !== undefined ? { new: lockedNew } : {}) };
+  ch.figures = { old: of, new: nf, drop, maxDrop, staged, ...(lockedOld !== undefined || lockedNew !== undefined ? { pageLocked } : {}) };
+  const lockedText = lockedOld !== undefined && lockedNew !== undefined ? `page-locked ${gbpsText(lockedOld)} -> ${gbpsText(lockedNew)} (${signed(1 - lockedNew / lockedOld)})` : undefined;
+  if (kind === 'error') {
+    ch.note = busyText(n!);
+    ch.detail = [`registered ${gbpsText(of)} -> ${gbpsText(nf)} (${signed(drop)})`, lockedText].filter(Boolean).join(', ');
+    return ch;
+  }
+  if (kind === 'regression') {
+    const why = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed`;
+    if (lockedText && exceedsDrop(lockedOld!, lockedNew!, maxDrop)) {
+      const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';
+      ch.note = `${why}: every host-to-device copy got slower (${lockedText}), on a quiet machine: the driver or the platform${link}`;
+    } else if (lockedText) {
+      ch.note = `${why}: registered copies alone got slower (${lockedText}): the driver's registration`;
+    } else {
+      ch.note = why;
+    }
+  }
   const stagedText = staged.old !== undefined && staged.new !== undefined ? `staged ${gbpsText(staged.old)} -> ${gbpsText(staged.new)} (shown, not judged)` : undefined;
   if (stagedText) ch.detail = stagedText;
+  return ch;
+}
+
+/**
+ * registered / page-locked of OLD against NEW's: judged always, busy machine or not (a busy machine slows both
+ * copies alike: on the H200 the ratio stayed within 0.3% of 1 while both fell by 31-50%). A fall of more than
+ * `maxDrop` is a regression of the driver's registration. Undefined when neither side has the figure.
+ */
+export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
+  const of = o?.timing?.pageLockedRatio;
+  const nf = n?.timing?.pageLockedRatio;
+  if (of === undefined && nf === undefined) return undefined;
+  const text = (x: number | undefined): string | undefined => (x === undefined ? undefined : x.toFixed(3));
+  const ch: Change = {
+    kind: 'unchanged',
+    check: REGISTRATION_CHECK,
+    ...(of !== undefined ? { old: text(of)! } : {}),
+    ...(nf !== undefined ? { new: text(nf)! } : {}),
+    summary: `registered / page-locked ${arrow(text(of), text(nf))}`,
+  };
+  if (of === undefined || nf === undefined || !(of > 0)) return { ...ch, kind: of === undefined ? 'new' : 'missing' };
+  const drop = 1 - nf / of;
+  ch.summary += ` (${signed(drop)})`;
+  if (exceedsDrop(of, nf, maxDrop)) {
+    ch.kind = 'regression';
+    ch.note = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed: registered copies got slower than page-locked ones timed beside them: the driver's registration`;
+  } else if (-drop > maxDrop) ch.kind = 'fix';
   return ch;
 }
 
@@ -264,6 +336,8 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   changes.push(withExpectations(verdict, p.new ?? p.old, p.new ? hostname.new : hostname.old, e));
   const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
   if (bandwidth) changes.push(withExpectations(bandwidth, p.new, hostname.new, e));
+  const registration = registrationChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
+  if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));
   const oldChecks = new Map((p.old?.checks ?? []).map((c) => [c.id, c]));
   const newChecks = new Map((p.new?.checks ?? []).map((c) => [c.id, c]));
   const ids = [...newChecks.keys(), ...[...oldChecks.keys()].filter((id) => !newChecks.has(id))];
@@ -348,9 +422,11 @@ export function exitStatus(c: Comparison): 0 | 1 {
 // One failing change as a line, and the readable form of a whole comparison.
 
 export function regressionKind(d: DeviceComparison, ch: Change): RegressionKind {
+  if (ch.kind === 'error' && ch.check === BANDWIDTH_CHECK) return 'busy';
   if (ch.kind === 'unexpected-pass' || ch.kind === 'error') return ch.kind;
   if (ch.check === VERDICT_CHECK) return d.presence === 'missing' ? 'missing' : 'verdict';
   if (ch.check === BANDWIDTH_CHECK) return 'bandwidth';
+  if (ch.check === REGISTRATION_CHECK) return 'registration';
   return 'status';
 }
 
@@ -368,7 +444,9 @@ export function changeLine(d: DeviceComparison, ch: Change): string {
       ? `missing: the baseline had it (${d.verdict.old ?? 'no verdict'}, ${d.driver.old ?? 'no driver'}), this run has not`
       : kind === 'error'
         ? `${ch.check} could not be judged: the host failed it, not the driver`
-        : ch.summary;
+        : kind === 'busy'
+          ? `registered GB/s not judged: the host, not the driver`
+          : ch.summary;
   const why = [kind === 'missing' || kind === 'error' ? undefined : ch.note, ch.detail].filter(Boolean).join(': ');
   return `${deviceName(d)}: ${what}${why ? `: ${why}` : ''}`;
 }

@@ -12,10 +12,13 @@
 // - errors outside any check (a device's process that could not run its checks) keep the gate red.
 // What may be a flake gets one re-run, alone, before it counts (deqp-runner, piglit): a check listed as a flake,
 // any `timing.*` check, a verdict that became Too_slow, and a registered GB/s below the allowed drop.
+// The absolute GB/s are judged only where the run saw the machine quiet (results/compare.ts, bandwidthChange):
+// figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
+// while registered / page-locked (`registration`), which a busy machine cannot fake, is judged always.
 import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, VERDICT_CHECK, bandwidthChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, gbpsText, percent, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
-import { type Backend, BACKENDS, type CheckResult, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
+import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
 
 /** Re-runs one check of one device of the run (by its id in that run); undefined when it could not. */
 export type Rerun = (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
@@ -100,8 +103,17 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
         const r = await once(neu.id, 'probe.verdict');
         const figure = registeredOf(r);
         const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-        const again = figure !== undefined && neu.timing ? bandwidthChange(old, { ...neu, timing: { ...neu.timing, registeredGBps: figure } }, maxDrop) : undefined;
-        d.changes[i] = again && again.kind !== 'regression' ? flaky(ch, info!, gbpsText(figure!)) : still(ch, info, r ? `re-run: ${figure !== undefined ? gbpsText(figure) : r.status}` : 'could not be re-run');
+        // judged as the first figure was: with the re-run's control copy and what it saw of the machine
+        const data = r?.data as { timing?: { pageLockedGBps?: number | null }; load?: DeviceLoad } | undefined;
+        const locked = data?.timing?.pageLockedGBps ?? undefined;
+        const again = figure !== undefined && neu.timing ? bandwidthChange(old, { ...neu, timing: { ...neu.timing, registeredGBps: figure, ...(locked !== undefined ? { pageLockedGBps: locked } : {}) }, ...(data?.load ? { load: data.load } : {}) }, maxDrop) : undefined;
+        // a re-run that fell again on a busy machine is the host's, not a flake
+        d.changes[i] =
+          again?.kind === 'error'
+            ? { ...again, rerun: info! }
+            : again && again.kind !== 'regression'
+              ? flaky(ch, info!, gbpsText(figure!))
+              : still(ch, info, r ? `re-run: ${figure !== undefined ? gbpsText(figure) : r.status}` : 'could not be re-run');
       } else if (flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict')) {
         const r = await once(neu.id, ch.check);
         const info = r ? { status: r.status, ...(r.observed ? { observed: r.observed.replace(/\s+/g, ' ') } : {}) } : undefined;
@@ -191,7 +203,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
       ...(ch.check !== VERDICT_CHECK ? { check: ch.check } : {}),
       ...(ch.old !== undefined ? { old: ch.old } : {}),
       ...(ch.new !== undefined ? { new: ch.new } : {}),
-      ...(kind === 'error' ? { host: true } : {}),
+      ...(kind === 'error' || kind === 'busy' ? { host: true } : {}),
       text: changeLine(d, ch),
     });
   }

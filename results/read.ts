@@ -16,8 +16,10 @@ export class InputError extends Error {
   }
 }
 
-/** The only schemaVersion this tool reads and writes. */
-export const SCHEMA_VERSION = 1;
+/** The schemaVersion this tool writes. */
+export const SCHEMA_VERSION = 2;
+/** The schemaVersions it reads: 1 is 2 without the control copy and the look at the machine (those fields absent). */
+export const READ_VERSIONS: readonly number[] = [1, 2];
 
 const oneLine = (s: string): string => s.replace(/\s+/g, ' ').trim();
 
@@ -71,9 +73,9 @@ export function parseResults(text: string, file: string): RunResult {
     throw new InputError(`${file}: not valid JSON (${(e as Error).message})`);
   }
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InputError(`${file}: not a results file (the top level is not a JSON object)`);
-  if ('schemaVersion' in data && (data as { schemaVersion: unknown }).schemaVersion !== SCHEMA_VERSION) {
-    const v = JSON.stringify((data as { schemaVersion: unknown }).schemaVersion);
-    throw new InputError(`${file}: unknown schemaVersion ${v} (this version of mapped-reg-conformance reads schemaVersion ${SCHEMA_VERSION})`);
+  const version = (data as { schemaVersion?: unknown }).schemaVersion;
+  if ('schemaVersion' in data && !READ_VERSIONS.includes(version as number)) {
+    throw new InputError(`${file}: unknown schemaVersion ${JSON.stringify(version)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(' and ')})`);
   }
   const problems = schemaProblems(data);
   if (problems) throw new InputError(`${file}: not a valid results file: ${problems}`);

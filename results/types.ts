@@ -54,6 +54,68 @@ export interface DeviceTiming {
   runs: number;
   bytes: number;
   linkGBps?: number;
+  /** The control copy: the same size from a page-locked buffer to the same device, timed in the same rounds (schemaVersion 2). */
+  pageLockedGBps?: number;
+  /** registered / page-locked: what a busy machine cannot fake (it slows both alike). */
+  pageLockedRatio?: number;
+  /** The host's memcpy of the window, timed in the same rounds. */
+  hostCopyGBps?: number;
+}
+
+/** Another process with a context on the device. */
+export interface GpuUser {
+  pid: number;
+  name: string;
+  usedMiB: number | null;
+}
+
+/**
+ * What the device's process saw of the machine around its timed copies (schemaVersion 2): other users of the GPU
+ * and of its link, the host's copy and pressure. `busy` with its reasons, when any was seen at the last timing.
+ */
+export interface DeviceLoad {
+  busy: boolean;
+  /** Why the machine was busy, one line each (the process, the traffic, the host copy, the pressure). */
+  why: string[];
+  /** How many timings were made (more than 1: the machine was busy and the figures would have regressed). */
+  attempts: number;
+  /** Milliseconds spent waiting for quiet between timings, and waiting for the host-wide timing lock (all timings). */
+  waitedForQuietMs: number;
+  lockWaitMs: number;
+  /** --quiet-wait, in seconds. */
+  quietWaitS: number;
+  /** Other processes with a context on the GPU, seen just before or after the last timing. */
+  processes: GpuUser[];
+  /** The most link traffic seen just before or after the last timing (MB/s, not ours); null when it cannot be read. */
+  linkMBps: number | null;
+  /** What the GPU was looked at with (`nvml`, `amd-smi`), or null with why not. */
+  monitor: string | null;
+  monitorNote?: string;
+  /** The host copy of the last timing, and the baseline's, that it is held against. */
+  hostCopyGBps: number | null;
+  baselineHostCopyGBps?: number;
+  /** The kernel's pressure stall figures (avg10, %) at the last timing; null where not readable. */
+  pressure: { cpuSome: number | null; memorySome: number | null };
+}
+
+/** The PCIe link as sysfs gives it: its current and maximum speed and width. */
+export interface DeviceLink {
+  gts: number;
+  width: number;
+  gbps: number;
+  maxGts: number | null;
+  maxWidth: number | null;
+  /** The current speed or width is below the maximum. */
+  downtrained: boolean;
+  text?: string;
+}
+
+/** The GPU's NUMA node, and where the probe's memory was placed. */
+export interface DeviceNuma {
+  node: number | null;
+  nodes: number[];
+  placed: boolean;
+  note?: string;
 }
 
 export interface DeviceResult {
@@ -69,6 +131,10 @@ export interface DeviceResult {
   cacheable: boolean;
   checks: CheckResult[];
   timing?: DeviceTiming;
+  /** The machine around the timed copies (schemaVersion 2). */
+  load?: DeviceLoad;
+  link?: DeviceLink;
+  numa?: DeviceNuma;
   scratch: { dir: string; fsType: string; sizeBytes?: number; writtenAhead?: boolean };
   /** Errors outside any check, and how many processes the device's run needed. */
   errors?: string[];
@@ -90,7 +156,8 @@ export interface Host {
 export type DeviceWithHost = DeviceResult & { host?: Host };
 
 export interface RunResult {
-  schemaVersion: 1;
+  /** 2 since the control copy and the look at the machine; files of 1 are still read (their new fields absent). */
+  schemaVersion: 1 | 2;
   tool: { name: string; version: string };
   host: Host;
   startedAt: string;
@@ -120,10 +187,12 @@ export interface BandwidthFigures {
   maxDrop: number;
   /** The staged copy's figures: shown, never judged. */
   staged?: { old?: number; new?: number };
+  /** The control copy's figures (page-locked GB/s), where both sides have them. */
+  pageLocked?: { old?: number; new?: number };
 }
 
 /** What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an `unexpected-pass`, a host `error`. */
-export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'missing' | 'unexpected-pass' | 'error';
+export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'registration' | 'missing' | 'unexpected-pass' | 'error' | 'busy';
 
 export type GateReasonKind = RegressionKind | 'requirement' | 'driver-init' | 'run-error';
 

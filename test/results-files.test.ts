@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION, parseResults, readResults } from '../results/read.js';
+import { READ_VERSIONS, SCHEMA_VERSION, parseResults, readResults } from '../results/read.js';
 import { ROOT } from './support/command.js';
 
 const RESULTS = join(ROOT, 'docs', 'results');
@@ -20,7 +20,7 @@ function files(dir: string): string[] {
 }
 
 /** The reader of each schemaVersion this version of the command knows: it throws with the file's problems. */
-const READERS: Record<number, (file: string) => unknown> = { [SCHEMA_VERSION]: readResults };
+const READERS: Record<number, (file: string) => unknown> = Object.fromEntries(READ_VERSIONS.map((v) => [v, readResults]));
 
 /** The top level of `npm run bench -- --json` (docs/bench.md, "The JSON"). */
 const BENCH_KEYS = ['schemaVersion', 'tool', 'host', 'startedAt', 'finishedAt', 'options', 'targets', 'gpu', 'devices', 'conformance', 'nodeStart', 'runOverNodeStart', 'errors'];
