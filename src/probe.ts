@@ -67,12 +67,12 @@ export interface CopyTimes {
 }
 
 /**
- * Runs the timed copies: called with `time`, which makes `runs` interleaved rounds of the four copies and returns
- * their figures, it returns the figures to keep. It may call `time` more than once (re-measuring while the machine
+ * Runs the timed copies: called with `time`, which makes `runs` interleaved rounds of the four copies (each of
+ * `bytes`) and returns their figures, it returns the figures to keep. It may call `time` more than once (re-measuring while the machine
  * is busy) and do what it must around it (a host-wide lock, a look at the machine); what it throws stops the
  * self-test like any operation that raised. The model knows nothing of that: the default calls `time` once.
  */
-export type TimingSection = (time: () => CopyTimes) => CopyTimes;
+export type TimingSection = (time: () => CopyTimes, bytes: number) => CopyTimes;
 
 export interface ProbeOptions {
   log?: (message: string) => void;
@@ -456,7 +456,7 @@ function selfTest(
       o.runs,
       o.now ?? (() => performance.now()),
     );
-  const times = o.timingSection ? o.timingSection(time) : time();
+  const times = o.timingSection ? o.timingSection(time, bytes) : time();
   const { registered: reg, staged, pageLocked, hostCopy } = times;
   // the verdict rests on the registered and staged copies alone (spec: probe_with); the control figures are
   // reported, and left out (null) when their clock gave no valid duration
