@@ -151,12 +151,7 @@ function isNote(x: unknown): x is { note: string } {
 // ---- the NVML monitor ----
 
 function nvmlError(c: NvmlFunctions, code: number): string {
-  let text: string | null = null;
-  try {
-    text = c.nvmlErrorString(code);
-  } catch {
-    text = null;
-  }
+  const text = c.nvmlErrorString(code);
   const name = NVML_ERROR_NAMES.get(code) ?? `NVML error ${code}`;
   return text ? `${code} ${name} (${text})` : `${code} ${name}`;
 }

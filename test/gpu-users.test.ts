@@ -151,6 +151,26 @@ describe('openGpuUsers (NVML)', () => {
     }
   });
 
+  it('lists no graphics processes on a device that has no graphics (NOT_SUPPORTED), the compute ones still', () => {
+    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1,14:g:2:graphics', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_graphics' });
+    const m = monitor();
+    try {
+      expect(m.sample([]).processes).toEqual([{ pid: 13, name: 'c', usedMiB: 1, kind: 'compute' }]);
+    } finally {
+      m.close();
+    }
+  });
+
+  it('throws from sample, naming the call and the error, when the process list cannot be read (never an empty list)', () => {
+    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1', MAPPED_REG_DOUBLE_NVML_FAULTS: 'list_fails' });
+    const m = monitor();
+    try {
+      expect(() => m.sample([])).toThrow('NVML: nvmlDeviceGetComputeRunningProcesses_v3 failed: 4 NVML_ERROR_NO_PERMISSION (Insufficient Permissions)');
+    } finally {
+      m.close();
+    }
+  });
+
   it('initializes once per open, not per sample, and shuts down on close (once)', () => {
     configure({});
     const inits = doubleCalls('nvmlInit_v2');

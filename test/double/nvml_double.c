@@ -28,6 +28,7 @@ enum {
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,
   NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
   NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_UNKNOWN = 999,
@@ -67,7 +68,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static device_t devices[MAX_DEVICES];
 static int ndevices;
 static int refcount;
-static int fault_no_throughput, fault_many;
+static int fault_no_throughput, fault_many, fault_no_graphics, fault_list_fails;
 static int calls_init, calls_shutdown;
 
 #define LOCK() pthread_mutex_lock(&mu)
@@ -177,7 +178,9 @@ static int parse_faults(const char *spec) {
     if (len == 10 && strncmp(s, "init_fails", 10) == 0) { /* handled by the caller */
     } else if (len == 13 && strncmp(s, "no_throughput", 13) == 0) fault_no_throughput = 1;
     else if (len == 14 && strncmp(s, "many_processes", 14) == 0) fault_many = 1;
-    else return bad("MAPPED_REG_DOUBLE_NVML_FAULTS", spec, "init_fails, no_throughput, many_processes");
+    else if (len == 11 && strncmp(s, "no_graphics", 11) == 0) fault_no_graphics = 1;
+    else if (len == 10 && strncmp(s, "list_fails", 10) == 0) fault_list_fails = 1;
+    else return bad("MAPPED_REG_DOUBLE_NVML_FAULTS", spec, "init_fails, no_throughput, many_processes, no_graphics, list_fails");
     if (!end) break;
     s = end + 1;
   }
@@ -200,7 +203,7 @@ static const char *env(const char *name) {
 
 /* The configuration from the environment; 0, or -1 after one line on stderr. */
 static int configure(void) {
-  fault_no_throughput = fault_many = 0;
+  fault_no_throughput = fault_many = fault_no_graphics = fault_list_fails = 0;
   const char *faults = env("MAPPED_REG_DOUBLE_NVML_FAULTS");
   if (faults && parse_faults(faults) != 0) return -1;
   long count = 1;
@@ -289,6 +292,8 @@ static nvmlReturn_t list(void *handle, unsigned *count, nvmlProcessInfo_t *infos
   if (refcount == 0) RETURN(NVML_ERROR_UNINITIALIZED);
   device_t *d = device_of(handle);
   if (!d || !count) RETURN(NVML_ERROR_INVALID_ARGUMENT);
+  if (graphics && fault_no_graphics) RETURN(NVML_ERROR_NOT_SUPPORTED);
+  if (!graphics && fault_list_fails) RETURN(NVML_ERROR_NO_PERMISSION);
   unsigned n = 0;
   for (int i = 0; i < d->nprocs; i++) n += d->procs[i].graphics == graphics;
   unsigned total = n + (fault_many && !graphics ? MANY : 0);
@@ -363,6 +368,7 @@ API const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
     case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_UNKNOWN: return "Unknown Error";
