@@ -24,6 +24,8 @@ export interface DoublePaths {
   cuda: string;
   /** libamdhip64_double.so: the ABI of libamdhip64.so. */
   hip: string;
+  /** libnvidia-ml_double.so: the ABI of libnvidia-ml.so.1 for the calls bindings/gpu-users.ts makes. */
+  nvml: string;
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -31,17 +33,22 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const DOUBLE_BUILD_DIR = join(here, 'build');
 
 const FLAGS = ['-shared', '-fPIC', '-O2', '-Wall', '-Werror', '-std=gnu11', '-fvisibility=hidden', '-pthread'];
-const SHARED_SOURCES = ['common.c'];
-const HEADERS = ['common.h'];
+/** The driver engine both driver doubles compile in (the NVML double is self-contained). */
+const DRIVER_SOURCES = ['common.c'];
+const DRIVER_HEADERS = ['common.h'];
 
 interface Target {
   output: string;
   main: string;
+  /** Further sources compiled in, and headers hashed with them. */
+  sources: readonly string[];
+  headers: readonly string[];
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', main: 'cuda_double.c' },
-  hip: { output: 'libamdhip64_double.so', main: 'hip_double.c' },
+  cuda: { output: 'libcuda_double.so', main: 'cuda_double.c', sources: DRIVER_SOURCES, headers: DRIVER_HEADERS },
+  hip: { output: 'libamdhip64_double.so', main: 'hip_double.c', sources: DRIVER_SOURCES, headers: DRIVER_HEADERS },
+  nvml: { output: 'libnvidia-ml_double.so', main: 'nvml_double.c', sources: [], headers: [] },
 };
 
 /** The compiler command: env CC (may carry arguments, e.g. "ccache gcc"), else cc. */
@@ -116,8 +123,8 @@ function upToDate(output: string, stamp: string, hash: string): boolean {
 function buildOne(target: Target, cc: { cmd: string; args: string[] }): string {
   const output = join(DOUBLE_BUILD_DIR, target.output);
   const stamp = `${output}.sha256`;
-  const sources = [target.main, ...SHARED_SOURCES];
-  const hash = sourceHash(cc, [...sources, ...HEADERS]);
+  const sources = [target.main, ...target.sources];
+  const hash = sourceHash(cc, [...sources, ...target.headers]);
   if (upToDate(output, stamp, hash)) return output;
   return withBuildLock(() => (upToDate(output, stamp, hash) ? output : compile(target, cc, output, stamp, hash)));
 }
@@ -129,7 +136,7 @@ function compile(
   stamp: string,
   hash: string,
 ): string {
-  const sources = [target.main, ...SHARED_SOURCES];
+  const sources = [target.main, ...target.sources];
   // Compile under a temporary name and rename: a process that loads the library (or builds it at the
   // same time, from another test file) never sees a half-written file.
   const tmp = tempName(output);
@@ -159,11 +166,11 @@ function compile(
 }
 
 /**
- * Compiles the CUDA and the HIP driver doubles (when their sources, the compiler or the flags changed
+ * Compiles the CUDA and the HIP driver doubles and the NVML double (when their sources, the compiler or the flags changed
  * since the last build) and returns the paths of the libraries. Throws when no C compiler is there or the
  * build fails: the tests that need a double then fail rather than skip.
  */
 export function buildDoubles(): DoublePaths {
   const cc = compiler();
-  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc) };
+  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), nvml: buildOne(TARGETS.nvml, cc) };
 }
