@@ -15,8 +15,20 @@ function judged(v: Verdict, text?: string): { verdict: VerdictJson; cacheable: b
 /** What probe.verdict's data holds for the result (suites/checks/probe.ts). */
 interface ProbeData {
   verdict?: VerdictJson;
-  timing?: Omit<NonNullable<DeviceResult['timing']>, 'linkGBps'>;
+  /** src/probe.ts TimingReport: the control figures are null where the clock gave no valid duration. */
+  timing?: Omit<NonNullable<DeviceResult['timing']>, 'linkGBps' | 'pageLockedGBps' | 'pageLockedRatio' | 'hostCopyGBps'> & {
+    pageLockedGBps?: number | null;
+    pageLockedRatio?: number | null;
+    hostCopyGBps?: number | null;
+  };
   scratch?: DeviceResult['scratch'];
+  load?: DeviceResult['load'];
+  numa?: DeviceResult['numa'];
+}
+
+/** What timing.link's data holds (suites/checks/timing.ts). */
+interface LinkData {
+  link?: { gts: number; width: number; gbps: number; maxGts: number | null; maxWidth: number | null; downtrained: boolean; downtrainedText?: string };
 }
 
 /**
@@ -59,9 +71,26 @@ export function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, sc
   const data = run.checks.find((c) => c.id === 'probe.verdict')?.data as ProbeData | undefined;
   if (data?.timing) {
     const t = data.timing;
-    const link = run.checks.find((c) => c.id === 'timing.link')?.data as { link?: { gbps: number } } | undefined;
-    result.timing = { registeredGBps: t.registeredGBps, stagedGBps: t.stagedGBps, ratio: t.ratio, minRelativeSpeed: t.minRelativeSpeed, runs: t.runs, bytes: t.bytes, ...(link?.link ? { linkGBps: link.link.gbps } : {}) };
+    const link = (run.checks.find((c) => c.id === 'timing.link')?.data as LinkData | undefined)?.link;
+    const some = <K extends string>(key: K, x: number | null | undefined): Partial<Record<K, number>> => (x === null || x === undefined ? {} : ({ [key]: x } as Record<K, number>));
+    result.timing = {
+      registeredGBps: t.registeredGBps,
+      stagedGBps: t.stagedGBps,
+      ratio: t.ratio,
+      minRelativeSpeed: t.minRelativeSpeed,
+      runs: t.runs,
+      bytes: t.bytes,
+      ...(link ? { linkGBps: link.gbps } : {}),
+      ...some('pageLockedGBps', t.pageLockedGBps),
+      ...some('pageLockedRatio', t.pageLockedRatio),
+      ...some('hostCopyGBps', t.hostCopyGBps),
+    };
+    if (link) {
+      result.link = { gts: link.gts, width: link.width, gbps: link.gbps, maxGts: link.maxGts, maxWidth: link.maxWidth, downtrained: link.downtrained, ...(link.downtrainedText ? { text: link.downtrainedText } : {}) };
+    }
   }
+  if (data?.load) result.load = data.load;
+  if (data?.numa) result.numa = data.numa;
   if (data?.scratch) result.scratch = data.scratch;
   if (run.errors.length) result.errors = run.errors;
   result.processes = run.processes;

@@ -51,6 +51,7 @@ interface Args {
   expectations?: string;
   require: string[];
   maxDrop: string;
+  quietWait: number;
   check: string[];
   skip: string[];
   skipsFile?: string;
@@ -139,6 +140,8 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     const expectations = expectationsOf(a.expectations);
     const requires = a.require.map(parseRequirement);
     const maxDrop = parseMaxDrop(a.maxDrop);
+    // the device runners wait for quiet only where the gate would judge a fall: they learn its limit and baseline
+    o.quiet = { waitS: o.quietWaitS, maxDrop, ...(baseline ? { baseline: baseline.result } : {}) };
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
     const outcome = await run(o, { out, tty: sayIsTTY(), write: say }, { name: pkg.name, version: pkg.version });

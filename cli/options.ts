@@ -10,6 +10,9 @@ import { backendIds } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/check.js';
+import { DEFAULT_QUIET_WAIT_S, type QuietOptions } from '../suites/measure.js';
+import type { PlainDevice } from '../bindings/discovery.js';
+import type { RunResult } from '../results/types.js';
 
 /** MiB of the region probed. */
 export const DEFAULT_SIZE_MIB = 256;
@@ -79,7 +82,13 @@ export const RUN_OPTIONS = {
     type: 'string',
     requiresArg: true,
     default: `${DEFAULT_MAX_DROP * 100}%`,
-    describe: 'the gate: the largest drop of the registered GB/s against --baseline that is not a regression (10% or 0.1)',
+    describe: 'the gate: the largest drop against --baseline that is not a regression (10% or 0.1), of registered / page-locked always, of the registered GB/s where the machine was quiet',
+  },
+  'quiet-wait': {
+    type: 'number',
+    requiresArg: true,
+    default: DEFAULT_QUIET_WAIT_S,
+    describe: 'seconds to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1',
   },
 } as const;
 
@@ -113,6 +122,26 @@ export interface RunOptions extends Measure {
   /** Test hooks: a check that must crash its process or hang (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG = device/check-id or check-id). */
   forceCrash?: string;
   forceHang?: string;
+  /** --quiet-wait (s); with the gate's --max-drop and baseline once they are read (cli/main.ts). */
+  quietWaitS: number;
+  quiet?: RunQuiet;
+}
+
+/** What the device runners learn of the gate: how long to wait for quiet, the largest drop, the baseline. */
+export interface RunQuiet {
+  waitS: number;
+  maxDrop: number;
+  baseline?: RunResult;
+}
+
+/** The quiet options of one device: the run's, with the baseline's figures of the same device (backend, PCI bus id, name). */
+export function quietFor(d: PlainDevice, q: RunQuiet): QuietOptions {
+  const b = q.baseline?.devices.find((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name)?.timing;
+  return {
+    waitS: q.waitS,
+    maxDrop: q.maxDrop,
+    ...(b ? { baseline: { registeredGBps: b.registeredGBps, ...(b.hostCopyGBps !== undefined ? { hostCopyGBps: b.hostCopyGBps } : {}) } } : {}),
+  };
 }
 
 function checkNumbers(a: MeasureArgs, maxSizeMiB?: number): void {
@@ -140,12 +169,14 @@ export function measureOptions(a: MeasureArgs, o: { maxSizeMiB?: number } = {}):
 
 /** The options of run and list checked (`list` needs no room for a region); the test hooks read from the environment. */
 export function runOptions(
-  a: MeasureArgs & { backend: string[]; minRelativeSpeed: number; timeout: number },
+  a: MeasureArgs & { backend: string[]; minRelativeSpeed: number; timeout: number; quietWait?: number },
   listOnly: boolean,
   env: NodeJS.ProcessEnv = process.env,
 ): RunOptions {
   checkNumbers(a);
   if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
+  const quietWait = a.quietWait ?? DEFAULT_QUIET_WAIT_S;
+  if (!(quietWait >= 0) || !Number.isFinite(quietWait)) throw new UsageError(`--quiet-wait must be a number of seconds (0: no wait), not ${String(a.quietWait)}`);
   if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= MAX_MIN_RELATIVE_SPEED)) {
     throw new UsageError(`--min-relative-speed must be in (0, ${MAX_MIN_RELATIVE_SPEED}], not ${String(a.minRelativeSpeed)}`);
   }
@@ -162,6 +193,7 @@ export function runOptions(
     backends: backends as Backend[],
     minRelativeSpeed: a.minRelativeSpeed,
     timeoutS: a.timeout,
+    quietWaitS: quietWait,
     listOnly,
     ...(env.MAPPED_REG_FORCE_CRASH ? { forceCrash: env.MAPPED_REG_FORCE_CRASH } : {}),
     ...(env.MAPPED_REG_FORCE_HANG ? { forceHang: env.MAPPED_REG_FORCE_HANG } : {}),
@@ -169,10 +201,17 @@ export function runOptions(
 }
 
 /** What of a run's options every device runner passes to its suites (cli/select.ts deviceOptions adds the device). */
-export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'>;
+export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'> & { quiet?: RunQuiet };
 
 export function suiteBase(o: RunOptions): SuiteBase {
-  return { scratchDir: o.scratchDir, sizeMiB: o.sizeMiB, runs: o.runs, minRelativeSpeed: o.minRelativeSpeed, ...(o.deselected && Object.keys(o.deselected).length > 0 ? { deselected: o.deselected } : {}) };
+  return {
+    scratchDir: o.scratchDir,
+    sizeMiB: o.sizeMiB,
+    runs: o.runs,
+    minRelativeSpeed: o.minRelativeSpeed,
+    quiet: o.quiet ?? { waitS: o.quietWaitS, maxDrop: DEFAULT_MAX_DROP },
+    ...(o.deselected && Object.keys(o.deselected).length > 0 ? { deselected: o.deselected } : {}),
+  };
 }
 
 /** The options as the results record them (`options` of the JSON). */
@@ -186,6 +225,7 @@ export function resultOptions(o: RunOptions): Record<string, unknown> {
     runs: o.runs,
     minRelativeSpeed: o.minRelativeSpeed,
     timeoutS: o.timeoutS,
+    quietWaitS: o.quietWaitS,
     list: o.listOnly,
     // the selection of checks, when one was given
     ...(sel && sel.checks.length > 0 ? { checks: sel.checks } : {}),

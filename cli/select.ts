@@ -5,6 +5,7 @@ import { backendGroups, backendModules, backendRank } from '../bindings/registry
 
 export { isGpuDriver };
 import type { SuiteOptions } from '../suites/check.js';
+import { type SuiteBase, quietFor } from './options.js';
 import { hookFor } from '../suites/hooks.js';
 
 export { hookFor };
@@ -106,7 +107,7 @@ export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscove
 }
 
 /** The options of one device's runner. */
-export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'>, s: Selection): SuiteOptions {
+export function deviceOptions(d: PlainDevice, base: SuiteBase, s: Selection): SuiteOptions {
   const crash = hookFor(s.forceCrash, d.id);
   const hang = hookFor(s.forceHang, d.id);
   return {
@@ -117,6 +118,7 @@ export function deviceOptions(d: PlainDevice, base: Pick<SuiteOptions, 'scratchD
     runs: base.runs,
     minRelativeSpeed: base.minRelativeSpeed,
     skip: [],
+    ...(base.quiet ? { quiet: quietFor(d, base.quiet) } : {}),
     ...(base.deselected ? { deselected: base.deselected } : {}),
     ...(crash ? { forceCrash: crash } : {}),
     ...(hang ? { forceHang: hang } : {}),

@@ -9,6 +9,7 @@ import { hookFor } from './hooks.js';
 import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
+import type { QuietOptions } from './measure.js';
 
 import type { CheckResult, SuiteName } from '../results/types.js';
 
@@ -70,6 +71,8 @@ export interface SuiteOptions {
   minRelativeSpeed: number;
   /** Checks not to run (already reported by an earlier process of this device's run). */
   skip: string[];
+  /** --quiet-wait, --max-drop and the baseline's figures of this device: how long a busy machine is waited for (suites/measure.ts). */
+  quiet?: QuietOptions;
   /**
    * Checks the user's selection leaves out (--check, --skip, --skips-file: cli/select-checks.ts), each with the
    * reason it is reported `skip` with (e.g. "skipped by --skip hazard.context_reset"). Not run, not even asked

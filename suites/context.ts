@@ -14,6 +14,10 @@ import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bin
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext, SuiteOptions } from './check.js';
+import { DEFAULT_QUIET_WAIT_S, measureSection } from './measure.js';
+import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
+import { DEFAULT_MAX_DROP } from '../results/compare.js';
+import type { DeviceLoad } from '../results/types.js';
 
 /** The context of each device this process checks, by device id. */
 const contexts = new Map<string, CheckContext>();
@@ -45,6 +49,10 @@ export function deviceContext(options: SuiteOptions): CheckContext {
 
 export interface Probed {
   report: ProbeReport;
+  /** What the device's process saw of the machine around the timed copies (none when they were not reached). */
+  load?: DeviceLoad;
+  /** The GPU's NUMA node and whether the probe's memory was placed on it. */
+  numa?: Placement;
   /** writtenAhead: the file was written by its own thread while the runner started (startProbeScratch). */
   scratch: { dir: string; fsType: string; sizeBytes: number; writtenAhead: boolean };
   /** Where the time went: making and mapping the scratch file; the self-test, of which the windows' registration. */
@@ -54,6 +62,9 @@ export interface Probed {
 const probed = new Map<string, Probed>();
 /** The host could not give a device's probe its region (no space, ...): every check that needs the probe says so. */
 const probeFaults = new Map<string, Error>();
+
+/** Where each device's probe memory was placed (startProbeScratch), by device id. */
+const placements = new Map<string, Placement>();
 
 /** Probe scratch files being written ahead of their probe, by device id (startProbeScratch). */
 const pendingScratch = new Map<string, PendingScratch>();
@@ -66,6 +77,10 @@ const pendingScratch = new Map<string, PendingScratch>();
  */
 export function startProbeScratch(options: SuiteOptions): void {
   if (pendingScratch.has(options.device) || probed.has(options.device)) return;
+  // the region and the page-locked window on the GPU's NUMA node, where the host has more than one: the policy
+  // is the thread's, and the thread that writes the file is started below, from this one, so it inherits it
+  const bus = options.discovered?.pciBusId;
+  if (bus && !placements.has(options.device)) placements.set(options.device, placeOnGpuNode(bus));
   const pending = startScratchFile(options.scratchDir, options.sizeMiB * 1024 * 1024);
   if (pending) pendingScratch.set(options.device, pending);
 }
@@ -89,8 +104,21 @@ export function probeOnce(ctx: CheckContext): Probed {
   }
   const t1 = performance.now();
   try {
-    const report = probeReport(ctx.device.device, region.map, region.reference, { runs: ctx.options.runs, minRelativeSpeed: ctx.options.minRelativeSpeed });
-    const done: Probed = { report, scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
+    const measured = measureSection({
+      deviceId: id,
+      backend: ctx.device.backend,
+      pciBusId: ctx.device.pciBusId,
+      quiet: ctx.options.quiet ?? { waitS: DEFAULT_QUIET_WAIT_S, maxDrop: DEFAULT_MAX_DROP },
+      log: (line) => ctx.log(line),
+    });
+    const report = probeReport(ctx.device.device, region.map, region.reference, {
+      runs: ctx.options.runs,
+      minRelativeSpeed: ctx.options.minRelativeSpeed,
+      timingSection: measured.section,
+    });
+    const load = measured.load();
+    const numa = placements.get(id);
+    const done: Probed = { report, ...(load ? { load } : {}), ...(numa ? { numa } : {}), scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
     probed.set(id, done);
     return done;
   } finally {

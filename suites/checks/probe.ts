@@ -23,14 +23,14 @@ export const probeChecks: Check[] = [
     title: 'the self-test on a scratch file: bytes of both windows, verdict',
     applies: needsSelfTest,
     run: (ctx) => {
-      const { report, scratch, phasesMs } = probeOnce(ctx);
+      const { report, scratch, phasesMs, load, numa } = probeOnce(ctx);
       const windows = report.windows.map((w, i) => `window ${i + 1}: ${w.equal === null ? 'not compared' : w.equal ? 'bytes equal' : `bytes differ at offset ${w.firstDifference}`}`);
       for (const line of report.log) ctx.log(line);
       return {
         status: statusOf(report.verdict),
         expected: 'Usable',
         observed: `${verdictToString(report.verdict)}; ${windows.join(', ')}`,
-        data: { verdict: verdictJson(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs },
+        data: { verdict: verdictJson(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs, ...(load ? { load } : {}), ...(numa ? { numa } : {}) },
       };
     },
   },

@@ -1,0 +1,168 @@
+// Around the probe's timed copies (src/probe.ts, TimingSection): the host-wide lock that keeps the timed copies of
+// every device and every run on the host from overlapping, a look at the machine before and after them, and, on a
+// busy machine whose figures would have regressed against the baseline, waiting for quiet (--quiet-wait),
+// re-measuring. What was seen goes to the results (`load`); the gate judges the absolute figures only where it
+// was quiet (results/compare.ts). docs/measurement.md says what "busy" means and why these thresholds.
+import { type GpuUsersMonitor, type GpuUsersSample, openGpuUsers } from '../bindings/gpu-users.js';
+import { readPressure } from '../bindings/pressure.js';
+import { acquireTimingLock } from '../bindings/timing-lock.js';
+import { exceedsDrop } from '../results/compare.js';
+import type { DeviceLoad, GpuUser } from '../results/types.js';
+import type { CopyTimes, TimingSection } from '../src/probe.js';
+
+/** Link traffic not ours (MB/s, both directions) from which the link counts as busy: 2% of a Gen5 x16 link. */
+export const LINK_BUSY_MBPS = 1000;
+/** The host's memcpy under this share of the baseline's: other copies load host memory (16 threads: 0.35 on the H200). */
+export const HOST_COPY_BUSY_SHARE = 0.5;
+/** Pressure stall (some, avg10, %) from which the host counts as busy. */
+export const CPU_PRESSURE_BUSY = 80;
+export const MEMORY_PRESSURE_BUSY = 20;
+/** How long a busy machine is waited for before the copies are timed again. */
+export const QUIET_POLL_MS = 2000;
+/** --quiet-wait's default: a minute, what a CI job can spare before it says the host was busy. */
+export const DEFAULT_QUIET_WAIT_S = 60;
+/** The most a run waits for the timing lock: another run's timed copies take a second; one that holds it longer is hung. */
+export const LOCK_TIMEOUT_MS = 120_000;
+
+/** What the device's runner knows of the gate that will judge it (from the command: --quiet-wait, --max-drop, the baseline). */
+export interface QuietOptions {
+  waitS: number;
+  maxDrop: number;
+  /** The baseline's figures of this device, when it has them. */
+  baseline?: { registeredGBps: number; hostCopyGBps?: number };
+}
+
+/** One look at the machine: the GPU's other users (when it can be looked at) and the kernel's pressure figures. */
+export interface Look {
+  gpu?: GpuUsersSample;
+  gpuError?: string;
+  pressure: { cpuSome: number | null; memorySome: number | null };
+}
+
+const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
+const fixed = (x: number, digits = 1): string => x.toFixed(digits);
+
+/** The GPU's other users seen in any of `looks`, each once. */
+export function usersOf(looks: readonly Look[]): GpuUser[] {
+  const byPid = new Map<number, GpuUser>();
+  for (const l of looks) for (const p of l.gpu?.processes ?? []) if (!byPid.has(p.pid)) byPid.set(p.pid, { pid: p.pid, name: p.name, usedMiB: p.usedMiB });
+  return [...byPid.values()];
+}
+
+/** The most link traffic (MB/s, both ways) seen in `looks`; null when no look could read it. */
+export function linkTraffic(looks: readonly Look[]): number | null {
+  const seen = looks.flatMap((l) => (l.gpu && (l.gpu.pcieRxMBps !== null || l.gpu.pcieTxMBps !== null) ? [(l.gpu.pcieRxMBps ?? 0) + (l.gpu.pcieTxMBps ?? 0)] : []));
+  return seen.length ? Math.max(...seen) : null;
+}
+
+const named = (users: readonly GpuUser[]): string =>
+  users.map((u) => `pid ${u.pid}${u.name ? ` ${u.name}` : ''}${u.usedMiB !== null ? ` (${fixed(u.usedMiB, 0)} MiB)` : ''}`).join(', ');
+
+/**
+ * Why the machine is busy, from the looks taken around one timing and its host copy; empty when it is quiet. Another
+ * process on the GPU makes it busy when the link carries traffic that is not ours, or when the traffic cannot be read
+ * (a process there may be copying); one that holds a context and moves nothing does not.
+ */
+export function busyReasons(looks: readonly Look[], hostCopyGBps: number | null, baselineHostCopyGBps: number | undefined): string[] {
+  const why: string[] = [];
+  const users = usersOf(looks);
+  const traffic = linkTraffic(looks);
+  const on = users.length ? `; on the GPU: ${named(users)}` : '';
+  if (traffic !== null && traffic >= LINK_BUSY_MBPS) why.push(`${fixed(traffic / 1000)} GB/s of PCIe traffic not ours${on}`);
+  else if (traffic === null && users.length) why.push(`another process on the GPU (${named(users)}), and its link traffic cannot be read`);
+  if (hostCopyGBps !== null && baselineHostCopyGBps !== undefined && hostCopyGBps < baselineHostCopyGBps * HOST_COPY_BUSY_SHARE) {
+    why.push(`the host's memcpy ran at ${fixed(hostCopyGBps, 2)} GB/s, under half the baseline's ${fixed(baselineHostCopyGBps, 2)} GB/s: other copies load host memory`);
+  }
+  const last = looks[looks.length - 1]?.pressure;
+  const cpu = Math.max(...looks.map((l) => l.pressure.cpuSome ?? 0));
+  const memory = Math.max(...looks.map((l) => l.pressure.memorySome ?? 0));
+  if (last && cpu >= CPU_PRESSURE_BUSY) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
+  if (last && memory >= MEMORY_PRESSURE_BUSY) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
+  return why;
+}
+
+/** Sleeps the thread (the probe is synchronous: nothing else of this process runs meanwhile). */
+function sleep(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+export interface MeasureOptions {
+  deviceId: string;
+  backend: string;
+  pciBusId: string | null;
+  quiet: QuietOptions;
+  log: (line: string) => void;
+}
+
+/**
+ * The section around the timed copies of one device, and what it saw (`load()`, after the probe). The GPU is looked
+ * at through its vendor's management library, opened once here and closed when the section is done.
+ */
+export function measureSection(o: MeasureOptions): { section: TimingSection; load: () => DeviceLoad | undefined } {
+  let load: DeviceLoad | undefined;
+  const section: TimingSection = (time, bytes) => {
+    const monitor: GpuUsersMonitor | { note: string } = o.pciBusId ? openGpuUsers(o.backend, o.pciBusId) : { note: 'the device has no PCI bus id' };
+    const exclude = [process.pid, process.ppid];
+    const look = (): Look => {
+      const p = readPressure();
+      const pressure = { cpuSome: p.cpu?.someAvg10 ?? null, memorySome: p.memory?.someAvg10 ?? null };
+      if ('note' in monitor) return { pressure };
+      try {
+        return { gpu: monitor.sample(exclude), pressure };
+      } catch (e) {
+        return { gpuError: e instanceof Error ? e.message : String(e), pressure };
+      }
+    };
+    const started = performance.now();
+    let attempts = 0;
+    let lockWaitMs = 0;
+    let waitedForQuietMs = 0;
+    try {
+      for (;;) {
+        attempts += 1;
+        const lock = acquireTimingLock({ timeoutMs: LOCK_TIMEOUT_MS, label: `${o.deviceId} of pid ${process.pid}` });
+        lockWaitMs += lock.waitedMs;
+        let looks: Look[];
+        let times: CopyTimes;
+        try {
+          const before = look();
+          times = time();
+          looks = [before, look()];
+        } finally {
+          lock.release();
+        }
+        const hostCopy = times.hostCopy.best > 0 && Number.isFinite(times.hostCopy.best) ? gbps(bytes, times.hostCopy.best) : null;
+        const baseline = o.quiet.baseline;
+        const why = busyReasons(looks, hostCopy, baseline?.hostCopyGBps);
+        const gpuNote = 'note' in monitor ? monitor.note : looks.find((l) => l.gpuError)?.gpuError;
+        load = {
+          busy: why.length > 0,
+          why,
+          attempts,
+          waitedForQuietMs,
+          lockWaitMs,
+          quietWaitS: o.quiet.waitS,
+          processes: usersOf(looks),
+          linkMBps: linkTraffic(looks),
+          monitor: 'note' in monitor ? null : monitor.source,
+          ...(gpuNote ? { monitorNote: gpuNote } : {}),
+          hostCopyGBps: hostCopy,
+          ...(baseline?.hostCopyGBps !== undefined ? { baselineHostCopyGBps: baseline.hostCopyGBps } : {}),
+          pressure: looks[looks.length - 1]!.pressure,
+        };
+        // busy only matters to figures that would regress: a busy machine can only make them lower
+        const registered = gbps(bytes, times.registered.best);
+        const wouldRegress = baseline !== undefined && exceedsDrop(baseline.registeredGBps, registered, o.quiet.maxDrop);
+        const left = o.quiet.waitS * 1000 - (performance.now() - started);
+        if (why.length === 0 || !wouldRegress || left <= 0) return times;
+        o.log(`the machine is busy (${why.join('; ')}): registered ${fixed(registered, 2)} GB/s against the baseline's ${fixed(baseline.registeredGBps, 2)}; timing again in ${fixed(Math.min(QUIET_POLL_MS, left) / 1000)} s (${fixed(left / 1000, 0)} s left of --quiet-wait)`);
+        const pause = Math.min(QUIET_POLL_MS, left);
+        sleep(pause);
+        waitedForQuietMs += pause;
+      }
+    } finally {
+      if (!('note' in monitor)) monitor.close();
+    }
+  };
+  return { section, load: () => load };
+}
