@@ -24,6 +24,8 @@ export const O_RDWR = 0o2;
 export const O_CREAT = 0o100;
 export const O_EXCL = 0o200;
 export const O_TRUNC = 0o1000;
+/** open of a FIFO returns at once instead of waiting for the other end. */
+export const O_NONBLOCK = 0o4000;
 export const O_CLOEXEC = 0o2000000;
 /** open fails with ELOOP when the last part of the path is a symbolic link (its value differs on arm64). */
 export const O_NOFOLLOW = process.arch === 'arm64' ? 0o100000 : 0o400000;
