@@ -1,7 +1,7 @@
 // The bench's JSON (`--json`; docs/bench.md, "The JSON"), as types: what the measurements fill and what the
 // renderers read.
 import type { DriverApi } from '../bindings/errors.js';
-import type { Link } from '../suites/checks/timing.js';
+import type { Link } from '../bindings/pci.js';
 import type { ProcessPeak, TreePeak } from './proc.js';
 import type { Copy, Stat } from './timing.js';
 

@@ -1,5 +1,6 @@
 // The few libc calls the suite needs (files, mappings, file systems), through koffi. Linux only, 64-bit
-// (x64 and arm64 share the constants and the struct statfs layout used here). All calls are synchronous;
+// (x64 and arm64 share the constants and the struct statfs layout used here, except O_NOFOLLOW and the system
+// call numbers, chosen per architecture). All calls are synchronous;
 // a failing call throws a LibcError carrying errno.
 
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,7 +24,11 @@ export const O_RDWR = 0o2;
 export const O_CREAT = 0o100;
 export const O_EXCL = 0o200;
 export const O_TRUNC = 0o1000;
+/** open of a FIFO returns at once instead of waiting for the other end. */
+export const O_NONBLOCK = 0o4000;
 export const O_CLOEXEC = 0o2000000;
+/** open fails with ELOOP when the last part of the path is a symbolic link (its value differs on arm64). */
+export const O_NOFOLLOW = process.arch === 'arm64' ? 0o100000 : 0o400000;
 
 export const MFD_CLOEXEC = 0x1;
 
@@ -80,6 +85,8 @@ interface Libc {
   posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
   mincore(addr: bigint, length: number, vec: Uint8Array): number;
   memcpy(dst: bigint, src: bigint, n: number): bigint;
+  /** Variadic: each argument goes as a pair (koffi type, value). */
+  syscall(number: number, ...typedArgs: unknown[]): number;
 }
 
 let loaded: Libc | undefined;
@@ -114,6 +121,7 @@ function load(): Libc {
     posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
     mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
     memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
+    syscall: lib.func('long syscall(long number, ...)'),
   };
 }
 
@@ -318,6 +326,75 @@ export function setParentDeathSignal(signal: number): void {
 /** getppid(2): the parent's pid in this process's PID namespace (1, or a subreaper's, once the parent died). */
 export function getppid(): number {
   return libc().getppid();
+}
+
+// ---- memory policy (NUMA) ----
+// glibc has no wrappers for these (libnuma has, and is not required): syscall(2) with the kernel's numbers.
+
+const SYS_MEMPOLICY =
+  process.arch === 'arm64'
+    ? { mbind: 235, get_mempolicy: 236, set_mempolicy: 237 }
+    : { mbind: 237, set_mempolicy: 238, get_mempolicy: 239 };
+
+/**
+ * Bits in the node masks passed to the kernel. `maxnode` is one more: the kernel reads one bit less than it is
+ * told (as libnuma does, so do we).
+ */
+export const NODE_MASK_BITS = 1024;
+
+function nodeMask(nodes: readonly number[]): BigUint64Array {
+  const mask = new BigUint64Array(NODE_MASK_BITS / 64);
+  for (const n of nodes) {
+    if (!Number.isInteger(n) || n < 0 || n >= NODE_MASK_BITS) throw new RangeError(`node ${n} is not in 0..${NODE_MASK_BITS - 1}`);
+    mask[n >> 6]! |= 1n << BigInt(n & 63);
+  }
+  return mask;
+}
+
+function maskNodes(mask: BigUint64Array): number[] {
+  const nodes: number[] = [];
+  for (let n = 0; n < NODE_MASK_BITS; n++) if ((mask[n >> 6]! >> BigInt(n & 63)) & 1n) nodes.push(n);
+  return nodes;
+}
+
+/** set_mempolicy(2) for the calling thread: `mode` (MPOL_*) over `nodes` (none for MPOL_DEFAULT). */
+export function setMempolicy(mode: number, nodes: readonly number[]): void {
+  const mask = nodeMask(nodes);
+  check('set_mempolicy', libc().syscall(SYS_MEMPOLICY.set_mempolicy, 'int', mode, 'void *', mask, 'unsigned long', NODE_MASK_BITS + 1));
+}
+
+/** get_mempolicy(2) of the calling thread (flags 0): its mode (MPOL_*, with any mode flags) and nodes. */
+export function getMempolicy(): { mode: number; nodes: number[] } {
+  const mode = new Int32Array(1);
+  const mask = new BigUint64Array(NODE_MASK_BITS / 64);
+  check(
+    'get_mempolicy',
+    libc().syscall(SYS_MEMPOLICY.get_mempolicy, 'int *', mode, 'void *', mask, 'unsigned long', NODE_MASK_BITS + 1, 'void *', null, 'unsigned long', 0),
+  );
+  return { mode: mode[0]!, nodes: maskNodes(mask) };
+}
+
+/** mbind(2) of a page-aligned range: `mode` (MPOL_*) over `nodes`, flags 0 (pages already there stay). */
+export function mbind(address: bigint, length: number, mode: number, nodes: readonly number[]): void {
+  const mask = nodeMask(nodes);
+  check(
+    'mbind',
+    libc().syscall(
+      SYS_MEMPOLICY.mbind,
+      'void *',
+      address,
+      'unsigned long',
+      size('mbind length', length),
+      'int',
+      mode,
+      'void *',
+      mask,
+      'unsigned long',
+      NODE_MASK_BITS + 1,
+      'unsigned int',
+      0,
+    ),
+  );
 }
 
 // ---- file systems ----

@@ -4,7 +4,7 @@
 // model against the in-memory double with its fake clock. Only the per-process cache of the probe's report
 // (suites/context.js probeOnce) is replaced by the report of the scenario, and sysfs's link files are served
 // from a table for a bus id of the double (this machine has no PCIe link in sysfs).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -50,7 +50,7 @@ vi.mock('../src/index.js', async (importOriginal) => {
 const { makeScratchRegion } = await import('../bindings/scratch.js');
 const model = await import('../src/index.js');
 const { probeChecks } = await import('../suites/checks/probe.js');
-const { LINK_WARN_FRACTION, linkEncoding, readLink, timingChecks } = await import('../suites/checks/timing.js');
+const { LINK_WARN_FRACTION, timingChecks } = await import('../suites/checks/timing.js');
 const { staticChecks } = await import('../suites/checks/static.js');
 const { loadDouble } = await import('./support/drivers.js');
 const { MemoryOps, memHost, randomBytes } = await import('./support/memory-ops.js');
@@ -188,36 +188,7 @@ describe('timing.margin at the boundary (the model on the in-memory double, exac
 });
 
 describe('timing.link: the registered GB/s against the PCIe link read from sysfs', () => {
-  let tmp = '';
-  beforeAll(() => {
-    tmp = mkdtempSync(join(tmpdir(), 'mapped-reg-sysfs-'));
-  });
-  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-  const link = (dir: string, bus: string, speed: string, width: string): void => {
-    mkdirSync(join(dir, bus), { recursive: true });
-    writeFileSync(join(dir, bus, 'current_link_speed'), speed);
-    writeFileSync(join(dir, bus, 'current_link_width'), width);
-  };
-
-  it('linkEncoding: 8b/10b to Gen2 (5 GT/s), 128b/130b Gen3 to Gen5 (32 GT/s), 242/256 for Gen6', () => {
-    expect([2.5, 5, 8, 16, 32, 64].map(linkEncoding)).toEqual([0.8, 0.8, 128 / 130, 128 / 130, 128 / 130, 242 / 256]);
-  });
-
-  it('readLink: speed x width x encoding / 8, in GB/s; no or unreadable files are a reason', () => {
-    link(tmp, '0000:41:00.0', '32.0 GT/s PCIe\n', '16\n');
-    link(tmp, '0000:42:00.0', '5.0 GT/s PCIe', '8');
-    link(tmp, '0000:43:00.0', 'Unknown', '16');
-    link(tmp, '0000:44:00.0', '16.0 GT/s PCIe', '0');
-    expect(readLink('0000:41:00.0', tmp)).toEqual({ gts: 32, width: 16, gbps: (32 * 16 * 128) / 130 / 8 });
-    expect((readLink('0000:41:00.0', tmp) as { gbps: number }).gbps).toBeCloseTo(63.0, 1); // the facts file's Gen5 x16
-    expect(readLink('0000:42:00.0', tmp)).toEqual({ gts: 5, width: 8, gbps: 4 });
-    expect(readLink('0000:43:00.0', tmp)).toBe('unreadable PCIe link for 0000:43:00.0: speed "Unknown", width "16"');
-    expect(readLink('0000:44:00.0', tmp)).toBe('unreadable PCIe link for 0000:44:00.0: speed "16.0 GT/s PCIe", width "0"');
-    expect(readLink('0000:45:00.0', tmp)).toBe(`no PCIe link in sysfs for 0000:45:00.0 (${tmp}/0000:45:00.0)`);
-    expect(readLink('0000:41:00.0'.toUpperCase(), tmp)).toMatchObject({ gts: 32 });
-  });
-
+  // readLink and linkEncoding themselves: test/pci.test.ts
   it(`the check: at least ${LINK_WARN_FRACTION * 100}% of the link passes, below warns; no link in sysfs: skip`, () => {
     const d = cudaDevice({});
     const dir = `/sys/bus/pci/devices/${d.pciBusId}`;

@@ -1,6 +1,6 @@
 // The PCIe link (`link`; docs/bench.md): its limit read from sysfs as timing.link reads it, and the registered
 // copy's share of it. Read once the device is released.
-import { readLink } from '../../suites/checks/timing.js';
+import { readLink } from '../../bindings/pci.js';
 import type { DeviceContext } from '../session.js';
 import { type Measurement, always } from './measurement.js';
 

@@ -1,5 +1,5 @@
 // timing.margin (the spec's margin) and timing.link (the registered copy against the PCIe link's limit).
-import { readFileSync } from 'node:fs';
+import { type Link, readLink } from '../../bindings/pci.js';
 import type { Check, CheckContext } from '../check.js';
 import { probeOnce } from '../context.js';
 import { needsSelfTest } from './probe.js';
@@ -10,36 +10,6 @@ import { needsSelfTest } from './probe.js';
  * link than negotiated, a slow IOMMU path, a throttled copy engine) deserves a look.
  */
 export const LINK_WARN_FRACTION = 0.7;
-
-/** Usable bits per transferred bit for a PCIe speed in GT/s: 8b/10b up to Gen2, 128b/130b Gen3 to Gen5, FLIT (242/256) for Gen6. */
-export function linkEncoding(gts: number): number {
-  if (gts <= 5) return 8 / 10;
-  if (gts <= 32) return 128 / 130;
-  return 242 / 256;
-}
-
-export interface Link {
-  gts: number;
-  width: number;
-  gbps: number;
-}
-
-/** The link of a PCI device from sysfs (`current_link_speed` like "32.0 GT/s PCIe", `current_link_width` like "16"). */
-export function readLink(pciBusId: string, sysfs = '/sys/bus/pci/devices'): Link | string {
-  const dir = `${sysfs}/${pciBusId.toLowerCase()}`;
-  let speed: string;
-  let width: string;
-  try {
-    speed = readFileSync(`${dir}/current_link_speed`, 'utf8').trim();
-    width = readFileSync(`${dir}/current_link_width`, 'utf8').trim();
-  } catch {
-    return `no PCIe link in sysfs for ${pciBusId} (${dir})`;
-  }
-  const gts = Number.parseFloat(speed);
-  const lanes = Number.parseInt(width, 10);
-  if (!(gts > 0) || !(lanes > 0)) return `unreadable PCIe link for ${pciBusId}: speed "${speed}", width "${width}"`;
-  return { gts, width: lanes, gbps: (gts * lanes * linkEncoding(gts)) / 8 };
-}
 
 function linkApplies(ctx: CheckContext): true | string {
   const self = needsSelfTest(ctx);

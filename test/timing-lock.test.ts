@@ -1,0 +1,308 @@
+// bindings/timing-lock.ts: the host-wide lock around timed copies. Other holders are child processes running the
+// built module (dist/bindings/timing-lock.js), each taking the lock on a file in this test's own temp folder.
+// Mutual exclusion is proven by a shared log of enter/leave events (never by timings); the waits end on events
+// (a line in the log, a process gone), never on fixed sleeps.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { isHostFault } from '../bindings/host-fault.js';
+import { TIMING_LOCK_FILE, type TimingLock, TimingLockTimeout, acquireTimingLock, timingLockPath } from '../bindings/timing-lock.js';
+import { ROOT, cleanEnv } from './support/command.js';
+import { waitUntil } from './support/processes.js';
+
+const MODULE = join(ROOT, 'dist/bindings/timing-lock.js');
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-timing-lock-'));
+chmodSync(work, 0o755); // a child of another user (below) reaches its files
+const children: ChildProcess[] = [];
+const savedLock = process.env.MAPPED_REG_TIMING_LOCK;
+afterEach(() => {
+  if (savedLock === undefined) delete process.env.MAPPED_REG_TIMING_LOCK;
+  else process.env.MAPPED_REG_TIMING_LOCK = savedLock;
+});
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
+
+let n = 0;
+/** A path of its own for one test's lock file. */
+function lockPath(): string {
+  return join(work, `lock-${++n}`);
+}
+
+interface Child {
+  child: ChildProcess;
+  pid: number;
+  out(): string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * A child process running `body` as an ES module with acquireTimingLock imported; its arguments are
+ * process.argv[1...]. `as`: another user's uid and gid.
+ */
+function child(body: string, args: string[], as?: { uid: number; gid: number }): Child {
+  const script = `import { appendFileSync, existsSync } from 'node:fs';
+import { acquireTimingLock } from ${JSON.stringify(MODULE)};
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+${body}`;
+  const c = spawn(process.execPath, ['--input-type=module', '-e', script, ...args], {
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(as ?? {}),
+  });
+  children.push(c);
+  let out = '';
+  let err = '';
+  c.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  c.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    c.on('close', (code, signal) => {
+      if (code !== 0 && signal === null) out += `\n[stderr] ${err}`;
+      done({ code, signal });
+    }),
+  );
+  return { child: c, pid: c.pid!, out: () => out, exit };
+}
+
+/** A child that takes the lock at argv[1] with the label argv[2], says "held", and keeps it until killed. */
+function holder(path: string, label: string, as?: { uid: number; gid: number }): Child {
+  return child(
+    `const lock = acquireTimingLock({ path: process.argv[1], label: process.argv[2] });
+console.log('held');
+setInterval(() => {}, 1 << 30);`,
+    [path, label],
+    as,
+  );
+}
+
+async function held(c: Child): Promise<void> {
+  await waitUntil(() => c.out().includes('held'), 60_000, `the child ${c.pid} to hold the lock (output: ${c.out()})`);
+}
+
+/** A child's try for the lock without waiting: 'got it', or the name of what it threw. */
+async function tryInChild(path: string): Promise<string> {
+  const c = child(
+    `try {
+  acquireTimingLock({ path: process.argv[1], timeoutMs: 0 }).release();
+  console.log('got it');
+} catch (e) {
+  console.log(e.name);
+}`,
+    [path],
+  );
+  expect(await c.exit, c.out()).toEqual({ code: 0, signal: null });
+  return c.out().trim();
+}
+
+/** What acquireTimingLock throws, or fails the test when it does not throw. */
+function thrown(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('the lock file', () => {
+  it(`is MAPPED_REG_TIMING_LOCK when set, else ${TIMING_LOCK_FILE} in os.tmpdir()`, () => {
+    delete process.env.MAPPED_REG_TIMING_LOCK;
+    expect(timingLockPath()).toBe(join(tmpdir(), TIMING_LOCK_FILE));
+    process.env.MAPPED_REG_TIMING_LOCK = join(work, 'from-env');
+    expect(timingLockPath()).toBe(join(work, 'from-env'));
+    const lock = acquireTimingLock();
+    expect(lock.path).toBe(join(work, 'from-env'));
+    expect(existsSync(join(work, 'from-env'))).toBe(true);
+    lock.release();
+  });
+
+  it('is made mode 0666 whatever the umask; the holder writes its pid and label, release clears them', async () => {
+    const path = lockPath();
+    const umask = process.umask(0o077);
+    let lock: TimingLock;
+    try {
+      lock = acquireTimingLock({ path, label: 'device 0\nof two' });
+    } finally {
+      process.umask(umask);
+    }
+    expect(statSync(path).mode & 0o777).toBe(0o666);
+    expect(readFileSync(path, 'utf8')).toBe(`${process.pid} device 0 of two\n`);
+    expect(lock.waitedMs).toBeGreaterThanOrEqual(0);
+    lock.release();
+    expect(readFileSync(path, 'utf8')).toBe('');
+    lock.release(); // idempotent
+    // free again: taken at once, and a second release of the first lock does not release this one
+    const again = acquireTimingLock({ path, timeoutMs: 0 });
+    lock.release();
+    expect(await tryInChild(path)).toBe('TimingLockTimeout');
+    again.release();
+    expect(await tryInChild(path)).toBe('got it');
+  });
+
+  it('a lock this process holds: an error at once, not a wait for itself', () => {
+    const path = lockPath();
+    const lock = acquireTimingLock({ path });
+    expect(thrown(() => acquireTimingLock({ path }))).toHaveProperty('message', `the timing lock ${path} is already held by this process`);
+    lock.release();
+    acquireTimingLock({ path }).release();
+  });
+
+  it('a symbolic link planted at its path is refused (a HostFault), its target neither made nor touched', () => {
+    const target = join(work, 'target-of-link');
+    const path = lockPath();
+    symlinkSync(target, path);
+    const dangling = thrown(() => acquireTimingLock({ path }));
+    expect(isHostFault(dangling)).toBe(true);
+    expect((dangling as Error).message).toBe(`the host: cannot use the timing lock ${path} (it is a symbolic link, refused) while opening it`);
+    expect(existsSync(target)).toBe(false);
+    writeFileSync(target, 'precious\n');
+    expect(isHostFault(thrown(() => acquireTimingLock({ path })))).toBe(true);
+    expect(readFileSync(target, 'utf8')).toBe('precious\n');
+    expect(lstatSync(path).isSymbolicLink()).toBe(true);
+  });
+
+  it('a file that cannot be opened, or is not a regular file (a FIFO opens without waiting), is a HostFault', () => {
+    const missing = join(work, 'no-such-folder', 'lock');
+    const e = thrown(() => acquireTimingLock({ path: missing }));
+    expect(isHostFault(e)).toBe(true);
+    expect((e as Error).message).toMatch(new RegExp(`^the host: cannot use the timing lock ${missing} \\(open: No such file or directory \\(ENOENT\\)`));
+    const fifo = lockPath();
+    execFileSync('mkfifo', ['-m', '0444', fifo]);
+    const f = thrown(() => acquireTimingLock({ path: fifo }));
+    expect(isHostFault(f)).toBe(true);
+    expect((f as Error).message).toBe(`the host: the timing lock ${fifo} is not a regular file`);
+    expect(thrown(() => acquireTimingLock({ path: lockPath(), timeoutMs: -1 }))).toBeInstanceOf(RangeError);
+  });
+});
+
+describe('between processes', () => {
+  it('two processes and this one contend: the log of enter/leave never shows two inside; waitedMs is recorded', async () => {
+    const path = lockPath();
+    const log = join(work, `log-${n}`);
+    writeFileSync(log, '');
+    const ROUNDS = 20;
+    // this process holds it while the children start: each child's first try waits
+    const mine = acquireTimingLock({ path, label: 'test' });
+    const contenders = [0, 1].map(() =>
+      child(
+        `const [path, log, rounds] = process.argv.slice(1);
+appendFileSync(log, 'start ' + process.pid + '\\n');
+const waits = [];
+for (let r = 0; r < Number(rounds); r++) {
+  const before = performance.now();
+  const lock = acquireTimingLock({ path, label: 'child ' + process.pid });
+  const wall = performance.now() - before;
+  appendFileSync(log, 'enter ' + process.pid + '\\n');
+  waits.push({ waitedMs: lock.waitedMs, wall });
+  sleep(1); // inside for a moment, so that the other one tries meanwhile
+  appendFileSync(log, 'leave ' + process.pid + '\\n');
+  lock.release();
+}
+console.log(JSON.stringify(waits));`,
+        [path, log, String(ROUNDS)],
+      ),
+    );
+    await waitUntil(() => readFileSync(log, 'utf8').split('start').length === 3, 60_000, 'both children to start');
+    appendFileSync(log, 'leave test\n');
+    mine.release();
+    const exits = await Promise.all(contenders.map((c) => c.exit));
+    expect(exits, contenders.map((c) => c.out()).join('\n')).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
+    // the log: 'test' inside first, then one process at a time
+    let inside: string | null = 'test';
+    const enters = new Map<string, number>();
+    for (const line of readFileSync(log, 'utf8').split('\n').filter((l) => l !== '')) {
+      const [event, who] = line.split(' ') as [string, string];
+      if (event === 'start') continue;
+      if (event === 'enter') {
+        expect(inside, `${who} entered while ${inside} was inside`).toBeNull();
+        inside = who;
+        enters.set(who, (enters.get(who) ?? 0) + 1);
+      } else {
+        expect(event).toBe('leave');
+        expect(inside).toBe(who);
+        inside = null;
+      }
+    }
+    expect(inside).toBeNull();
+    expect([...enters.values()]).toEqual([ROUNDS, ROUNDS]);
+    // waitedMs: a figure of the wait, within the call's own time; the rounds as a whole waited for something
+    const waits = contenders.flatMap((c) => JSON.parse(c.out()) as { waitedMs: number; wall: number }[]);
+    expect(waits).toHaveLength(2 * ROUNDS);
+    for (const w of waits) {
+      expect(w.waitedMs).toBeGreaterThanOrEqual(0);
+      expect(w.waitedMs).toBeLessThanOrEqual(w.wall);
+    }
+    expect(waits.reduce((s, w) => s + w.waitedMs, 0)).toBeGreaterThan(0);
+  });
+
+  it('a timeout names the holder (its pid and label); a killed holder releases the lock', async () => {
+    const path = lockPath();
+    const log = join(work, `log-${n}`);
+    writeFileSync(log, '');
+    const h = holder(path, 'cuda:0 timed copies');
+    await held(h);
+    const e = thrown(() => acquireTimingLock({ path, timeoutMs: 50 }));
+    expect(e).toBeInstanceOf(TimingLockTimeout);
+    expect((e as TimingLockTimeout).holder).toEqual({ pid: h.pid, label: 'cuda:0 timed copies' });
+    expect((e as Error).message).toBe(`the timing lock ${path} is still held after 50 ms, by pid ${h.pid} (cuda:0 timed copies)`);
+    // a waiter with no limit, started while the holder lives: it gets the lock only once the holder is killed
+    const waiter = child(
+      `const [path, log] = process.argv.slice(1);
+appendFileSync(log, 'trying\\n');
+const lock = acquireTimingLock({ path });
+appendFileSync(log, 'entered\\n');
+console.log(JSON.stringify({ waitedMs: lock.waitedMs }));`,
+      [path, log],
+    );
+    await waitUntil(() => readFileSync(log, 'utf8').includes('trying'), 60_000, 'the waiter to try');
+    expect(waiter.child.exitCode).toBeNull();
+    appendFileSync(log, 'killing\n');
+    h.child.kill('SIGKILL');
+    expect(await h.exit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(await waiter.exit, waiter.out()).toEqual({ code: 0, signal: null });
+    expect(readFileSync(log, 'utf8')).toBe('trying\nkilling\nentered\n');
+    expect((JSON.parse(waiter.out()) as { waitedMs: number }).waitedMs).toBeGreaterThan(0);
+    // and free now for this process too
+    acquireTimingLock({ path, timeoutMs: 60_000 }).release();
+  });
+
+  it('a timeout without a holder written (the file read-only to it) says so', async () => {
+    const path = lockPath();
+    writeFileSync(path, '');
+    chmodSync(path, 0o444);
+    // as root, the file is another user's to a child of uid 65534; otherwise 0444 is read-only to us all the same
+    const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    const h = holder(path, 'cannot write this', other);
+    await held(h);
+    expect(readFileSync(path, 'utf8')).toBe('');
+    const e = thrown(() => acquireTimingLock({ path, timeoutMs: 20 }));
+    expect(e).toBeInstanceOf(TimingLockTimeout);
+    expect((e as TimingLockTimeout).holder).toBeUndefined();
+    expect((e as Error).message).toBe(`the timing lock ${path} is still held after 20 ms, by a process that did not say which`);
+    h.child.kill('SIGKILL');
+    await h.exit;
+    acquireTimingLock({ path, timeoutMs: 60_000 }).release();
+  });
+
+  it("a lock file made by this process is another user's to share (as root: a child of uid 65534 takes it and writes its holder)", async () => {
+    const path = lockPath();
+    const umask = process.umask(0o022);
+    try {
+      acquireTimingLock({ path }).release();
+    } finally {
+      process.umask(umask);
+    }
+    const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    const h = holder(path, 'another user', other);
+    await held(h);
+    expect(thrown(() => acquireTimingLock({ path, timeoutMs: 0 }))).toHaveProperty('holder', { pid: h.pid, label: 'another user' });
+    h.child.kill('SIGKILL');
+    await h.exit;
+  });
+});
