@@ -82,6 +82,9 @@ interface Entry {
   registered?: number;
   staged?: number;
   ratio?: number;
+  /** The control copy, and registered / page-locked (schemaVersion 2). */
+  pageLocked?: number;
+  pageLockedRatio?: number;
   minRelativeSpeed?: number;
   counts: Record<Status, number>;
   failing: { id: string; status: Status }[];
@@ -130,6 +133,8 @@ function entryOf(run: RunResult, d: DeviceResult): Entry {
     ...(registered !== undefined ? { registered } : {}),
     ...(staged !== undefined ? { staged } : {}),
     ...(ratio !== undefined ? { ratio } : {}),
+    ...(finite(t.pageLockedGBps) ? { pageLocked: t.pageLockedGBps } : {}),
+    ...(finite(t.pageLockedRatio) ? { pageLockedRatio: t.pageLockedRatio } : {}),
     ...(finite(t.minRelativeSpeed) ? { minRelativeSpeed: t.minRelativeSpeed } : {}),
     counts,
     failing,
@@ -464,6 +469,8 @@ svg.chart .line.staged { stroke: #bc4c00; }
 svg.chart .line.ratio { stroke: #1a7f37; }
 svg.chart .point.registered, svg.chart text.registered { fill: #0969da; }
 svg.chart .point.staged, svg.chart text.staged { fill: #bc4c00; }
+svg.chart .line.locked { stroke: #1a7f37; stroke-dasharray: 4 2; }
+svg.chart .point.locked, svg.chart text.locked { fill: #1a7f37; }
 svg.chart .point.ratio, svg.chart text.ratio { fill: #1a7f37; }
 svg.chart .limit { stroke: #cf222e; stroke-width: 1.5; stroke-dasharray: 5 4; fill: none; }
 svg.chart .regressed-ring { fill: none; stroke: #cf222e; stroke-width: 2.5; }
@@ -577,11 +584,11 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
     out.push(`<section class="device-charts" data-device="${gi}" aria-label="${escapeHtml(`Charts of ${label}`)}">`);
     out.push(`<h3>${escapeHtml(g.name)} <span class="small">${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '))}</span></h3>`);
     out.push('<div class="charts">');
-    out.push('<figure class="chart-box">', `<figcaption>Registered and staged GB/s</figcaption>`, '<div class="scroll">');
+    out.push('<figure class="chart-box">', `<figcaption>Registered, page-locked and staged GB/s</figcaption>`, '<div class="scroll">');
     out.push(
       chartSvg({
         id: `chart-${gi}-gbps`,
-        title: `Registered and staged copy speed (GB/s) of ${label} across driver versions`,
+        title: `Registered, page-locked and staged copy speed (GB/s) of ${label} across driver versions`,
         yLabel: 'GB/s',
         xLabels,
         series: [
@@ -591,18 +598,22 @@ export function htmlReport(results: RunResult[], options?: { title?: string }): 
             values: entries.map((e) => e.registered),
             regressed: entries.map((e) => (e.regressed?.figure ? `regression: -${pct(e.regressed.figure.drop)} against the run before, more than the ${pct(e.regressed.figure.maxDrop)} allowed` : undefined)),
           },
+          { name: 'page-locked GB/s', cls: 'locked', values: entries.map((e) => e.pageLocked) },
           { name: 'staged GB/s', cls: 'staged', values: entries.map((e) => e.staged) },
         ],
       }),
     );
-    out.push('</div>', '</figure>', '<figure class="chart-box">', `<figcaption>Ratio registered / staged</figcaption>`, '<div class="scroll">');
+    out.push('</div>', '</figure>', '<figure class="chart-box">', `<figcaption>Ratios registered / staged and registered / page-locked</figcaption>`, '<div class="scroll">');
     out.push(
       chartSvg({
         id: `chart-${gi}-ratio`,
-        title: `Ratio of registered to staged speed of ${label} across driver versions`,
+        title: `Ratios of registered to staged and to page-locked speed of ${label} across driver versions`,
         yLabel: 'ratio',
         xLabels,
-        series: [{ name: 'ratio', cls: 'ratio', values: entries.map((e) => e.ratio) }],
+        series: [
+          { name: 'ratio', cls: 'ratio', values: entries.map((e) => e.ratio) },
+          { name: 'registered / page-locked', cls: 'locked', values: entries.map((e) => e.pageLockedRatio) },
+        ],
         limit: { name: 'min relative speed', values: entries.map((e) => e.minRelativeSpeed) },
       }),
     );

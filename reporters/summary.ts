@@ -3,7 +3,7 @@
 // (known failures, flakes that passed on re-run), and one PASS/FAIL line that says why. Nothing is cut: a line
 // longer than the terminal wraps there, whole words and all.
 import { FAILING } from '../results/status.js';
-import type { DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
+import type { DeviceLoad, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { hostFaultLines } from './host-faults.js';
 import { selectionSkips } from './selection.js';
 import { terminalSafe } from './safe-text.js';
@@ -28,13 +28,29 @@ function counts(d: DeviceResult): string {
   return parts.join(', ');
 }
 
+/** The machine around one device's timed copies, on one line: quiet or busy (and why), the host copy, the waits. */
+export function loadLine(load: DeviceLoad, hostCopyGBps: number | undefined): string {
+  const host = hostCopyGBps !== undefined ? `host copy ${hostCopyGBps.toFixed(2)} GB/s${load.baselineHostCopyGBps !== undefined ? ` (baseline ${load.baselineHostCopyGBps.toFixed(2)})` : ''}` : 'host copy -';
+  const others = load.processes.length ? `; on the GPU: ${load.processes.map((p) => `pid ${p.pid} ${p.name}`).join(', ')}` : '';
+  const link = load.linkMBps !== null ? `; link traffic not ours ${(load.linkMBps / 1000).toFixed(1)} GB/s` : `; GPU not looked at (${load.monitorNote ?? 'no monitor'})`;
+  const waits = `; timing lock waited ${(load.lockWaitMs / 1000).toFixed(2)} s${load.attempts > 1 ? `, ${load.attempts} timings over ${(load.waitedForQuietMs / 1000).toFixed(0)} s waiting for quiet` : ''}`;
+  return `${load.busy ? `BUSY machine: ${load.why.join('; ')}` : 'quiet machine'}; ${host}${others}${link}${waits}`;
+}
+
 /** The devices' table, their verdicts' reasons and their errors (`list`: no check counts). */
 export function runSummary(result: RunResult, listOnly = false): string[] {
-  const rows = [['device', 'name', 'driver', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'checks']];
+  const rows = [['device', 'name', 'driver', 'verdict', 'registered GB/s', 'staged GB/s', 'ratio', 'page-locked GB/s', 'reg/page-locked', 'checks']];
   for (const d of result.devices) {
-    rows.push([d.id, d.name, `${d.driver.name} ${d.driver.version}`, label(d), fixed(d.timing?.registeredGBps), fixed(d.timing?.stagedGBps), d.timing ? d.timing.ratio.toFixed(2) : '-', listOnly ? '-' : counts(d)].map(terminalText));
+    const t = d.timing;
+    rows.push(
+      [d.id, d.name, `${d.driver.name} ${d.driver.version}`, label(d), fixed(t?.registeredGBps), fixed(t?.stagedGBps), t ? t.ratio.toFixed(2) : '-', fixed(t?.pageLockedGBps), t?.pageLockedRatio !== undefined ? t.pageLockedRatio.toFixed(3) : '-', listOnly ? '-' : counts(d)].map(
+        terminalText,
+      ),
+    );
   }
   const out = table(rows);
+  // what each GPU's process saw of the machine around its timed copies
+  for (const d of result.devices) if (d.load) out.push(terminalText(`${d.id}: ${loadLine(d.load, d.timing?.hostCopyGBps)}`));
   for (const d of result.devices) if (d.verdict.reason) out.push(terminalText(`${d.id}: ${d.verdict.text}`));
   for (const d of result.devices) for (const e of d.errors ?? []) out.push(terminalText(`${d.id}: ${e}`));
   // the checks the selection left out (--check, --skip, --skips-file), once for every device
@@ -49,12 +65,12 @@ const NOTE_LABEL: Partial<Record<GateNote['kind'], string>> = { expected: 'known
 /** The gate's decision: what it compared against, every reason it is red, what it excused, then the PASS/FAIL line. */
 export function gateSummary(gate: GateDecision): string[] {
   const against = [
-    gate.baseline ? `baseline ${gate.baseline} (registered GB/s may drop ${(gate.maxDrop * 100).toFixed(1)}%)` : 'no baseline',
+    gate.baseline ? `baseline ${gate.baseline} (registered / page-locked, and registered GB/s on a quiet machine, may drop ${(gate.maxDrop * 100).toFixed(1)}%)` : 'no baseline',
     gate.expectations ? `expectations ${gate.expectations}` : '',
     gate.requires.length ? `required ${gate.requires.join(', ')}` : '',
   ].filter(Boolean);
   const out = [`gate: ${against.join('; ')}`];
-  for (const r of gate.reasons) out.push(`  ${r.host ? 'HOST ERROR' : r.kind === 'unexpected-pass' ? 'UNEXPECTED PASS' : gate.baseline && !['driver-init', 'requirement', 'run-error'].includes(r.kind) ? 'REGRESSION' : 'FAIL'}  ${r.text}`);
+  for (const r of gate.reasons) out.push(`  ${r.kind === 'busy' ? 'HOST BUSY' : r.host ? 'HOST ERROR' : r.kind === 'unexpected-pass' ? 'UNEXPECTED PASS' : gate.baseline && !['driver-init', 'requirement', 'run-error'].includes(r.kind) ? 'REGRESSION' : 'FAIL'}  ${r.text}`);
   for (const n of gate.notes) {
     const what = NOTE_LABEL[n.kind];
     if (!what) continue;

@@ -2,7 +2,7 @@
 // node, a CI matrix) as one results file, for compare and report. Each device carries the `host` of the file it
 // came from; the top-level host is `merged`. The output is a results file of the same schemaVersion and
 // validates against results/results.schema.json.
-import { InputError } from './read.js';
+import { InputError, READ_VERSIONS } from './read.js';
 import type { DeviceWithHost, Host, RunResult } from './types.js';
 
 /** A merged file: a results file whose devices carry their host, with where each part came from. */
@@ -15,16 +15,17 @@ const unique = (xs: string[]): string => [...new Set(xs)].join(', ');
 
 /**
  * Merges results files (already read with readResults). `names` (the files' names, same order) only make the
- * errors clearer. Refuses an empty list and files of different schemaVersion (InputError). A device that
- * already carries `host` (a file merged before) keeps it, so merged files merge again.
+ * errors clearer. Refuses an empty list and a schemaVersion this tool does not read (InputError); files of 1 and 2
+ * merge into a file of 2 (a file of 1 is one of 2 without the newer fields). A device that already carries `host` (a
+ * file merged before) keeps it, so merged files merge again.
  */
 export function mergeResults(files: RunResult[], names?: string[]): MergedResult {
   const name = (i: number): string => names?.[i] ?? `file ${i + 1}`;
   if (files.length === 0) throw new InputError('merge: no results file given');
-  const version = files[0]!.schemaVersion;
   files.forEach((f, i) => {
-    if (f.schemaVersion !== version) throw new InputError(`${name(i)}: schemaVersion ${JSON.stringify(f.schemaVersion)} differs from ${name(0)}'s ${JSON.stringify(version)}: files of different schema versions cannot be merged`);
+    if (!READ_VERSIONS.includes(f.schemaVersion)) throw new InputError(`${name(i)}: unknown schemaVersion ${JSON.stringify(f.schemaVersion)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(' and ')})`);
   });
+  const version: RunResult['schemaVersion'] = files.some((f) => f.schemaVersion === 2) ? 2 : 1;
   const parts = files.flatMap((f) => ((f as Partial<MergedResult>).merged ? (f as MergedResult).merged : [{ ...f.host, startedAt: f.startedAt, finishedAt: f.finishedAt, tool: `${f.tool.name} ${f.tool.version}`, devices: f.devices.length, ...(f.incomplete ? { incomplete: true } : {}) }]));
   const hosts: Host[] = parts.map((p) => ({ hostname: p.hostname, kernel: p.kernel, platform: p.platform }));
   const byTime = (key: 'startedAt' | 'finishedAt', pick: (a: number, b: number) => boolean): string =>

@@ -337,11 +337,15 @@ describe('merge', () => {
     expect(validate(again)).toBe(true);
   });
 
-  it('refuses files of different schemaVersion, and nothing at all', () => {
-    const two = { ...clone(load('cuda')), schemaVersion: 2 } as unknown as RunResult;
-    expect(() => mergeResults([load('cuda'), two], ['one.json', 'two.json'])).toThrow(InputError);
-    expect(() => mergeResults([load('cuda'), two], ['one.json', 'two.json'])).toThrow(/^two\.json: schemaVersion 2 differs from one\.json's 1/);
+  it('refuses a schemaVersion it does not read, and nothing at all; files of 1 and 2 merge into 2', () => {
+    const three = { ...clone(load('cuda')), schemaVersion: 3 } as unknown as RunResult;
+    expect(() => mergeResults([load('cuda'), three], ['one.json', 'three.json'])).toThrow(InputError);
+    expect(() => mergeResults([load('cuda'), three], ['one.json', 'three.json'])).toThrow(/^three\.json: unknown schemaVersion 3/);
     expect(() => mergeResults([])).toThrow(InputError);
+    expect(load('cuda').schemaVersion).toBe(1);
+    const two = { ...clone(load('cuda')), schemaVersion: 2 } as RunResult;
+    two.host = { ...two.host, hostname: 'node-two' };
+    expect(mergeResults([load('cuda'), two], ['one.json', 'two.json']).schemaVersion).toBe(2);
   });
 
   it('compare of merged files matches devices by host, PCI bus id and name', () => {
@@ -365,7 +369,7 @@ describe('merge', () => {
 describe('readResults: bad input is an InputError, one line naming the file', () => {
   const cases: [string, string, RegExp][] = [
     ['not JSON', '{"schemaVersion": 1, ', /not valid JSON/],
-    ['schemaVersion 2', JSON.stringify({ ...load('cuda'), schemaVersion: 2 }), /unknown schemaVersion 2/],
+    ['schemaVersion 3', JSON.stringify({ ...load('cuda'), schemaVersion: 3 }), /unknown schemaVersion 3/],
     ['no devices', JSON.stringify((({ devices: _d, ...rest }) => rest)(load('cuda'))), /\/devices is required/],
     ['a bad status', JSON.stringify(((r) => ((r.devices[0]!.checks[0]!.status = 'great' as 'pass'), r))(clone(load('cuda')))), /\/devices\/0\/checks\/0\/status must be equal to one of the allowed values/],
     ['an array', '[]', /not a results file/],

@@ -403,7 +403,7 @@ describe('hand-made results', () => {
     expect(validate.errors!.some((e) => e.instancePath === '/devices/1' && e.params && (e.params as { missingProperty?: string }).missingProperty === 'verdict')).toBe(true);
 
     const cases: [string, (r: Record<string, any>) => void][] = [
-      ['schemaVersion 2', (r) => (r.schemaVersion = 2)],
+      ['schemaVersion 3', (r) => (r.schemaVersion = 3)],
       ['a backend not known', (r) => (r.devices[0].backend = 'metal')],
       ['a verdict kind not known', (r) => (r.devices[0].verdict.kind = 'Fine')],
       ['Refused without a refusal', (r) => (r.devices[0].verdict = { kind: 'Refused', text: 'Refused' })],
