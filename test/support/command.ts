@@ -6,9 +6,16 @@ export const ROOT = resolve(import.meta.dirname, '..', '..');
 /** The built command (npm test builds dist/ first). */
 export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 
-/** process.env without MAPPED_REG_* (and without `drop`), then `extra`. */
+/**
+ * The kernel's pressure figures of a quiet machine (all zero), which the command reads instead of /proc/pressure
+ * (MAPPED_REG_PROC_ROOT): this machine's own, under the load of the other test files, would make a run "busy"
+ * by luck. The tests of the busy rules give their own.
+ */
+export const QUIET_PROC = join(ROOT, 'test', 'fixtures', 'quiet-proc');
+
+/** process.env without MAPPED_REG_* (and without `drop`), with a quiet machine's pressure, then `extra`. */
 export function cleanEnv(extra: Record<string, string | undefined> = {}, drop: string[] = []): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_') || drop.includes(k)) delete base[k];
-  return { ...base, ...extra };
+  return { ...base, MAPPED_REG_PROC_ROOT: QUIET_PROC, ...extra };
 }
