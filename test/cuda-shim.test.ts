@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DeviceOps } from '../bindings/device-ops.js';
+import type { Host } from '../src/ops.js';
 import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
 import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { buildDoubles } from './double/build.js';
@@ -61,12 +62,13 @@ function upload(d: DiscoveredDevice, kind: Kind, bytes: number, slow: Record<str
   Object.assign(process.env, slow); // the shim reads them at each copy
   try {
     return d.native!.withOps(bytes, (ops: DeviceOps) => {
-      let source: Mapping;
+      let source: Host;
       if (kind === 'pinned') source = ops.allocHost(bytes);
       else {
-        source = mmap(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        mappings.push(source);
-        source.bytes.fill(0x3c);
+        const m = mmap(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mappings.push(m);
+        m.bytes.fill(0x3c);
+        source = m;
       }
       if (kind === 'registered') ops.register(source);
       try {
