@@ -6,6 +6,9 @@
 //                                        start, as after a bad upgrade; 100: no device)
 //   MAPPED_REG_SHIM_SLOW_REGISTERED=F    a host-to-device copy whose source lies in a registered range takes F
 //                                        times as long (F = 1.25: its GB/s falls by 20%); other copies as they are
+//   MAPPED_REG_SHIM_SLOW_ALL=F           every host-to-device copy (registered, page-locked, pageable) takes F times
+//                                        as long: a platform or DMA path that got slower. With SLOW_REGISTERED too, a
+//                                        registered copy takes both factors. F <= 1 or not a number: no change
 // Loaded by path: MAPPED_REG_CUDA_LIBRARY=/path/cuda-shim.so. Build: cc -shared -fPIC -O2 -o cuda-shim.so cuda-shim.c -ldl
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -103,8 +106,11 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
   static int (*f)(unsigned long long, const void *, size_t);
   if (!f) f = (int (*)(unsigned long long, const void *, size_t))real("cuMemcpyHtoD_v2");
   const char *slow = getenv("MAPPED_REG_SHIM_SLOW_REGISTERED");
-  double factor = slow ? atof(slow) : 1.0;
-  if (factor <= 1.0 || !registered(src, n)) return f(dst, src, n);
+  const char *all = getenv("MAPPED_REG_SHIM_SLOW_ALL");
+  double slow_registered = slow ? atof(slow) : 1.0, slow_all = all ? atof(all) : 1.0;
+  double factor = slow_all > 1.0 ? slow_all : 1.0;
+  if (slow_registered > 1.0 && registered(src, n)) factor *= slow_registered;
+  if (factor <= 1.0) return f(dst, src, n);
   double t0 = now();
   int r = f(dst, src, n);
   double until = t0 + (now() - t0) * factor;

@@ -26,6 +26,8 @@ export interface DoublePaths {
   hip: string;
   /** libnvidia-ml_double.so: the ABI of libnvidia-ml.so.1 for the calls bindings/gpu-users.ts makes. */
   nvml: string;
+  /** libhost_busy_double.so: an LD_PRELOAD library pacing large memmove calls ("host memory busy"). */
+  hostBusy: string;
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,22 +35,24 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const DOUBLE_BUILD_DIR = join(here, 'build');
 
 const FLAGS = ['-shared', '-fPIC', '-O2', '-Wall', '-Werror', '-std=gnu11', '-fvisibility=hidden', '-pthread'];
-/** The driver engine both driver doubles compile in (the NVML double is self-contained). */
-const DRIVER_SOURCES = ['common.c'];
-const DRIVER_HEADERS = ['common.h'];
 
 interface Target {
   output: string;
-  main: string;
-  /** Further sources compiled in, and headers hashed with them. */
-  sources: readonly string[];
-  headers: readonly string[];
+  /** The C files compiled together. */
+  sources: string[];
+  /** Headers whose change means a rebuild. */
+  headers: string[];
+  /** Libraries linked after the sources. */
+  libs: string[];
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', main: 'cuda_double.c', sources: DRIVER_SOURCES, headers: DRIVER_HEADERS },
-  hip: { output: 'libamdhip64_double.so', main: 'hip_double.c', sources: DRIVER_SOURCES, headers: DRIVER_HEADERS },
-  nvml: { output: 'libnvidia-ml_double.so', main: 'nvml_double.c', sources: [], headers: [] },
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h'], libs: [] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c'], headers: ['common.h'], libs: [] },
+  // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
+  // self-contained: it shares nothing with the driver engine
+  nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
+  hostBusy: { output: 'libhost_busy_double.so', sources: ['host_busy.c'], headers: [], libs: ['-ldl'] },
 };
 
 /** The compiler command: env CC (may carry arguments, e.g. "ccache gcc"), else cc. */
@@ -58,9 +62,9 @@ function compiler(): { cmd: string; args: string[] } {
   return { cmd: cmd ?? 'cc', args };
 }
 
-function sourceHash(cc: { cmd: string; args: string[] }, files: string[]): string {
+function sourceHash(cc: { cmd: string; args: string[] }, files: string[], libs: string[]): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([cc.cmd, cc.args, FLAGS]));
+  h.update(JSON.stringify([cc.cmd, cc.args, FLAGS, libs]));
   for (const f of files) {
     h.update(`\0${f}\0`);
     h.update(readFileSync(join(here, f)));
@@ -123,8 +127,7 @@ function upToDate(output: string, stamp: string, hash: string): boolean {
 function buildOne(target: Target, cc: { cmd: string; args: string[] }): string {
   const output = join(DOUBLE_BUILD_DIR, target.output);
   const stamp = `${output}.sha256`;
-  const sources = [target.main, ...target.sources];
-  const hash = sourceHash(cc, [...sources, ...target.headers]);
+  const hash = sourceHash(cc, [...target.sources, ...target.headers], target.libs);
   if (upToDate(output, stamp, hash)) return output;
   return withBuildLock(() => (upToDate(output, stamp, hash) ? output : compile(target, cc, output, stamp, hash)));
 }
@@ -136,12 +139,11 @@ function compile(
   stamp: string,
   hash: string,
 ): string {
-  const sources = [target.main, ...target.sources];
   // Compile under a temporary name and rename: a process that loads the library (or builds it at the
   // same time, from another test file) never sees a half-written file.
   const tmp = tempName(output);
   try {
-    execFileSync(cc.cmd, [...cc.args, ...FLAGS, '-o', tmp, ...sources.map((s) => join(here, s))], {
+    execFileSync(cc.cmd, [...cc.args, ...FLAGS, '-o', tmp, ...target.sources.map((s) => join(here, s)), ...target.libs], {
       cwd: here,
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
@@ -166,11 +168,11 @@ function compile(
 }
 
 /**
- * Compiles the CUDA and the HIP driver doubles and the NVML double (when their sources, the compiler or the flags changed
+ * Compiles the CUDA and the HIP driver doubles, the NVML double and the host-busy library (when their sources, the compiler or the flags changed
  * since the last build) and returns the paths of the libraries. Throws when no C compiler is there or the
  * build fails: the tests that need a double then fail rather than skip.
  */
 export function buildDoubles(): DoublePaths {
   const cc = compiler();
-  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), nvml: buildOne(TARGETS.nvml, cc) };
+  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), nvml: buildOne(TARGETS.nvml, cc), hostBusy: buildOne(TARGETS.hostBusy, cc) };
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,6 +443,154 @@ static int read_rates(rates_t out[DBL_MAX_DEVICES]) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- the shared link */
+
+/*
+ * MAPPED_REG_DOUBLE_LINK_FILE / MAPPED_REG_DOUBLE_LINK_GBPS: every host-to-device copy of every process naming the
+ * same file shares G GB/s. Each process keeps one slot in the file (its pid and its copies in flight, one 64-bit
+ * word changed only by compare-and-swap or atomic add, so no lock is held across processes); a copy advances at
+ * G / k while k copies are in flight, k counted over the slots of live processes. A slot of a dead process (killed
+ * in a copy) is not counted, and is freed by the next process that counts it.
+ */
+#define LINK_MAGIC "MRLINK1"
+#define LINK_SLICE_S 0.001 /* how often a copy in flight counts the others again */
+
+static uint64_t slot_word(uint32_t pid, uint32_t active) { return ((uint64_t)pid << 32) | active; }
+static uint32_t slot_pid(uint64_t w) { return (uint32_t)(w >> 32); }
+static uint32_t slot_active(uint64_t w) { return (uint32_t)w; }
+
+/* A process is alive when it exists and is not a zombie (killed, not reaped yet: it copies nothing any more). */
+static int pid_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t r = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (r <= 0) return 1;
+  buf[r] = '\0';
+  const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parentheses: the state follows the last ')' */
+  return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
+/* Maps the link file (created when missing, grown to its size, never shrunk). 0, or -1 reported on stderr. */
+static int link_map(const char *path, link_file_t **out) {
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || ((size_t)st.st_size < sizeof(link_file_t) && ftruncate(fd, sizeof(link_file_t)) != 0)) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_LINK_FILE '%s' cannot be opened read-write: %s (see test/double/README.md)\n", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  void *m = mmap(NULL, sizeof(link_file_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_LINK_FILE '%s' cannot be mapped: %s (see test/double/README.md)\n", path, strerror(errno));
+    return -1;
+  }
+  link_file_t *l = m;
+  char want[8] = LINK_MAGIC;
+  if (memcmp(l->magic, want, sizeof want) != 0) memcpy(l->magic, want, sizeof want); /* a new file; every writer writes the same bytes */
+  *out = l;
+  return 0;
+}
+
+static void link_unmap(void) {
+  if (g.link) munmap(g.link, sizeof(link_file_t));
+  g.link = NULL;
+}
+
+/* This process's slot (claimed when it has none: a free slot, else one of a dead process); NULL when all 64 are
+ * held by live processes (its copies then go unpaced by the link, as if alone: reported once). */
+static uint64_t *link_slot(void) {
+  uint32_t me = (uint32_t)getpid();
+  for (int i = 0; i < DBL_LINK_SLOTS; i++) {
+    if (slot_pid(__atomic_load_n(&g.link->slots[i], __ATOMIC_SEQ_CST)) == me) return &g.link->slots[i];
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < DBL_LINK_SLOTS; i++) {
+      uint64_t w = __atomic_load_n(&g.link->slots[i], __ATOMIC_SEQ_CST);
+      if (w != 0 && (pass == 0 || pid_alive((pid_t)slot_pid(w)))) continue;
+      if (__atomic_compare_exchange_n(&g.link->slots[i], &w, slot_word(me, 0), 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return &g.link->slots[i];
+    }
+  }
+  static int said;
+  if (!said++) fprintf(stderr, "mapped-reg driver double: every slot of MAPPED_REG_DOUBLE_LINK_FILE is held by a live process\n");
+  return NULL;
+}
+
+/* Copies in flight on the link now, over live processes; frees the slots of dead ones. */
+static uint32_t link_in_flight(void) {
+  uint32_t k = 0, me = (uint32_t)getpid();
+  for (int i = 0; i < DBL_LINK_SLOTS; i++) {
+    uint64_t w = __atomic_load_n(&g.link->slots[i], __ATOMIC_SEQ_CST);
+    if (w == 0) continue;
+    if (slot_pid(w) != me && !pid_alive((pid_t)slot_pid(w))) {
+      __atomic_compare_exchange_n(&g.link->slots[i], &w, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      continue;
+    }
+    k += slot_active(w);
+  }
+  return k;
+}
+
+/*
+ * The host-to-device copy itself: memcpy, and with a shared link, the copy in flight until its n bytes have gone
+ * through at G / k. Integrated in slices of LINK_SLICE_S: each slice advances G / k times its length, k the larger
+ * of the counts at its start and end (so two copies in flight together never pass more than G between them, and a
+ * copy alone never more than G), the last stretch waited for as `pace` does. Returns how long the memcpy took.
+ */
+static double link_copy(uintptr_t dst, uintptr_t src, size_t n) {
+  uint64_t *slot = g.link ? link_slot() : NULL;
+  if (slot) __atomic_add_fetch(slot, 1, __ATOMIC_SEQ_CST);
+  double t0 = dbl_now();
+  memcpy((void *)dst, (const void *)src, n);
+  double t1 = dbl_now();
+  if (!slot) return t1 - t0;
+  double left = (double)n, t = t0;
+  uint32_t k0 = link_in_flight();
+  for (;;) {
+    double rate = g.link_gbps * 1e9 / (double)(k0 ? k0 : 1);
+    double need = left / rate;
+    double now = dbl_now();
+    if (now < t + need) {
+      if (need - (now - t) <= LINK_SLICE_S) wait_until(t + need);
+      else sleep_s(LINK_SLICE_S);
+    }
+    now = dbl_now();
+    uint32_t k1 = link_in_flight();
+    uint32_t k = k1 > k0 ? k1 : k0;
+    left -= g.link_gbps * 1e9 / (double)(k ? k : 1) * (now - t);
+    t = now;
+    k0 = k1;
+    if (left <= 0) break;
+  }
+  __atomic_sub_fetch(slot, 1, __ATOMIC_SEQ_CST);
+  return t1 - t0;
+}
+
+/* Reads MAPPED_REG_DOUBLE_LINK_FILE and MAPPED_REG_DOUBLE_LINK_GBPS (both or neither). 0, or -1 reported on stderr. */
+static int read_link(double *gbps, link_file_t **link) {
+  const char *file = getenv("MAPPED_REG_DOUBLE_LINK_FILE");
+  const char *rate = getenv("MAPPED_REG_DOUBLE_LINK_GBPS");
+  int has_file = file && *file, has_rate = rate && *rate;
+  *gbps = 0;
+  *link = NULL;
+  if (!has_file && !has_rate) return 0;
+  if (!has_file || !has_rate) {
+    fprintf(stderr, "mapped-reg driver double: %s is set without %s: a shared link needs both (see test/double/README.md)\n",
+            has_file ? "MAPPED_REG_DOUBLE_LINK_FILE" : "MAPPED_REG_DOUBLE_LINK_GBPS", has_file ? "MAPPED_REG_DOUBLE_LINK_GBPS" : "MAPPED_REG_DOUBLE_LINK_FILE");
+    return -1;
+  }
+  *gbps = parse_gbps(rate);
+  if (!(*gbps > 0)) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_LINK_GBPS '%s' is not known: a positive decimal in GB/s (see test/double/README.md)\n", rate);
+    return -1;
+  }
+  return link_map(file, link);
+}
+
 /*
  * MAPPED_REG_DOUBLE_ORDER: comma-separated distinct physical indices below ndev; API ordinal i is order[i].
  * Unset or empty: the identity over ndev. Returns the number of API ordinals, or -1 (reported on stderr).
@@ -506,10 +655,14 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (napi < 0) return g.last_init_result = DR_INVALID_VALUE;
   rates_t rates[DBL_MAX_DEVICES];
   if (read_rates(rates) != 0) return g.last_init_result = DR_INVALID_VALUE;
+  double link_gbps;
+  link_file_t *link;
+  if (read_link(&link_gbps, &link) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long hipv = 0;
   if (api == API_HIP) {
     if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : 70204000L, &hipv) != 0) {
       parse_error("version MAPPED_REG_DOUBLE_HIP_VERSION", getenv("MAPPED_REG_DOUBLE_HIP_VERSION"));
+      if (link) munmap(link, sizeof *link);
       return g.last_init_result = DR_INVALID_VALUE;
     }
   }
@@ -521,6 +674,9 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   memcpy(g.order, order, sizeof order);
   memcpy(g.rates, rates, sizeof rates);
   g.hip_version = hipv;
+  link_unmap();
+  g.link = link;
+  g.link_gbps = link_gbps;
   if (faults.init_fails) return g.last_init_result = DR_UNKNOWN;
   if (prof.nodevice || faults.nodevice || ndev == 0) {
     g.ndevices = 0;
@@ -578,6 +734,7 @@ static void drop_allocations(int device) {
 }
 
 void dbl_reset_all(void) {
+  link_unmap();
   for (size_t i = 0; i < g.nregs; i++) free(g.regs[i].snapshot);
   free(g.dropped);
   for (size_t i = 0; i < g.ndallocs; i++) free((void *)g.dallocs[i].p);
@@ -817,7 +974,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   if (!find_alloc(g.dallocs, g.ndallocs, dst, n)) return DR_INVALID_VALUE;
   const rates_t *rates = &g.rates[dbl_physical(device)];
   if (find_alloc(g.hallocs, g.nhallocs, src, n)) {
-    memcpy((void *)dst, (const void *)src, n); /* page-locked memory: always right */
+    link_copy(dst, src, n); /* page-locked memory: always right */
     pace(entry, n, rates->pinned);
     return DR_OK;
   }
@@ -836,9 +993,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
       g.regs[i].used = 1;
     }
   }
-  double t0 = dbl_now();
-  memcpy((void *)dst, (const void *)src, n);
-  double t1 = dbl_now();
+  double copy_s = link_copy(dst, src, n);
   if (!registered) {
     pace(entry, n, rates->pageable);
     return DR_OK;
@@ -856,7 +1011,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   if (g.faults.wrong_bytes) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;
   }
-  if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * (t1 - t0));
+  if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * copy_s);
   pace(entry, n, rates->registered);
   return DR_OK;
 }

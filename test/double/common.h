@@ -97,6 +97,15 @@ typedef struct {
   double pageable;   /* any other host memory */
 } rates_t;
 
+/* The shared link (MAPPED_REG_DOUBLE_LINK_FILE, MAPPED_REG_DOUBLE_LINK_GBPS): a file mapped MAP_SHARED by every
+ * process naming it, holding one 64-bit word per process that copies: its pid (high 32 bits) and how many of its
+ * host-to-device copies are in flight (low 32 bits), changed only with atomics. */
+#define DBL_LINK_SLOTS 64
+typedef struct {
+  char magic[8];                    /* "MRLINK1" */
+  uint64_t slots[DBL_LINK_SLOTS];   /* 0: free */
+} link_file_t;
+
 typedef struct {
   uintptr_t start;    /* the pointer given to register (what unregister must be given) */
   size_t len;         /* the size given */
@@ -140,6 +149,8 @@ typedef struct {
   int order[DBL_MAX_DEVICES];        /* MAPPED_REG_DOUBLE_ORDER: the physical device of each API ordinal */
   rates_t rates[DBL_MAX_DEVICES];    /* by physical device, MAPPED_REG_DOUBLE_RATES_<N> over MAPPED_REG_DOUBLE_RATES */
   long hip_version;
+  double link_gbps;                  /* MAPPED_REG_DOUBLE_LINK_GBPS: 0 when no shared link */
+  link_file_t *link;                 /* MAPPED_REG_DOUBLE_LINK_FILE mapped (NULL when no shared link) */
   /* state */
   int initialized;
   int last_init_result;
