@@ -82,6 +82,8 @@ export interface DeviceLoad {
   /** Milliseconds spent waiting for quiet between timings, and waiting for the host-wide timing lock (all timings). */
   waitedForQuietMs: number;
   lockWaitMs: number;
+  /** Milliseconds the timed copies took, all timings: what the lock serializes between devices and runs. */
+  timedMs: number;
   /** --quiet-wait, in seconds. */
   quietWaitS: number;
   /** Other processes with a context on the GPU, seen just before or after the last timing. */

@@ -117,6 +117,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
     let attempts = 0;
     let lockWaitMs = 0;
     let waitedForQuietMs = 0;
+    let timedMs = 0;
     try {
       for (;;) {
         attempts += 1;
@@ -126,7 +127,9 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
         let times: CopyTimes;
         try {
           const before = look();
+          const t0 = performance.now();
           times = time();
+          timedMs += performance.now() - t0;
           looks = [before, look()];
         } finally {
           lock.release();
@@ -141,6 +144,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
           attempts,
           waitedForQuietMs,
           lockWaitMs,
+          timedMs,
           quietWaitS: o.quiet.waitS,
           processes: usersOf(looks),
           linkMBps: linkTraffic(looks),
