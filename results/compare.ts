@@ -177,6 +177,15 @@ export const arrow = (o: string | undefined, n: string | undefined): string => `
 export const gbpsText = (x: number): string => `${x.toFixed(2)} GB/s`;
 export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
+/**
+ * Whether the fall from OLD to NEU is more than `maxDrop` (a fraction of OLD): it must pass the limit by more than
+ * one part in a billion of OLD, so a fall of exactly the limit is never one, however the division rounds
+ * (1 - 1.773 / 1.97 is 0.10000000000000009); no measurement resolves a billionth. A rise is never a fall.
+ */
+export function exceedsDrop(old: number, neu: number, maxDrop: number): boolean {
+  return (old - neu) / old - maxDrop > 1e-9;
+}
+
 /** The registered GB/s of OLD against NEW's, judged against `maxDrop`; undefined when neither has a figure. */
 export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
   const of = o?.timing?.registeredGBps;
@@ -192,7 +201,8 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
   // no figure on one side: the verdict (and probe.verdict) already say why; a figure is not judged alone
   if (of === undefined || nf === undefined || !(of > 0)) return summaryOf(of === undefined ? 'new' : 'missing');
   const drop = 1 - nf / of;
-  const kind: ChangeKind = drop > maxDrop ? 'regression' : -drop > maxDrop ? 'fix' : 'unchanged';
+  // a rise beyond the limit (a fix) is judged as the mirror image of a fall: NEW above OLD by more than maxDrop of OLD
+  const kind: ChangeKind = exceedsDrop(of, nf, maxDrop) ? 'regression' : exceedsDrop(of, 2 * of - nf, maxDrop) ? 'fix' : 'unchanged';
   const sign = drop > 0 ? '-' : '+';
   const ch = summaryOf(kind, ` (${sign}${percent(Math.abs(drop))})`);
   const staged = { ...(o?.timing ? { old: o.timing.stagedGBps } : {}), ...(n?.timing ? { new: n.timing.stagedGBps } : {}) };
