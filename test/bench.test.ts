@@ -143,10 +143,32 @@ describe('bench against the driver double', () => {
     expect(readdirSync(scratch)).toEqual([]);
 
     // each measurement (bench/measurements/) filled the field its key names, on both devices
-    const keys = MEASUREMENTS.map((m) => m.key);
-    expect(new Set(keys).size).toBe(keys.length);
+    // (the keys and the figure each must hold, written here: a measurement added or gone fails the first line)
+    const figures: Record<string, string> = {
+      'copies.pageable': 'medianGBps',
+      'copies.staged': 'medianGBps',
+      'copies.pageLocked': 'medianGBps',
+      'copies.registered': 'medianGBps',
+      'copies.stagedHalf': 'medianGBps',
+      driverCall: 'medianUs',
+      link: 'gbps',
+      native: 'registeredGBps',
+      'registration.cold': 'registerMsPerGiB.best',
+      'registration.warm': 'registerMsPerGiB.best',
+    };
+    expect(MEASUREMENTS.map((m) => m.key).sort()).toEqual(Object.keys(figures).sort());
+    const at = (x: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], x);
+    expect(res.devices).toHaveLength(2);
     for (const d of res.devices) {
-      for (const key of keys) expect(key.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], d as unknown), `${d.id} ${key}`).toBeDefined();
+      for (const [key, figure] of Object.entries(figures)) {
+        const m = at(d, key) as { error?: unknown } | undefined;
+        // the double's made-up PCI bus id has no sysfs link: the link measurement says why instead of a figure
+        if (key === 'link' && typeof m?.error === 'string') {
+          expect(m.error, `${d.id} link`).not.toBe('');
+          continue;
+        }
+        expectPositive(at(m, figure) as number, `${d.id} ${key}.${figure}`);
+      }
     }
     // the text is made from the result alone: the JSON renders to the same lines
     expect(r.stdout).toBe(`${renderText(res).join('\n')}\n`);

@@ -251,7 +251,8 @@ describe('history compare', () => {
     expect(named.regressions.map((x) => x.line).sort()).toEqual(all.regressions.map((x) => x.line).sort());
     // device= by id: only cuda:0 of each host (a host whose GPU went missing numbers the rest again: compare does too)
     const zero = JSON.parse(cli(['history', 'compare', '--db', db, '--old', `${OLD} device=cuda:0`, '--new', `${NEW} device=cuda:0`, '--json']).stdout) as HistoryJson;
-    expect(zero.regressions.every((x) => x.line.includes(' cuda:0 '))).toBe(true);
+    expect(zero.regressions.length).toBeGreaterThan(0);
+    expect(zero.regressions.filter((x) => !x.line.includes(' cuda:0 '))).toEqual([]);
   });
 
   it('the latest run of a host counts: a later run that passes again clears its regression; an earlier one changes nothing', () => {
