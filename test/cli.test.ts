@@ -243,7 +243,7 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
 
   it('a process that dies while it discovers: one line, exit 2, nothing written', () => {
     const json = join(work, 'discovery-crash.json');
-    const r = cli(['--json', json], { MAPPED_REG_FORCE_CRASH: '@discovery' });
+    const r = cli(['--json', json, '--scratch-dir', mkdtempSync(join(work, 'scratch-'))], { MAPPED_REG_FORCE_CRASH: '@discovery' });
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cuda\) was killed by SIGSEGV before it reported/)]);
     expect(existsSync(json)).toBe(false);
@@ -251,7 +251,7 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
 
   it('a process that hangs while it discovers is killed after --timeout plus the grace: one line, exit 2', () => {
     const json = join(work, 'discovery-hang.json');
-    const r = cli(['--json', json, '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });
+    const r = cli(['--json', json, '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cpu\) reported nothing for 11 s and was killed/)]);
     expect(existsSync(json)).toBe(false);
