@@ -154,6 +154,8 @@ const mutations = [
     edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return 1 - neu / old > maxDrop;']), GATE],
   ['gate boundary: exceedsDrop counts exactly the limit', 'gate: the bandwidth limit', compareRules, edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return (old - neu) / old - maxDrop >= -1e-9;']), GATE],
   ['gate boundary: exceedsDrop allows a point more', 'gate: the bandwidth limit', compareRules, edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return (old - neu) / old - maxDrop > 0.01 + 1e-9;']), GATE],
+  ['gate boundary: a rise judged by the plain fraction (exactly the limit rounds into a fix)', 'gate: the bandwidth limit', compareRules,
+    edits(["exceedsDrop(of, 2 * of - nf, maxDrop) ? 'fix'", "-drop > maxDrop ? 'fix'"]), GATE],
   ['gate boundary: a listed Usable verdict is no unexpected pass', 'gate: unexpected pass', compareRules, edits([" || (ch.check === VERDICT_CHECK && ch.new === 'Usable')", '']), GATE],
   ['gate boundary: --require cuda:1 met by any cuda device', 'gate: --require', gateRules, edits(["r.kind === 'id' ? !ofBackend.some((d) => d.id === r.id)", "r.kind === 'id' ? ofBackend.length === 0"]), GATE],
   ['gate boundary: a bandwidth drop that could not be re-run is flaky', 'gate: re-runs', gateRules,
