@@ -248,6 +248,9 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
   const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
   await selectSides(c, old, neu);
   const expCand = await expectationCandidates(c, o.expectations);
+  // compare's exceedsDrop, with the same operations in the same order (so rounding alike): a fall, or the mirror
+  // image of a rise, of more than maxDrop of the old figure
+  const exceeds = (neu: string): string => `((o.registered - ${neu}) / o.registered - CAST(${maxDrop} AS DOUBLE) > 1e-9)`;
   // every pair of devices of a compared host; judged by compare when anything could have changed
   await c.run(`CREATE OR REPLACE TEMP TABLE pairs AS
     SELECT coalesce(n.host, o.host) AS host, o.run AS orun, o.ord AS oord, n.run AS nrun, n.ord AS nord,
@@ -257,7 +260,7 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
         WHEN o.run IS NULL THEN n.failing OR n.has_error OR n.dup_checks
         ELSE o.vlabel <> n.vlabel OR o.sig <> n.sig OR n.has_error OR o.dup_checks OR n.dup_checks
           OR (o.registered IS NULL) <> (n.registered IS NULL)
-          OR (o.registered IS NOT NULL AND NOT (o.registered > 0 AND (n.registered = o.registered OR abs(1 - n.registered / o.registered) < ${maxDrop} - 1e-12)))
+          OR (o.registered IS NOT NULL AND NOT (o.registered > 0 AND NOT ${exceeds('n.registered')} AND NOT ${exceeds('(2 * o.registered - n.registered)')}))
       END AS judged,
       CASE WHEN o.run IS NULL THEN 'new' ELSE 'unchanged' END AS kind,
       1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries

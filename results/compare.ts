@@ -180,11 +180,12 @@ export const gbpsText = (x: number): string => `${x.toFixed(2)} GB/s`;
 export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
 /**
- * The fall from `old` to `neu` is more than `maxDrop` (a fraction of `old`). A fall of exactly the limit is not:
- * the comparison allows 1e-9 for floating-point rounding, so that 2.19 -> 1.971 at 10% is judged as the 10% it is.
+ * Whether the fall from OLD to NEU is more than `maxDrop` (a fraction of OLD): it must pass the limit by more than
+ * one part in a billion of OLD, so a fall of exactly the limit is never one, however the division rounds
+ * (1 - 1.773 / 1.97 is 0.10000000000000009); no measurement resolves a billionth. A rise is never a fall.
  */
 export function exceedsDrop(old: number, neu: number, maxDrop: number): boolean {
-  return 1 - neu / old > maxDrop + 1e-9;
+  return (old - neu) / old - maxDrop > 1e-9;
 }
 
 const figureText = (x: number | undefined): string | undefined => (x === undefined ? undefined : gbpsText(x));
@@ -218,8 +219,9 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
   // no figure on one side: the verdict (and probe.verdict) already say why; a figure is not judged alone
   if (of === undefined || nf === undefined || !(of > 0)) return summaryOf(of === undefined ? 'new' : 'missing');
   const drop = 1 - nf / of;
+  // a rise beyond the limit (a fix) is judged as the mirror image of a fall: NEW above OLD by more than maxDrop of OLD
   const falls = exceedsDrop(of, nf, maxDrop);
-  const kind: ChangeKind = falls ? (n?.load?.busy ? 'error' : 'regression') : -drop > maxDrop ? 'fix' : 'unchanged';
+  const kind: ChangeKind = falls ? (n?.load?.busy ? 'error' : 'regression') : exceedsDrop(of, 2 * of - nf, maxDrop) ? 'fix' : 'unchanged';
   const ch = summaryOf(kind, ` (${signed(drop)})`);
   const staged = { ...(o?.timing ? { old: o.timing.stagedGBps } : {}), ...(n?.timing ? { new: n.timing.stagedGBps } : {}) };
   const lockedOld = o?.timing?.pageLockedGBps;
@@ -271,7 +273,7 @@ export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithH
   if (exceedsDrop(of, nf, maxDrop)) {
     ch.kind = 'regression';
     ch.note = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed: registered copies got slower than page-locked ones timed beside them: the driver's registration`;
-  } else if (-drop > maxDrop) ch.kind = 'fix';
+  } else if (exceedsDrop(of, 2 * of - nf, maxDrop)) ch.kind = 'fix';
   return ch;
 }
 

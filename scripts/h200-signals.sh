@@ -23,21 +23,23 @@
 # <scenario>-after.log/.json (the second run), summary.tsv; prints a table. Exit 0 when every scenario met its
 # expectation, else 1. Needs bash, coreutils, procps and node; nothing else, no network, no compiler.
 #
-# Environment: SIZE (MiB probed, default 256), SCRATCH (scratch folder, default the package's scratch/, as a default
-# run uses), MAIN (the command, default dist/cli/main.js), SIGNALS_ARGS (extra options for every run),
-# WAIT_S (bound of each wait, default 120), SCENARIOS (default all four); MAPPED_REG_CUDA_LIBRARY and the other
-# MAPPED_REG_* variables pass through to the command (the tests point it at the driver double).
+# Environment (only its own MAPPED_REG_SIGNALS_* variables, so that a MAIN or SIZE of the caller's changes nothing):
+# MAPPED_REG_SIGNALS_SIZE (MiB probed, default 256), MAPPED_REG_SIGNALS_SCRATCH (scratch folder, default the
+# package's scratch/, as a default run uses), MAPPED_REG_SIGNALS_MAIN (the command, default dist/cli/main.js),
+# MAPPED_REG_SIGNALS_ARGS (extra options for every run), MAPPED_REG_SIGNALS_WAIT_S (bound of each wait, default
+# 120), MAPPED_REG_SIGNALS_SCENARIOS (default all four); MAPPED_REG_CUDA_LIBRARY and the other MAPPED_REG_*
+# variables pass through to the command (the tests point it at the driver double).
 set -uo pipefail
 
 out=${1:?usage: bash scripts/h200-signals.sh OUT}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-size=${SIZE:-256}
-main=${MAIN:-dist/cli/main.js}
-wait_s=${WAIT_S:-120}
-read -r -a extra <<< "${SIGNALS_ARGS:-}"
-scenarios=${SCENARIOS:-kill-scratch kill-probe kill-between term-probe}
-scratch=${SCRATCH:-$PWD/scratch}
+size=${MAPPED_REG_SIGNALS_SIZE:-256}
+main=${MAPPED_REG_SIGNALS_MAIN:-dist/cli/main.js}
+wait_s=${MAPPED_REG_SIGNALS_WAIT_S:-120}
+read -r -a extra <<< "${MAPPED_REG_SIGNALS_ARGS:-}"
+scenarios=${MAPPED_REG_SIGNALS_SCENARIOS:-kill-scratch kill-probe kill-between term-probe}
+scratch=${MAPPED_REG_SIGNALS_SCRATCH:-$PWD/scratch}
 mkdir -p "$scratch"
 [[ -f $main ]] || { echo "h200-signals: $main not found: run from the project's root with dist/ built" >&2; exit 2; }
 # the driver's library and the test hooks, as the command sees them

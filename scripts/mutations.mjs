@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Applies each named mutation to the model (src/), the checks (suites/checks/, suites/hazards/) or the bindings (bindings/), one at
-// a time, runs the test files that hold that code, and writes which tests failed to docs/mutations.md. The
-// source is restored after each run (and on any error). Every pattern must match the source, or the script
-// stops: a stale pattern would make a mutation a no-op that "survives" for nothing.
+// Applies each named mutation to the model (src/), the checks (suites/checks/, suites/hazards/), the bindings (bindings/) or the
+// gate's rules (results/compare.ts, results/gate.ts, history/compare.ts), one at a time, runs the test files that
+// hold that code, and writes which tests failed to docs/mutations.md. The source is restored after each run (and on
+// any error). Every pattern must match the source, or the script stops: a stale pattern would make a mutation a
+// no-op that "survives" for nothing.
 // Usage: node scripts/mutations.mjs [--dry] [name-substring]   (all mutations when none is given; --dry: only
 // check that every pattern matches the sources)
 import { execFileSync } from 'node:child_process';
@@ -23,12 +24,16 @@ const hazardRelease = 'suites/hazards/release.ts';
 const hazardFileChanges = 'suites/hazards/file-changes.ts';
 const hazardReset = 'suites/hazards/reset.ts';
 const deviceOps = 'bindings/device-ops.ts';
+const compareRules = 'results/compare.ts';
+const gateRules = 'results/gate.ts';
+const historyCompare = 'history/compare.ts';
 
 /** The test files that hold each part. */
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
 const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
 const BINDINGS = ['test/cuda.test.ts', 'test/hip.test.ts'];
+const GATE = ['test/gate-boundaries.test.ts'];
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -144,6 +149,20 @@ const mutations = [
   // ---- our own: the bindings
   ['withCudaOps gives back the context retain while a registration is outstanding', 'bindings: the context retain', 'bindings/cuda.ts', edits(['            return left === 0\n', '            return true\n']), BINDINGS],
   ['deviceOps: an upload larger than the device buffer reaches the driver', 'bindings: sizes', deviceOps, edits(["      enter('upload');\n      fits('upload', host);\n", "      enter('upload');\n"]), BINDINGS],
+  // ---- the gate at its boundaries (each rule just inside, at and past its edge)
+  ['gate boundary: exceedsDrop as the plain fraction (exactly the limit rounds into a drop)', 'gate: the bandwidth limit', compareRules,
+    edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return 1 - neu / old > maxDrop;']), GATE],
+  ['gate boundary: exceedsDrop counts exactly the limit', 'gate: the bandwidth limit', compareRules, edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return (old - neu) / old - maxDrop >= -1e-9;']), GATE],
+  ['gate boundary: exceedsDrop allows a point more', 'gate: the bandwidth limit', compareRules, edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return (old - neu) / old - maxDrop > 0.01 + 1e-9;']), GATE],
+  ['gate boundary: a rise judged by the plain fraction (exactly the limit rounds into a fix)', 'gate: the bandwidth limit', compareRules,
+    edits(["exceedsDrop(of, 2 * of - nf, maxDrop) ? 'fix'", "-drop > maxDrop ? 'fix'"]), GATE],
+  ['gate boundary: a listed Usable verdict is no unexpected pass', 'gate: unexpected pass', compareRules, edits([" || (ch.check === VERDICT_CHECK && ch.new === 'Usable')", '']), GATE],
+  ['gate boundary: --require cuda:1 met by any cuda device', 'gate: --require', gateRules, edits(["r.kind === 'id' ? !ofBackend.some((d) => d.id === r.id)", "r.kind === 'id' ? ofBackend.length === 0"]), GATE],
+  ['gate boundary: a bandwidth drop that could not be re-run is flaky', 'gate: re-runs', gateRules,
+    edits(["d.changes[i] = again && again.kind !== 'regression' ? flaky(ch, info!, gbpsText(figure!))", "d.changes[i] = !r ? flaky(ch, { status: 'pass' }, 'none') : again && again.kind !== 'regression' ? flaky(ch, info!, gbpsText(figure!))"]), GATE],
+  ['gate boundary: the history prefilter ignores --max-drop', 'history: the SQL prefilter', historyCompare, edits(['CAST(${maxDrop} AS DOUBLE)', 'CAST(${DEFAULT_MAX_DROP} AS DOUBLE)']), GATE],
+  ['gate boundary: the history prefilter sees no rise', 'history: the SQL prefilter', historyCompare, edits([" AND NOT ${exceeds('(2 * o.registered - n.registered)')}", '']), GATE],
+  ['gate boundary: the history prefilter misses a listed Usable verdict', 'history: the SQL prefilter', historyCompare, edits(["(n.vlabel = 'Usable' AND EXISTS", "(n.vlabel = 'usable' AND EXISTS"]), GATE],
 ];
 
 const dry = process.argv.includes('--dry');
@@ -194,11 +213,13 @@ const minutes = ((Date.now() - started) / 60000).toFixed(1);
 if (!only) {
   const caught = rows.filter((r) => r.failed.length > 0).length;
   const lines = [
-    '# Mutations of the model, the checks and the bindings, and the tests that catch them',
+    '# Mutations of the model, the checks, the bindings and the gate, and the tests that catch them',
     '',
-    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/checks/`, `suites/hazards/` or `bindings/`,',
+    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/checks/`, `suites/hazards/`, `bindings/`,',
+    '`results/` or `history/`,',
     'the test files that hold that code run (the model: `test/probe`, `static`, `verdict`, `ops`; the probe, timing',
-    'and static checks: `test/checks`; the hazard checks: `test/hazards`; the bindings: `test/cuda`, `test/hip`),',
+    'and static checks: `test/checks`; the hazard checks: `test/hazards`; the bindings: `test/cuda`, `test/hip`; the',
+    "gate's rules at their boundaries, in `results/` and `history/`: `test/gate-boundaries`),",
     'and the source is restored. A mutation no test catches would be listed as SURVIVED; a pattern that no longer',
     'matches the source stops the script, and so does a mutant that does not type-check (the tests build `dist/` with',
     'tsc first). `node scripts/mutations.mjs NAME` runs the mutations whose name contains NAME and writes nothing;',

@@ -2,14 +2,13 @@
 // the native reference, and copes with no GPU and no compiler. No timing is judged here: figures only have to
 // be there (and positive where a duration or a speed must be).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, cleanEnv } from './support/command.js';
 import { TreeSampler } from '../bench/proc.js';
 import { MEASUREMENTS } from '../bench/measurements/index.js';
-import { renderText } from '../bench/render/text.js';
 import { buildDoubles } from './double/build.js';
 
 const root = ROOT;
@@ -143,13 +142,49 @@ describe('bench against the driver double', () => {
     expect(readdirSync(scratch)).toEqual([]);
 
     // each measurement (bench/measurements/) filled the field its key names, on both devices
-    const keys = MEASUREMENTS.map((m) => m.key);
-    expect(new Set(keys).size).toBe(keys.length);
+    // (the keys and the figure each must hold, written here: a measurement added or gone fails the first line)
+    const figures: Record<string, string> = {
+      'copies.pageable': 'medianGBps',
+      'copies.staged': 'medianGBps',
+      'copies.pageLocked': 'medianGBps',
+      'copies.registered': 'medianGBps',
+      'copies.stagedHalf': 'medianGBps',
+      driverCall: 'medianUs',
+      link: 'gbps',
+      native: 'registeredGBps',
+      'registration.cold': 'registerMsPerGiB.best',
+      'registration.warm': 'registerMsPerGiB.best',
+    };
+    expect(MEASUREMENTS.map((m) => m.key).sort()).toEqual(Object.keys(figures).sort());
+    const at = (x: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], x);
+    expect(res.devices).toHaveLength(2);
     for (const d of res.devices) {
-      for (const key of keys) expect(key.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], d as unknown), `${d.id} ${key}`).toBeDefined();
+      for (const [key, figure] of Object.entries(figures)) {
+        const m = at(d, key) as { error?: unknown } | undefined;
+        // the double's made-up PCI bus id has no sysfs link: the link measurement says why instead of a figure
+        if (key === 'link' && typeof m?.error === 'string') {
+          expect(m.error, `${d.id} link`).not.toBe('');
+          continue;
+        }
+        expectPositive(at(m, figure) as number, `${d.id} ${key}.${figure}`);
+      }
     }
-    // the text is made from the result alone: the JSON renders to the same lines
-    expect(r.stdout).toBe(`${renderText(res).join('\n')}\n`);
+    // the text says the JSON's figures: each device's section, its lines as written here, the figures rounded as
+    // the text shows them (never the bench's own renderer as the oracle)
+    const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    for (const d of res.devices) {
+      const section = r.stdout.split('\n\n').find((b: string) => b.startsWith(`${d.id}  ${d.name}  [`));
+      expect(section, d.id).toBeDefined();
+      const copyLine = (label: string, c: { bestGBps: number; medianGBps: number; bytes: number }) =>
+        new RegExp(`^  ${esc(label)} +${c.bytes / 1048576} +${c.bestGBps.toFixed(2)} +${c.medianGBps.toFixed(2)}(  what the probe times)?$`, 'm');
+      expect(section, `${d.id} registered`).toMatch(copyLine(d.copies.registered.label, d.copies.registered));
+      expect(d.copies.registered.label).toMatch(/^registered/);
+      for (const k of ['staged', 'pageLocked', 'pageable', 'stagedHalf']) expect(section, `${d.id} ${k}`).toMatch(copyLine(d.copies[k].label, d.copies[k]));
+      const ms = (x: { best: number; median: number }): string => `${x.best.toFixed(1)} / ${x.median.toFixed(1)}`;
+      expect(section, `${d.id} warm`).toMatch(new RegExp(`^  warm page cache +${esc(ms(d.registration.warm.registerMsPerGiB))} +${esc(ms(d.registration.warm.unregisterMsPerGiB))} +${esc(ms(d.registration.warm.totalMsPerGiB))}$`, 'm'));
+      expect(section, `${d.id} driver call`).toContain(`: ${d.driverCall.call} ${d.driverCall.meanUs.toFixed(3)} us (tinybench mean; median ${d.driverCall.medianUs.toFixed(3)} us)`);
+      expect(section, `${d.id} native`).toContain(`: registered ${d.native.registeredGBps.toFixed(2)} GB/s`);
+    }
   });
 
   it('says so when there is no C compiler, and then takes --native-bin', { timeout: 300_000 }, () => {
@@ -257,12 +292,20 @@ describe('the native reference (bench/native/staged.c) against the double', () =
 
 describe('TreeSampler (bench/proc.ts)', () => {
   it('records the peak memory of a process and of its children, by role', async () => {
-    const script = "const b = Buffer.alloc(96 << 20, 1); setTimeout(() => process.exit(b[0] - 1), 400);";
+    // the grandchild holds its 96 MiB until told to go, and the test samples once it says it holds them: no sample
+    // depends on a timer firing in time on a busy machine
+    const ready = join(work, 'sampler-ready');
+    const go = join(work, 'sampler-go');
+    const script = `const fs = require('fs'); const b = Buffer.alloc(96 << 20, 1); fs.writeFileSync(${JSON.stringify(ready)}, ''); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); process.exit(b[0] - 1); } }, 5);`;
     const child = spawn(process.execPath, ['-e', `require('child_process').spawnSync(process.execPath, ['-e', ${JSON.stringify(script)}], { stdio: 'inherit' }); process.exit(0);`], { stdio: 'ignore' });
+    const exited = new Promise((done) => child.on('exit', done));
     const sampler = new TreeSampler(child.pid!, 10);
-    await new Promise((done) => child.on('exit', done));
+    while (!existsSync(ready)) await new Promise((r) => setTimeout(r, 5));
+    sampler.sample();
+    writeFileSync(go, '');
+    await exited;
     const { processes, walks } = sampler.stop();
-    expect(walks).toBeGreaterThan(5);
+    expect(walks).toBeGreaterThanOrEqual(2); // at the start, and the one above
     expect(processes[0]).toMatchObject({ pid: child.pid, role: 'command' });
     const grandchild = processes.find((p) => p.ppid !== undefined && p.pid !== child.pid && p.command.includes('Buffer.alloc'));
     expect(grandchild, JSON.stringify(processes)).toBeDefined();

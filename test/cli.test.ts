@@ -145,19 +145,18 @@ describe('through the CUDA double', () => {
   it('the command itself maps no driver library (its runners discover), and cuda:0 needs one process', async () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'one-init.json');
-    const child = spawn(process.execPath, [main, '--size', '4', '--scratch-dir', scratch, '--json', json], { env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda }), stdio: 'ignore', cwd: work });
-    const mapped = new Set<string>();
-    const timer = setInterval(() => {
-      try {
-        for (const line of readFileSync(`/proc/${child.pid}/maps`, 'utf8').split('\n')) if (/ \/\S+$/.test(line)) mapped.add(line.slice(line.lastIndexOf(' ') + 1));
-      } catch {
-        // exited
-      }
-    }, 10);
+    // the dynamic linker writes down every library each process loads (ld.so(8): LD_DEBUG, one file per process),
+    // so no load can slip between two looks at /proc
+    const ld = mkdtempSync(join(work, 'ld-'));
+    const child = spawn(process.execPath, [main, '--size', '4', '--scratch-dir', scratch, '--json', json], {
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, LD_DEBUG: 'files', LD_DEBUG_OUTPUT: join(ld, 'ld') }),
+      stdio: 'ignore',
+      cwd: work,
+    });
     const code = await new Promise((done) => child.on('exit', done));
-    clearInterval(timer);
     expect(code).toBe(0);
-    expect([...mapped].some((l) => l.includes('koffi'))).toBe(true); // the sampling saw the command's libraries
+    const mapped = new Set([...readFileSync(join(ld, `ld.${child.pid}`), 'utf8').matchAll(/\bfile=(\S+)/g)].map((m) => m[1]!));
+    expect([...mapped].some((l) => l.includes('koffi'))).toBe(true); // the control: the log has the command's own libraries
     expect([...mapped].filter((l) => /cuda|hip|OpenCL|vulkan|pocl|lvp|LLVM/i.test(l))).toEqual([]);
     const result = JSON.parse(readFileSync(json, 'utf8'));
     const cuda = result.devices.find((d: { id: string }) => d.id === 'cuda:0');
@@ -244,7 +243,7 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
 
   it('a process that dies while it discovers: one line, exit 2, nothing written', () => {
     const json = join(work, 'discovery-crash.json');
-    const r = cli(['--json', json], { MAPPED_REG_FORCE_CRASH: '@discovery' });
+    const r = cli(['--json', json, '--scratch-dir', mkdtempSync(join(work, 'scratch-'))], { MAPPED_REG_FORCE_CRASH: '@discovery' });
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cuda\) was killed by SIGSEGV before it reported/)]);
     expect(existsSync(json)).toBe(false);
@@ -252,7 +251,7 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
 
   it('a process that hangs while it discovers is killed after --timeout plus the grace: one line, exit 2', () => {
     const json = join(work, 'discovery-hang.json');
-    const r = cli(['--json', json, '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });
+    const r = cli(['--json', json, '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });
     expect(r.code).toBe(2);
     expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cpu\) reported nothing for 11 s and was killed/)]);
     expect(existsSync(json)).toBe(false);

@@ -335,7 +335,8 @@ describe('withCudaOps', () => {
   it('download reads the device buffer back; registerWithFlags passes the flags given', () => {
     const content = pattern(3 * 4096, 11);
     const m = fileMapping(content);
-    withCudaOps(driver, 0, 4 * 4096, (ops) => {
+    // the callback's value back: proof that the assertions inside it ran
+    const ran = withCudaOps(driver, 0, 4 * 4096, (ops) => {
       const e = caught(() => ops.registerWithFlags(m, 0)) as CudaError;
       expect(e.code).toBe(1);
       ops.registerWithFlags(m, READ_ONLY);
@@ -344,18 +345,22 @@ describe('withCudaOps', () => {
       ops.download(back);
       expect(back.bytes).toEqual(content);
       ops.unregister(m);
+      return 'ran';
     });
+    expect(ran).toBe('ran');
   });
 
   it('raw-address registration for hazard checks: NULL and size 0 are refused with 1', () => {
-    withCudaOps(driver, 0, 4096, (ops) => {
+    const ran = withCudaOps(driver, 0, 4096, (ops) => {
       expect((caught(() => ops.registerAddress(0n, 4096, READ_ONLY)) as CudaError).code).toBe(1);
       const m = fileMapping(pattern(4096));
       expect((caught(() => ops.registerAddress(m.address, 0, READ_ONLY)) as CudaError).code).toBe(1);
       ops.registerAddress(m.address + 100n, 200, READ_ONLY);
       expect((caught(() => ops.unregisterAddress(m.address)) as CudaError).code).toBe(713);
       ops.unregisterAddress(m.address + 100n);
+      return 'ran';
     });
+    expect(ran).toBe('ran');
   });
 
   it('frees what f left allocated, leaves registrations alone, even when f throws', () => {
@@ -542,14 +547,16 @@ describe('withCudaOps', () => {
   it('checks sizes and ownership', () => {
     expect(() => withCudaOps(driver, 0, 0, () => 1)).toThrow(RangeError);
     expect(() => withCudaOps(driver, -1, 4096, () => 1)).toThrow(RangeError);
-    withCudaOps(driver, 0, 4096, (ops) => {
+    const ran = withCudaOps(driver, 0, 4096, (ops) => {
       const big = ops.allocHost(8192);
       expect(() => ops.upload(big)).toThrow(RangeError);
       expect(() => ops.roundTrip(hostSlice(big, 0, 4096), hostSlice(big, 4096, 100))).toThrow(RangeError);
       expect(() => ops.freeHost(hostSlice(big, 0, 4096))).toThrow(/not allocated by these ops/);
       ops.freeHost(big);
       expect(() => ops.freeHost(big)).toThrow(/not allocated by these ops/);
+      return 'ran';
     });
+    expect(ran).toBe('ran');
   });
 
   it('a device whose driver lacks READ_ONLY_HOST_REGISTER_SUPPORTED registers with flags 0', () => {

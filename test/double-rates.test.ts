@@ -9,7 +9,7 @@ import type { DiscoveredDevice } from '../bindings/discovery.js';
 import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { buildDoubles } from './double/build.js';
 import { ROOT, cleanEnv } from './support/command.js';
-import { type DoubleConfig, doubleEnv, loadDouble } from './support/drivers.js';
+import { type DoubleConfig, type Loaded, doubleEnv, loadDouble } from './support/drivers.js';
 
 const MiB = 1024 * 1024;
 const mappings: Mapping[] = [];
@@ -27,8 +27,21 @@ function pageable(n: number): Mapping {
 
 /** The devices of a fresh double configured as asked. */
 function devices(backend: 'cuda' | 'hip', config: DoubleConfig): DiscoveredDevice[] {
-  const loaded = loadDouble(backend, { ...(backend === 'hip' ? { profile: 'rocm-fixed' } : {}), ...config });
-  return loaded.discovery.devices.filter((d) => d.backend === backend);
+  return loaded(backend, config).devices;
+}
+
+/** A fresh double configured as asked: its devices, and its count of paced copies and its rates (test-only exports). */
+function loaded(backend: 'cuda' | 'hip', config: DoubleConfig): { devices: DiscoveredDevice[]; double: Loaded } {
+  const double = loadDouble(backend, { ...(backend === 'hip' ? { profile: 'rocm-fixed' } : {}), ...config });
+  return { devices: double.discovery.devices.filter((d) => d.backend === backend), double };
+}
+
+/** How many copies of each kind `f` had paced on API ordinal `device`. */
+function pacedBy(double: Loaded, device: number, f: () => void): Record<Kind, number> {
+  const kinds: Kind[] = ['registered', 'pinned', 'pageable'];
+  const before = kinds.map((k) => double.paced(device, k));
+  f();
+  return Object.fromEntries(kinds.map((k, i) => [k, double.paced(device, k) - before[i]!])) as Record<Kind, number>;
 }
 
 type Kind = 'registered' | 'pinned' | 'pageable';
@@ -60,44 +73,51 @@ for (const backend of ['cuda', 'hip'] as const) {
   describe(`${backend} double: MAPPED_REG_DOUBLE_RATES`, () => {
     const bytes = 2 * MiB;
 
-    it('each kind of source takes bytes / G of its own rate: never less, and well under twice', () => {
+    // Only lower bounds on time here: a busy machine makes a copy slower, never faster than its deadline. That a
+    // kind is paced at all is told by the double's count of paced copies; how close to its rate a paced copy ends
+    // is a figure of the bench's, not a test's.
+    it('each kind of source is paced at its own rate: never faster than bytes / G', () => {
       const rates = { registered: 0.1, pinned: 0.05, pageable: 0.025 };
-      const [d] = devices(backend, { rates: `registered=${rates.registered}, pinned=${rates.pinned},pageable=${rates.pageable}` });
+      const { devices: [d], double } = loaded(backend, { rates: `registered=${rates.registered}, pinned=${rates.pinned},pageable=${rates.pageable}` });
       for (const kind of ['registered', 'pinned', 'pageable'] as const) {
-        const ms = uploads(d!, kind, bytes);
-        const deadline = deadlineMs(bytes, rates[kind]);
+        expect(double.rate(0, kind), kind).toBe(rates[kind]);
+        let ms: number[] = [];
+        const paced = pacedBy(double, 0, () => (ms = uploads(d!, kind, bytes)));
+        expect(paced, kind).toEqual({ registered: 0, pinned: 0, pageable: 0, [kind]: 5 });
         // measured around the call, so never shorter than the double's deadline from the call's entry
-        expect(Math.min(...ms), kind).toBeGreaterThanOrEqual(deadline);
-        expect(Math.min(...ms), kind).toBeLessThan(2 * deadline);
+        expect(ms, kind).toHaveLength(5);
+        expect(Math.min(...ms), kind).toBeGreaterThanOrEqual(deadlineMs(bytes, rates[kind]));
       }
     });
 
     it('a kind left out is not paced; without the variable nothing is', () => {
-      const [d] = devices(backend, { rates: 'pinned=0.02' });
-      const paced = deadlineMs(bytes, 0.02);
-      expect(Math.min(...uploads(d!, 'pinned', bytes, 3))).toBeGreaterThanOrEqual(paced);
-      // a 2 MiB memcpy, against 105 ms paced
-      expect(Math.min(...uploads(d!, 'registered', bytes, 3))).toBeLessThan(paced / 4);
-      expect(Math.min(...uploads(d!, 'pageable', bytes, 3))).toBeLessThan(paced / 4);
-      const [plain] = devices(backend, {});
-      expect(Math.min(...uploads(plain!, 'pinned', bytes, 3))).toBeLessThan(paced / 4);
+      const { devices: [d], double } = loaded(backend, { rates: 'pinned=0.02' });
+      expect([double.rate(0, 'registered'), double.rate(0, 'pinned'), double.rate(0, 'pageable')]).toEqual([0, 0.02, 0]);
+      let pinned: number[] = [];
+      expect(pacedBy(double, 0, () => (pinned = uploads(d!, 'pinned', bytes, 3)))).toEqual({ registered: 0, pinned: 3, pageable: 0 });
+      expect(Math.min(...pinned)).toBeGreaterThanOrEqual(deadlineMs(bytes, 0.02));
+      expect(pacedBy(double, 0, () => uploads(d!, 'registered', bytes, 3))).toEqual({ registered: 0, pinned: 0, pageable: 0 });
+      expect(pacedBy(double, 0, () => uploads(d!, 'pageable', bytes, 3))).toEqual({ registered: 0, pinned: 0, pageable: 0 });
+      const { devices: [plain], double: plainDouble } = loaded(backend, {});
+      expect(plainDouble.rate(0, 'pinned')).toBe(0);
+      expect(pacedBy(plainDouble, 0, () => uploads(plain!, 'pinned', bytes, 3))).toEqual({ registered: 0, pinned: 0, pageable: 0 });
     });
 
     it('MAPPED_REG_DOUBLE_RATES_<N> overrides the kinds it names for physical device N: device 1 25% slower', () => {
-      const found = devices(backend, { devices: 2, rates: 'registered=0.1,pinned=0.1', ratesOf: { 1: 'registered=0.08' } });
+      const { devices: found, double } = loaded(backend, { devices: 2, rates: 'registered=0.1,pinned=0.1', ratesOf: { 1: 'registered=0.08' } });
       expect(found.map((d) => d.pciBusId)).toEqual(['0000:00:00.0', '0000:00:01.0']);
-      const big = 4 * MiB;
-      const fast = deadlineMs(big, 0.1);
-      const slow = deadlineMs(big, 0.08); // 1.25 x fast
-      const d0 = Math.min(...uploads(found[0]!, 'registered', big, 7));
-      const d1 = Math.min(...uploads(found[1]!, 'registered', big, 7));
-      expect(d0).toBeGreaterThanOrEqual(fast);
-      expect(d0).toBeLessThan(slow);
-      expect(d1).toBeGreaterThanOrEqual(slow);
       // the kind RATES_1 leaves out keeps MAPPED_REG_DOUBLE_RATES's rate
-      const p1 = Math.min(...uploads(found[1]!, 'pinned', big, 7));
-      expect(p1).toBeGreaterThanOrEqual(fast);
-      expect(p1).toBeLessThan(slow);
+      expect([0, 1].map((i) => [double.rate(i, 'registered'), double.rate(i, 'pinned'), double.rate(i, 'pageable')])).toEqual([
+        [0.1, 0.1, 0],
+        [0.08, 0.1, 0],
+      ]);
+      const big = 4 * MiB;
+      let d1: number[] = [];
+      expect(pacedBy(double, 1, () => (d1 = uploads(found[1]!, 'registered', big, 3)))).toEqual({ registered: 3, pinned: 0, pageable: 0 });
+      expect(Math.min(...d1)).toBeGreaterThanOrEqual(deadlineMs(big, 0.08));
+      let d0: number[] = [];
+      expect(pacedBy(double, 0, () => (d0 = uploads(found[0]!, 'registered', big, 3)))).toEqual({ registered: 3, pinned: 0, pageable: 0 });
+      expect(Math.min(...d0)).toBeGreaterThanOrEqual(deadlineMs(big, 0.1));
     });
 
     it('a malformed rate makes init fail with INVALID_VALUE: no device', () => {
@@ -126,7 +146,7 @@ for (const backend of ['cuda', 'hip'] as const) {
 
   describe(`${backend} double: MAPPED_REG_DOUBLE_ORDER`, () => {
     it('API ordinal i is physical device ORDER[i]: its bus id, its device id, its rates', () => {
-      const found = devices(backend, { devices: 3, order: '2,0', ratesOf: { 2: 'pinned=0.02' } });
+      const { devices: found, double } = loaded(backend, { devices: 3, order: '2,0', ratesOf: { 2: 'pinned=0.02' } });
       expect(found.map((d) => [d.id, d.pciBusId])).toEqual([
         [`${backend}:0`, '0000:00:02.0'],
         [`${backend}:1`, '0000:00:00.0'],
@@ -137,10 +157,13 @@ for (const backend of ['cuda', 'hip'] as const) {
       if (native0.api === 'CUDA' && native1.api === 'CUDA') {
         expect([native0.driver.attribute(0, 34), native1.driver.attribute(1, 34)]).toEqual([2, 0]); // PCI_DEVICE_ID
       }
+      // its rates: physical device 2's pinned copies are paced, physical device 0's are not
+      expect([double.rate(0, 'pinned'), double.rate(1, 'pinned')]).toEqual([0.02, 0]);
       const bytes = 2 * MiB;
-      const paced = deadlineMs(bytes, 0.02);
-      expect(Math.min(...uploads(found[0]!, 'pinned', bytes, 3))).toBeGreaterThanOrEqual(paced);
-      expect(Math.min(...uploads(found[1]!, 'pinned', bytes, 3))).toBeLessThan(paced / 4);
+      let ms: number[] = [];
+      expect(pacedBy(double, 0, () => (ms = uploads(found[0]!, 'pinned', bytes, 3)))).toEqual({ registered: 0, pinned: 3, pageable: 0 });
+      expect(Math.min(...ms)).toBeGreaterThanOrEqual(deadlineMs(bytes, 0.02));
+      expect(pacedBy(double, 1, () => uploads(found[1]!, 'pinned', bytes, 3))).toEqual({ registered: 0, pinned: 0, pageable: 0 });
     });
 
     it('a subset is allowed: the count is the order\'s length', () => {

@@ -7,7 +7,6 @@ import {
   closeSync,
   existsSync,
   ftruncateSync,
-  mkdtempSync,
   openSync,
   rmSync,
   statSync,
@@ -16,11 +15,11 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles, type DoublePaths } from './double/build.js';
+import { diskTempDir } from './support/temp-dir.js';
 
 // ------------------------------------------------------------------ libc
 
@@ -80,11 +79,10 @@ function closeFd(fd: number): void {
   if (fds.delete(fd)) closeSync(fd);
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
 let scratch = '';
 let fileSeq = 0;
 
-/** A file of `data` in the scratch directory (a regular file system: the repository's scratch/). */
+/** A file of `data` in the scratch directory (a temp folder of this file's own, on a disk-backed file system). */
 function scratchFile(data: Uint8Array): string {
   const path = join(scratch, `f${fileSeq++}`);
   writeFileSync(path, data);
@@ -263,7 +261,7 @@ beforeAll(() => {
   paths = buildDoubles();
   cu = loadCuda(paths.cuda);
   hip = loadHip(paths.hip);
-  scratch = mkdtempSync(join(here, '..', 'scratch', 'double-test-'));
+  scratch = diskTempDir('mapped-reg-double-test-');
 });
 
 afterEach(() => {

@@ -4,7 +4,7 @@
 // mechanism (an outside kill -9 watching the scratch folder and /proc/PID/maps; the MAPPED_REG_FORCE_KILL hook
 // between two checks).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -25,9 +25,12 @@ it('the four scenarios: every check reported (from the first process or its re-r
     cwd: ROOT,
     encoding: 'utf8',
     // a loaded machine may slow the double's registered copy: the margin is not what is tested here
-    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, SIZE: '64', SCRATCH: scratch, SIGNALS_ARGS: '--min-relative-speed 0.05' }),
+    // (and the caller's MAIN, SIZE... change nothing: the script reads only its own MAPPED_REG_SIGNALS_*)
+    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_SIGNALS_SIZE: '64', MAPPED_REG_SIGNALS_SCRATCH: scratch, MAPPED_REG_SIGNALS_ARGS: '--min-relative-speed 0.05', MAIN: join(work, 'no-such-main.js'), SIZE: 'x' }),
     timeout: 280_000,
   });
+  // the script's own words first, should it have stopped before writing its table
+  expect(existsSync(join(out, 'summary.tsv')), `exit ${r.status}: ${r.stderr}${r.stdout}`).toBe(true);
   const rows = readFileSync(join(out, 'summary.tsv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.split('\t'));
   const by = Object.fromEntries(rows.map((r) => [r[0], r]));
   expect(Object.keys(by)).toEqual(['kill-scratch', 'kill-probe', 'kill-between', 'term-probe']);
@@ -44,7 +47,7 @@ it('the four scenarios: every check reported (from the first process or its re-r
   const [, moment, exit, , , , , json, left, scratchLeft, second, ok] = by['term-probe']!;
   expect([moment, exit, json, left, scratchLeft, second, ok]).toEqual(['probe: region mapped', '143', 'incomplete', '0', '0', 'Usable (exit 0, 20 checks)', 'yes']);
   expect(r.stdout).toMatch(/^scenario +moment +exit/m);
-  expect(r.status).toBe(0);
+  expect(r.status, r.stderr).toBe(0);
   expect(readdirSync(scratch)).toEqual([]);
   for (const name of ['kill-scratch', 'kill-probe', 'kill-between', 'term-probe']) {
     expect(readdirSync(out)).toEqual(expect.arrayContaining([`${name}.log`, `${name}.json`, `${name}-after.json`]));

@@ -2,7 +2,7 @@
 // profile (the H200 of the facts file) and on `rocm-fixed`; on `rocm724` exactly the spec's ROCm 7.2.4 bugs fail.
 // Each run also proves the discipline: no scratch file is left, and no mapping is unmapped while the model's
 // table still holds part of it (save the one hazard.unmap_then_unregister unmaps on purpose).
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -31,9 +31,10 @@ import type { CheckContext, Observation } from '../suites/check.js';
 import { TRUNCATE_CHILD_TIMEOUT_MS, hazardChecks } from '../suites/hazards/index.js';
 import { keptMappings } from '../suites/context.js';
 import { loadDouble } from './support/drivers.js';
+import { diskTempDir } from './support/temp-dir.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const scratchDir = mkdtempSync(join(root, 'scratch', 'hazards-test-'));
+const scratchDir = diskTempDir('mapped-reg-hazards-test-');
 afterAll(() => rmSync(scratchDir, { recursive: true, force: true }));
 
 const IDS = [

@@ -395,10 +395,12 @@ describe('withHipOps', () => {
     const ops = withHipOps(driver, 0, 4096, (o) => o);
     expect(() => ops.allocHost(10)).toThrow(/withHipOps has returned/);
     expect(() => withHipOps(driver, 0, -5, () => 1)).toThrow(RangeError);
-    withHipOps(driver, 0, 4096, (o) => {
+    const ran = withHipOps(driver, 0, 4096, (o) => {
       const big = o.allocHost(8192);
       expect(() => o.upload(big)).toThrow(RangeError);
       expect(() => o.download(big)).toThrow(RangeError);
+      return 'ran';
     });
+    expect(ran).toBe('ran');
   });
 });

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RegistrationTable } from '../src/ops.js';
+import { fdsUnder } from './support/fds.js';
 
 // mmap as scratch.ts imports it: fails once with a real LibcError(ENOMEM) when a test asks; otherwise libc's
 const inject = vi.hoisted(() => ({ mmapFails: false }));
@@ -27,7 +28,7 @@ vi.mock('../bindings/libc.js', async (importOriginal) => {
 
 const { makeScratchRegion, removeStaleScratch, scratchDirProblem, startScratchFile } = await import('../bindings/scratch.js');
 const { HostFault } = await import('../bindings/host-fault.js');
-const { ftruncate, mappingCount, openFdCount, statfs } = await import('../bindings/libc.js');
+const { ftruncate, mappingCount, statfs } = await import('../bindings/libc.js');
 
 const MiB = 1024 * 1024;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-scratch-'));
@@ -103,7 +104,6 @@ describe('makeScratchRegion', () => {
 
   it('a file of random bytes in a private locked folder, mapped shared read-only; the reference reads the same bytes; close() removes it all', () => {
     const dir = folderIn();
-    const fds = openFdCount();
     const bytes = 9 * MiB + 123; // more than one 8 MiB chunk, and not a multiple of a page
     const r = makeScratchRegion(dir, bytes);
     try {
@@ -133,12 +133,11 @@ describe('makeScratchRegion', () => {
     }
     expect(readdirSync(dir)).toEqual([]);
     expect(mappingCount(r.path)).toBe(0);
-    expect(openFdCount()).toBe(fds);
+    expect(fdsUnder(dir)).toEqual([]);
   });
 
   it('written ahead by its own thread (startScratchFile): the region maps that file, random bytes, and close() removes it all', () => {
     const dir = folderIn();
-    const fds = openFdCount();
     const bytes = 9 * MiB + 123;
     const pending = startScratchFile(dir, bytes);
     expect(pending).toBeDefined();
@@ -162,7 +161,7 @@ describe('makeScratchRegion', () => {
       expect(r.close(new RegistrationTable())).toBe(true);
     }
     expect(readdirSync(dir)).toEqual([]);
-    expect(openFdCount()).toBe(fds);
+    expect(fdsUnder(dir)).toEqual([]);
     // one of another size or folder is not taken: the region writes its own file
     const other = makeScratchRegion(dir, 64 * 1024, undefined);
     expect(other.writtenAhead).toBe(false);
@@ -178,7 +177,6 @@ describe('makeScratchRegion', () => {
 
   it('threads that ran out of space: the region writes the file again itself, and the host fault (ENOSPC) is named; nothing is left', () => {
     const dir = tmpfs('size=4m');
-    const fds = openFdCount();
     // each fits the free space when started; together they do not, so at least one thread fails, and its region,
     // written again while the other holds its space, fails too (which one is the threads' race)
     const pending = [startScratchFile(dir, 3 * MiB)!, startScratchFile(dir, 3 * MiB)!];
@@ -199,7 +197,7 @@ describe('makeScratchRegion', () => {
       r.close(new RegistrationTable());
     }
     expect(readdirSync(dir)).toEqual([]);
-    expect(openFdCount()).toBe(fds);
+    expect(fdsUnder(dir)).toEqual([]);
   });
 
   it('the reference refuses reads outside the file, reports a file cut short, and is closed by close()', () => {
@@ -264,28 +262,25 @@ describe('makeScratchRegion', () => {
 
     it('no inode for the private folder\'s lock file (nr_inodes=2): ENOSPC while making the folder, nothing left', () => {
       const dir = tmpfs('size=4m,nr_inodes=2');
-      const fds = openFdCount();
       const e = thrown(() => makeScratchRegion(dir, MiB));
       expect(e).toBeInstanceOf(HostFault);
       expect((e as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
       expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
       expect(readdirSync(dir)).toEqual([]);
-      expect(openFdCount()).toBe(fds);
+      expect(fdsUnder(dir)).toEqual([]);
     });
 
     it('no inode for the region file itself (nr_inodes=3): ENOSPC, the locked folder removed', () => {
       const dir = tmpfs('size=4m,nr_inodes=3');
-      const fds = openFdCount();
       const e = thrown(() => makeScratchRegion(dir, MiB));
       expect(e).toBeInstanceOf(HostFault);
       expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
       expect(readdirSync(dir)).toEqual([]);
-      expect(openFdCount()).toBe(fds);
+      expect(fdsUnder(dir)).toEqual([]);
     });
 
     it('mmap failing with ENOMEM after the file is written: "out of memory", the file closed and removed', () => {
       const dir = folderIn();
-      const fds = openFdCount();
       const maps = mappingCount(dir);
       inject.mmapFails = true;
       const e = thrown(() => makeScratchRegion(dir, MiB));
@@ -294,7 +289,7 @@ describe('makeScratchRegion', () => {
       expect((e as InstanceType<typeof HostFault>).code).toBe('ENOMEM');
       expect((e as Error).message).toBe("the host: out of memory (ENOMEM) while making the probe's scratch file");
       expect(readdirSync(dir)).toEqual([]);
-      expect(openFdCount()).toBe(fds);
+      expect(fdsUnder(dir)).toEqual([]);
       expect(mappingCount(dir)).toBe(maps);
       // and the next one works
       const r = makeScratchRegion(dir, MiB);

@@ -54,7 +54,14 @@ int dbl_calls(const char *name) {
   return -1;
 }
 
-void dbl_reset_calls(void) { memset(g_counts, 0, sizeof g_counts); }
+/* How many copies were paced, by API ordinal and kind of source (0 registered, 1 pinned, 2 pageable): the tests
+ * tell a paced kind from an unpaced one by this count, never by how long a copy took. */
+static int g_paced[DBL_MAX_DEVICES][3];
+
+void dbl_reset_calls(void) {
+  memset(g_counts, 0, sizeof g_counts);
+  memset(g_paced, 0, sizeof g_paced);
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -964,8 +971,27 @@ static int fast_check(uintptr_t ps, uintptr_t pe) {
 }
 
 /* A copy of n bytes at `gbps` GB/s ends `n / gbps` after `entry`, never before the real copy did. */
-static void pace(double entry, size_t n, double gbps) {
-  if (gbps > 0) wait_until(entry + (double)n / (gbps * 1e9));
+static void pace(int device, int kind, double entry, size_t n, double gbps) {
+  if (gbps <= 0) return;
+  if (device >= 0 && device < DBL_MAX_DEVICES) g_paced[device][kind]++;
+  wait_until(entry + (double)n / (gbps * 1e9));
+}
+
+static int kind_index(const char *kind) {
+  if (!kind) return -1;
+  return strcmp(kind, "registered") == 0 ? 0 : strcmp(kind, "pinned") == 0 ? 1 : strcmp(kind, "pageable") == 0 ? 2 : -1;
+}
+
+int dbl_paced(int device, const char *kind) {
+  int k = kind_index(kind);
+  return k < 0 || device < 0 || device >= DBL_MAX_DEVICES ? -1 : g_paced[device][k];
+}
+
+double dbl_rate(int device, const char *kind) {
+  int k = kind_index(kind);
+  if (k < 0 || device < 0 || device >= DBL_MAX_DEVICES) return -1;
+  const rates_t *r = &g.rates[dbl_physical(device)];
+  return k == 0 ? r->registered : k == 1 ? r->pinned : r->pageable;
 }
 
 int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
@@ -975,7 +1001,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   const rates_t *rates = &g.rates[dbl_physical(device)];
   if (find_alloc(g.hallocs, g.nhallocs, src, n)) {
     link_copy(dst, src, n); /* page-locked memory: always right */
-    pace(entry, n, rates->pinned);
+    pace(device, 1, entry, n, rates->pinned);
     return DR_OK;
   }
   uintptr_t ps = page_down(src), pe = page_up(src + n);
@@ -995,7 +1021,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   }
   double copy_s = link_copy(dst, src, n);
   if (!registered) {
-    pace(entry, n, rates->pageable);
+    pace(device, 2, entry, n, rates->pageable);
     return DR_OK;
   }
   for (size_t i = 0; i < g.nregs; i++) {
@@ -1012,7 +1038,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;
   }
   if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * copy_s);
-  pace(entry, n, rates->registered);
+  pace(device, 0, entry, n, rates->registered);
   return DR_OK;
 }
 

@@ -185,6 +185,10 @@ DBL_HIDDEN void dbl_count_call(const char *name);
 DBL_HIDDEN void dbl_set_names(const char *const *names, int n);
 DBL_HIDDEN int dbl_calls(const char *name);
 DBL_HIDDEN void dbl_reset_calls(void);
+/* Copies paced so far on API ordinal `device` from a source of `kind` (registered, pinned, pageable); -1: no such. */
+DBL_HIDDEN int dbl_paced(int device, const char *kind);
+/* The GB/s that `kind` is paced at on API ordinal `device` (0: not paced); -1: no such. */
+DBL_HIDDEN double dbl_rate(int device, const char *kind);
 
 /*
  * Read the configuration from the environment into g (profile, faults, device count, HIP version).

@@ -442,3 +442,17 @@ DBL_API int double_calls(const char *name) {
   pthread_mutex_unlock(&g_mu);
   return n;
 }
+
+DBL_API int double_paced(int device, const char *kind) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_paced(device, kind);
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API double double_rate(int device, const char *kind) {
+  pthread_mutex_lock(&g_mu);
+  double r = dbl_rate(device, kind);
+  pthread_mutex_unlock(&g_mu);
+  return r;
+}

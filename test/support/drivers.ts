@@ -31,6 +31,10 @@ export interface Loaded {
   path: string;
   registrationCount(): number;
   calls(name: string): number;
+  /** How many copies from a source of `kind` were paced so far on API ordinal `device` (test/double/common.c). */
+  paced(device: number, kind: 'registered' | 'pinned' | 'pageable'): number;
+  /** The GB/s that `kind` is paced at on API ordinal `device` (0: not paced). */
+  rate(device: number, kind: 'registered' | 'pinned' | 'pageable'): number;
   /** CUDA: how many times device `dev`'s primary context was created (0 for HIP, which has no such count). */
   contextsCreated(dev: number): number;
 }
@@ -83,5 +87,7 @@ export function loadDouble(backend: 'cuda' | 'hip', config: DoubleConfig = {}): 
   const count = lib.func('int double_registration_count(void)') as () => number;
   const calls = lib.func('int double_calls(const char *name)') as (name: string) => number;
   const created = backend === 'cuda' ? (lib.func('int double_contexts_created(int dev)') as (dev: number) => number) : () => 0;
-  return { discovery, path, registrationCount: () => count(), calls: (name) => calls(name), contextsCreated: (dev) => created(dev) };
+  const paced = lib.func('int double_paced(int device, const char *kind)') as (device: number, kind: string) => number;
+  const rate = lib.func('double double_rate(int device, const char *kind)') as (device: number, kind: string) => number;
+  return { discovery, path, registrationCount: () => count(), calls: (name) => calls(name), paced: (d, k) => paced(d, k), rate: (d, k) => rate(d, k), contextsCreated: (dev) => created(dev) };
 }
