@@ -17,13 +17,13 @@ import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
-import { RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { LIBRARY_VARIABLES, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
-import { guardStdout, say, sayIsTTY } from './stdout.js';
+import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -129,6 +129,8 @@ function readInputFile(file: string): RunResult {
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
     // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
+    // a listing that its reader stops early (`| head -1`) just stops: there is no run to go on
+    if (listOnly) listingOnly();
     if (listOnly && a.checks) return listChecks(a);
     if (!listOnly) installStopSignals();
     const { run: options_, targets } = options(a, listOnly);
@@ -141,7 +143,7 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     const maxDrop = parseMaxDrop(a.maxDrop);
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
-    const outcome = await run(o, { out, tty: sayIsTTY(), write: say }, { name: pkg.name, version: pkg.version });
+    const outcome = await run(o, { out, tty: progressRedraws(), write: say }, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
     const tell = (lines: string[]): void => lines.forEach(out);
     tell(['', ...runSummary(result, listOnly)]);
@@ -162,6 +164,12 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
 
 const common = RUN_OPTIONS;
 
+/** What --expectations and --max-drop mean to compare and history, which have no --baseline: the old results are the reference. */
+const COMPARE_OPTIONS = {
+  expectations: { ...common.expectations, describe: 'known failures and flakes (deqp-runner style): a listed failure in the new results is not a regression' },
+  'max-drop': { ...common['max-drop'], describe: 'the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)' },
+} as const;
+
 /**
  * The arguments; `list --checks --json` with no file name is `--json -` (standard output): every other option that
  * takes a value must be given one.
@@ -173,7 +181,7 @@ function commandLine(args: string[]): string[] {
 
 await yargs(commandLine(hideBin(process.argv)))
   .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
   .command(
     'list',
@@ -188,8 +196,8 @@ await yargs(commandLine(hideBin(process.argv)))
       y
         .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
         .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
-        .option('expectations', common.expectations)
-        .option('max-drop', common['max-drop'])
+        .option('expectations', COMPARE_OPTIONS.expectations)
+        .option('max-drop', COMPARE_OPTIONS['max-drop'])
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
       guarded(() => {
@@ -271,8 +279,8 @@ await yargs(commandLine(hideBin(process.argv)))
             .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
             .option('old', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
             .option('new', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
-            .option('expectations', common.expectations)
-            .option('max-drop', common['max-drop'])
+            .option('expectations', COMPARE_OPTIONS.expectations)
+            .option('max-drop', COMPARE_OPTIONS['max-drop'])
             .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
         (a) =>
           guarded(async () => {
@@ -289,8 +297,8 @@ await yargs(commandLine(hideBin(process.argv)))
           z
             .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
             .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' })
-            .option('expectations', common.expectations)
-            .option('max-drop', common['max-drop']),
+            .option('expectations', COMPARE_OPTIONS.expectations)
+            .option('max-drop', COMPARE_OPTIONS['max-drop']),
         (a) =>
           guarded(async () => {
             const page = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
@@ -322,7 +330,8 @@ await yargs(commandLine(hideBin(process.argv)))
       '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
       'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
       'list --checks prints every check id with its title (--json: as JSON).\n\n' +
-      'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
+      `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
+      'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
       'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
       'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
@@ -331,5 +340,7 @@ await yargs(commandLine(hideBin(process.argv)))
       'their process lives; a run removes those whose lock is free (left by a killed process).',
   )
   .version(pkg.version)
+  .alias('version', 'V')
   .help()
+  .alias('help', 'h')
   .parseAsync();

@@ -6,10 +6,13 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
-import { backendIds } from '../bindings/registry.js';
+import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/check.js';
+
+/** The environment variables that name a backend's library (MAPPED_REG_CUDA_LIBRARY, ...), from the registry: --help lists them all. */
+export const LIBRARY_VARIABLES: readonly string[] = backendModules().flatMap((m) => (m.libraryEnv ? [m.libraryEnv] : []));
 
 /** MiB of the region probed. */
 export const DEFAULT_SIZE_MIB = 256;
