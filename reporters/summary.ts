@@ -5,6 +5,7 @@
 import { FAILING } from '../results/status.js';
 import type { DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { hostFaultLines } from './host-faults.js';
+import { refusalInPlainWords } from './refusals.js';
 import { selectionSkips } from './selection.js';
 import { terminalSafe } from './safe-text.js';
 
@@ -36,6 +37,11 @@ export function runSummary(result: RunResult, listOnly = false): string[] {
   }
   const out = table(rows);
   for (const d of result.devices) if (d.verdict.reason) out.push(terminalText(`${d.id}: ${d.verdict.text}`));
+  // each refusal in plain words, and where to read more
+  for (const d of result.devices) {
+    const why = refusalInPlainWords(d.verdict);
+    if (why) out.push(terminalText(`${d.id}: ${why}`));
+  }
   for (const d of result.devices) for (const e of d.errors ?? []) out.push(terminalText(`${d.id}: ${e}`));
   // the checks the selection left out (--check, --skip, --skips-file), once for every device
   if (!listOnly) for (const s of selectionSkips(result)) out.push(terminalText(`skip: ${s.ids.join(', ')}: ${s.reason}`));
