@@ -46,6 +46,7 @@ interface Args {
   minRelativeSpeed: number;
   json?: string;
   junit?: string;
+  metrics?: string;
   timeout: number;
   baseline?: string;
   expectations?: string;
@@ -65,9 +66,10 @@ function options(a: Args, listOnly: boolean) {
   const outputs = checkOutputs([
     { option: '--json', value: a.json },
     { option: '--junit', value: a.junit },
+    { option: '--metrics', value: a.metrics },
     ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
   ]);
-  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
+  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}), ...(outputs['--metrics'] ? { metrics: outputs['--metrics'] } : {}) };
   return { run, targets };
 }
 

@@ -65,6 +65,11 @@ export const RUN_OPTIONS = {
   'skips-file': { type: 'string', requiresArg: true, describe: 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)' },
   json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
   junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
+  metrics: {
+    type: 'string',
+    requiresArg: true,
+    describe: "write OpenMetrics text to this file for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile/mapped-reg.prom): per device its verdict, GB/s and checks by status; the gate; the run's time",
+  },
   baseline: {
     type: 'string',
     requiresArg: true,
