@@ -320,7 +320,7 @@ await yargs(commandLine(hideBin(process.argv)))
   })
   .epilogue(
     // yargs wraps each line to the terminal: a paragraph is one line here
-    'The gate (README "The gate"): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
+    'The gate (docs/gate.md): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
       'It fails on a failed check (unless a known failure, or failed in the baseline too); with --baseline, on a device gone, a status more severe, ' +
       'a verdict that left Usable, a registered GB/s down more than --max-drop; on a GPU driver that loads and then fails to start; an unmet --require; ' +
       'a host error; an unexpected pass (a listed failure that passed). A listed flake or a timing is re-run once first. ' +
