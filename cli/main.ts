@@ -17,13 +17,13 @@ import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
-import { RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { LIBRARY_VARIABLES, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
-import { guardStdout, say, sayIsTTY } from './stdout.js';
+import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
@@ -46,6 +46,7 @@ interface Args {
   minRelativeSpeed: number;
   json?: string;
   junit?: string;
+  metrics?: string;
   timeout: number;
   baseline?: string;
   expectations?: string;
@@ -66,9 +67,10 @@ function options(a: Args, listOnly: boolean) {
   const outputs = checkOutputs([
     { option: '--json', value: a.json },
     { option: '--junit', value: a.junit },
+    { option: '--metrics', value: a.metrics },
     ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
   ]);
-  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
+  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}), ...(outputs['--metrics'] ? { metrics: outputs['--metrics'] } : {}) };
   return { run, targets };
 }
 
@@ -130,6 +132,8 @@ function readInputFile(file: string): RunResult {
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
     // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
+    // a listing that its reader stops early (`| head -1`) just stops: there is no run to go on
+    if (listOnly) listingOnly();
     if (listOnly && a.checks) return listChecks(a);
     if (!listOnly) installStopSignals();
     const { run: options_, targets } = options(a, listOnly);
@@ -144,7 +148,7 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     o.quiet = { waitS: o.quietWaitS, maxDrop, ...(baseline ? { baseline: baseline.result } : {}) };
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
-    const outcome = await run(o, { out, tty: sayIsTTY(), write: say }, { name: pkg.name, version: pkg.version });
+    const outcome = await run(o, { out, tty: progressRedraws(), write: say }, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
     const tell = (lines: string[]): void => lines.forEach(out);
     tell(['', ...runSummary(result, listOnly)]);
@@ -165,6 +169,12 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
 
 const common = RUN_OPTIONS;
 
+/** What --expectations and --max-drop mean to compare and history, which have no --baseline: the old results are the reference. */
+const COMPARE_OPTIONS = {
+  expectations: { ...common.expectations, describe: 'known failures and flakes (deqp-runner style): a listed failure in the new results is not a regression' },
+  'max-drop': { ...common['max-drop'], describe: 'the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)' },
+} as const;
+
 /**
  * The arguments; `list --checks --json` with no file name is `--json -` (standard output): every other option that
  * takes a value must be given one.
@@ -176,7 +186,7 @@ function commandLine(args: string[]): string[] {
 
 await yargs(commandLine(hideBin(process.argv)))
   .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list|compare|merge|report] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
   .command(
     'list',
@@ -191,8 +201,8 @@ await yargs(commandLine(hideBin(process.argv)))
       y
         .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
         .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
-        .option('expectations', common.expectations)
-        .option('max-drop', common['max-drop'])
+        .option('expectations', COMPARE_OPTIONS.expectations)
+        .option('max-drop', COMPARE_OPTIONS['max-drop'])
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
       guarded(() => {
@@ -274,8 +284,8 @@ await yargs(commandLine(hideBin(process.argv)))
             .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
             .option('old', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
             .option('new', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
-            .option('expectations', common.expectations)
-            .option('max-drop', common['max-drop'])
+            .option('expectations', COMPARE_OPTIONS.expectations)
+            .option('max-drop', COMPARE_OPTIONS['max-drop'])
             .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
         (a) =>
           guarded(async () => {
@@ -292,8 +302,8 @@ await yargs(commandLine(hideBin(process.argv)))
           z
             .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
             .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' })
-            .option('expectations', common.expectations)
-            .option('max-drop', common['max-drop']),
+            .option('expectations', COMPARE_OPTIONS.expectations)
+            .option('max-drop', COMPARE_OPTIONS['max-drop']),
         (a) =>
           guarded(async () => {
             const page = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
@@ -313,7 +323,7 @@ await yargs(commandLine(hideBin(process.argv)))
   })
   .epilogue(
     // yargs wraps each line to the terminal: a paragraph is one line here
-    'The gate (README "The gate"): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
+    'The gate (docs/gate.md): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
       'It fails on a failed check (unless a known failure, or failed in the baseline too); with --baseline, on a device gone, a status more severe, ' +
       'a verdict that left Usable, a registered GB/s down more than --max-drop; on a GPU driver that loads and then fails to start; an unmet --require; ' +
       'a host error; an unexpected pass (a listed failure that passed). A listed flake or a timing is re-run once first. ' +
@@ -325,7 +335,8 @@ await yargs(commandLine(hideBin(process.argv)))
       '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
       'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
       'list --checks prints every check id with its title (--json: as JSON).\n\n' +
-      'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
+      `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
+      'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
       'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
       'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
@@ -334,5 +345,7 @@ await yargs(commandLine(hideBin(process.argv)))
       'their process lives; a run removes those whose lock is free (left by a killed process).',
   )
   .version(pkg.version)
+  .alias('version', 'V')
   .help()
+  .alias('help', 'h')
   .parseAsync();

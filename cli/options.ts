@@ -6,13 +6,16 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
-import { backendIds } from '../bindings/registry.js';
+import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/check.js';
 import { DEFAULT_QUIET_WAIT_S, type QuietOptions } from '../suites/measure.js';
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';
+
+/** The environment variables that name a backend's library (MAPPED_REG_CUDA_LIBRARY, ...), from the registry: --help lists them all. */
+export const LIBRARY_VARIABLES: readonly string[] = backendModules().flatMap((m) => (m.libraryEnv ? [m.libraryEnv] : []));
 
 /** MiB of the region probed. */
 export const DEFAULT_SIZE_MIB = 256;
@@ -65,6 +68,11 @@ export const RUN_OPTIONS = {
   'skips-file': { type: 'string', requiresArg: true, describe: 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)' },
   json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
   junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
+  metrics: {
+    type: 'string',
+    requiresArg: true,
+    describe: "write OpenMetrics text to this file for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile/mapped-reg.prom): per device its verdict, GB/s and checks by status; the gate; the run's time",
+  },
   baseline: {
     type: 'string',
     requiresArg: true,

@@ -45,6 +45,8 @@ export interface OutputTargets {
   junit?: OutputTarget;
   /** GITHUB_STEP_SUMMARY: appended to. */
   summary?: OutputTarget;
+  /** --metrics: OpenMetrics text for node_exporter's textfile collector. */
+  metrics?: OutputTarget;
 }
 
 /** An output that cannot be written: bad input, one line (the command exits 2 before anything runs). */
@@ -273,7 +275,7 @@ export function writeOutput(t: OutputTarget, data: string, append = false): void
  * Writes the reports of a run: each one is tried, whatever happened to the others; one that fails is told on
  * stderr in one line. Returns true when any could not be written.
  */
-export function writeReports(targets: OutputTargets, data: { json?: string | undefined; junit?: string | undefined; summary?: string | undefined }): boolean {
+export function writeReports(targets: OutputTargets, data: { json?: string | undefined; junit?: string | undefined; summary?: string | undefined; metrics?: string | undefined }): boolean {
   let failed = false;
   const write = (t: OutputTarget | undefined, text: string | undefined, append = false): void => {
     if (!t || text === undefined) return;
@@ -288,5 +290,6 @@ export function writeReports(targets: OutputTargets, data: { json?: string | und
   write(targets.json, data.json);
   write(targets.junit, data.junit);
   write(targets.summary, data.summary, true);
+  write(targets.metrics, data.metrics);
   return failed;
 }

@@ -1,8 +1,9 @@
-// The reports a run writes once the gate has decided: JSON, JUnit and the GitHub step summary, each from the
+// The reports a run writes once the gate has decided: JSON, JUnit, the GitHub step summary and the metrics, each from the
 // same result (its `gate` included), to the targets checked before the run (cli/outputs.ts).
 import type { RunResult } from '../results/types.js';
 import { capResult } from '../reporters/cap.js';
 import { markdownSummary } from '../reporters/markdown.js';
+import { metricsText } from '../reporters/metrics.js';
 import { type OutputTargets, writeReports } from './outputs.js';
 
 /**
@@ -16,5 +17,6 @@ export async function writeRunReports(result: RunResult, targets: OutputTargets,
   // what the summary repeats is capped (reporters/cap.ts); the JSON keeps everything
   const summary = targets.summary && !listOnly ? `${markdownSummary(capResult(result))}\n` : undefined;
   if (result.phasesMs) result.phasesMs.reports = performance.now() - t0; // building them; the writes follow
-  return writeReports(targets, { json: targets.json ? `${JSON.stringify(result, null, 2)}\n` : undefined, junit, summary });
+  const metrics = targets.metrics ? metricsText(result) : undefined;
+  return writeReports(targets, { json: targets.json ? `${JSON.stringify(result, null, 2)}\n` : undefined, junit, summary, metrics });
 }

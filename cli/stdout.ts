@@ -8,6 +8,8 @@ let failed: string | undefined;
 /** The report written to standard output, if any (its option). */
 let report: string | undefined;
 let installed = false;
+/** A listing (`list`): no run goes on behind it, and a reader that stops early is not an error. */
+let listing = false;
 
 /** Stdout carries a report: everything else the command prints goes to stderr. */
 export function reserveStdout(): void {
@@ -19,6 +21,19 @@ export function sayIsTTY(): boolean {
   return (reserved ? process.stderr.isTTY : process.stdout.isTTY) === true;
 }
 
+/** The command only lists: a reader that closes early (`list --checks | head -1`) ends it quietly, as for `ls | head`. */
+export function listingOnly(): void {
+  listing = true;
+}
+
+/**
+ * Whether the progress may be redrawn in place: a terminal that can move its cursor. TERM=dumb cannot, and
+ * NO_COLOR (set and not empty, no-color.org) asks for plain text: both get the log's plain lines.
+ */
+export function progressRedraws(env: NodeJS.ProcessEnv = process.env): boolean {
+  return sayIsTTY() && env.TERM !== 'dumb' && !env.NO_COLOR;
+}
+
 /** Installs the handler of stdout's failures (once). */
 export function guardStdout(): void {
   if (installed) return;
@@ -26,11 +41,17 @@ export function guardStdout(): void {
   process.stdout.on('error', (e: NodeJS.ErrnoException) => {
     if (failed !== undefined) return;
     failed = e.code ?? e.message;
+    if (listing) {
+      // the reader had what it wanted; any other failure lost the listing
+      if (e.code !== 'EPIPE') process.stderr.write(`mapped-reg-conformance: standard output failed (${failed}): the listing is lost\n`);
+      return;
+    }
     const lost = report ? `: the ${report} report written there is lost` : '';
     process.stderr.write(`mapped-reg-conformance: standard output failed (${failed})${lost}; the run goes on and writes its other reports\n`);
   });
   process.on('exit', () => {
-    if (report && failed !== undefined && !process.exitCode) process.exitCode = 1;
+    // a report lost, or a listing lost otherwise than by its reader stopping
+    if (failed !== undefined && (report || (listing && failed !== 'EPIPE')) && !process.exitCode) process.exitCode = 1;
   });
 }
 

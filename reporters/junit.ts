@@ -1,4 +1,4 @@
-// The JUnit report of a run (GUIDE.md, Contracts: JUnit), built with junit-report-builder, valid against Jenkins
+// The JUnit report of a run (what CI reads of it: docs/ci.md), built with junit-report-builder, valid against Jenkins
 // xunit's junit-10.xsd: one <testsuite> per device, named with its id, name and verdict (`cuda:0 NVIDIA H200
 // [Usable]`: every CI view shows the verdict, not only those that read properties), with `hostname`, and its
 // verdict, backend, driver, PCI bus id, scratch filesystem and bandwidths as <properties>; one <testcase> per

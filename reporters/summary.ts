@@ -5,6 +5,7 @@
 import { FAILING } from '../results/status.js';
 import type { DeviceLoad, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { hostFaultLines } from './host-faults.js';
+import { refusalInPlainWords } from './refusals.js';
 import { selectionSkips } from './selection.js';
 import { terminalSafe } from './safe-text.js';
 
@@ -52,6 +53,11 @@ export function runSummary(result: RunResult, listOnly = false): string[] {
   // what each GPU's process saw of the machine around its timed copies
   for (const d of result.devices) if (d.load) out.push(terminalText(`${d.id}: ${loadLine(d.load, d.timing?.hostCopyGBps)}`));
   for (const d of result.devices) if (d.verdict.reason) out.push(terminalText(`${d.id}: ${d.verdict.text}`));
+  // each refusal in plain words, and where to read more
+  for (const d of result.devices) {
+    const why = refusalInPlainWords(d.verdict);
+    if (why) out.push(terminalText(`${d.id}: ${why}`));
+  }
   for (const d of result.devices) for (const e of d.errors ?? []) out.push(terminalText(`${d.id}: ${e}`));
   // the checks the selection left out (--check, --skip, --skips-file), once for every device
   if (!listOnly) for (const s of selectionSkips(result)) out.push(terminalText(`skip: ${s.ids.join(', ')}: ${s.reason}`));

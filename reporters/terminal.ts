@@ -2,7 +2,8 @@
 // checks run (Progress). On a terminal: one status line per device, redrawn in place (checks done, the one
 // running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
-// once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks).
+// once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks),
+// and a check still running is told every STILL_RUNNING_S seconds (a log would otherwise be silent until it ends).
 import type { PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { type CheckStatus, FAILING } from '../results/status.js';
 import { terminalSafe } from './safe-text.js';
@@ -18,11 +19,17 @@ export interface ProgressEvent {
 interface DeviceState {
   done: number;
   running?: string;
+  /** When the running check started (performance.now()), and how many still-running lines it has had. */
+  since?: number;
+  told?: number;
   counts: Record<CheckStatus, number>;
   finished: boolean;
   /** Not on a terminal: the skipped checks not yet told, by reason. */
   skipped: Map<string, string[]>;
 }
+
+/** Not on a terminal: seconds between the lines that tell a check is still running. */
+export const STILL_RUNNING_S = 10;
 
 const emptyCounts = (): Record<CheckStatus, number> => ({ pass: 0, warn: 0, fail: 0, timeout: 0, crash: 0, error: 0, skip: 0 });
 
@@ -36,12 +43,28 @@ export class Progress {
     private readonly write: (text: string) => void,
     private readonly tty: boolean,
     devices: string[],
+    private readonly stillRunningS: number = STILL_RUNNING_S,
   ) {
     for (const d of devices) this.#devices.set(d, { done: 0, counts: emptyCounts(), finished: false, skipped: new Map() });
     if (tty) {
       this.#draw();
       this.#timer = setInterval(() => this.#draw(), 250);
-      this.#timer.unref();
+    } else {
+      this.#timer = setInterval(() => this.#tellStillRunning(), 1000);
+    }
+    this.#timer.unref();
+  }
+
+  /** Not on a terminal: a line for each check that has run another `stillRunningS` seconds since it was last told. */
+  #tellStillRunning(): void {
+    const now = performance.now();
+    for (const [device, s] of this.#devices) {
+      if (s.running === undefined || s.since === undefined) continue;
+      const told = s.told ?? 0;
+      const periods = Math.floor((now - s.since) / 1000 / this.stillRunningS);
+      if (periods <= told) continue;
+      s.told = periods;
+      this.#line(`  [${this.#elapsed()}] ${device} ${s.running} still running (${periods * this.stillRunningS} s)`);
     }
   }
 
@@ -84,6 +107,8 @@ export class Progress {
     if (!s) return;
     if (e.type === 'start' && e.id) {
       s.running = e.id;
+      s.since = performance.now();
+      s.told = 0;
     } else if (e.type === 'result' && e.id && e.status) {
       s.done += 1;
       s.counts[e.status] += 1;

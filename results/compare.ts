@@ -2,7 +2,7 @@
 // (new) or went (missing); known failures of the expectations file are `expected`, not regressions. The gate
 // (results/gate.ts) makes the same comparison of a run against its baseline, or against nothing.
 //
-// The rules (README "The gate"; deqp-runner's order of severity and its expectations):
+// The rules (docs/gate.md; deqp-runner's order of severity and its expectations):
 // - Devices are matched by backend, PCI bus id and name, never by index or id (cuda:0 may be another GPU after a
 //   driver upgrade or with CUDA_VISIBLE_DEVICES); when both files are merged (every device carries `host`),
 //   by hostname too. Two devices with the same key in one file are told apart by their order (#2, #3...).
@@ -41,7 +41,7 @@ export const VERDICT_CHECK = 'verdict';
 export const BANDWIDTH_CHECK = 'bandwidth';
 /** The id under which registered / page-locked is compared (and matched by the expectations). */
 export const REGISTRATION_CHECK = 'registration';
-/** The drop of the registered GB/s that is a regression when none is given (README: why 10%). */
+/** The drop that is a regression when none is given (docs/gate.md: why 10%). */
 export const DEFAULT_MAX_DROP = 0.1;
 
 export interface Change {

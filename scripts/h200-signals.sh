@@ -2,7 +2,7 @@
 # Issue 12 on the real GPU: the CUDA device's process killed at three moments, and the command stopped by SIGTERM.
 #
 #   bash scripts/h200-signals.sh OUT                       from the project's root, with dist/ built
-#   bash .device/run.sh bash scripts/h200-signals.sh "$OUT"   on the GPU machine (shared/device/pack.sh)
+#   bash .device/run.sh bash scripts/h200-signals.sh "$OUT"   on the GPU machine (dist/ packed with a Node.js by the device tool)
 #
 # Scenarios, each a run of `mapped-reg-conformance --device cuda:0` followed by a second, ordinary run right after
 # (its verdict shows whether the driver released what the first left):

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The build (npm's prepare step, `npm run build`, the tests' global setup): dist/ with tsc, and the command's
 // file made executable (tsc writes it 0644; npx runs the bin it links, which must be executable). An install that carries a built dist/ but no TypeScript (the GPU
-// machine, where shared/device/pack.sh leaves the compiler out, and npx's self-install of this package there)
+// machine, where the device tool's packing leaves the compiler out, and npx's self-install of this package there)
 // keeps the dist/ it has instead of failing.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, rmSync } from 'node:fs';

@@ -79,7 +79,7 @@ export function staticVerdict(device: Device): Static {
   if (family === 'vulkan') {
     const optIn = process.env[VULKAN_OPT_IN_ENV];
     const ignored = optIn ? `; ${VULKAN_OPT_IN_ENV}=${optIn} is ignored` : '';
-    return Decided(Refused(Kernel_hazard(`registering host memory on Vulkan is known to crash the kernel (Sarek #503/#504)${ignored}`)));
+    return Decided(Refused(Kernel_hazard(`registering host memory through Vulkan crashed the Linux kernel on AMD GPUs (kernel oopses, Sarek issues #503/#504), so it is never tried${ignored}`)));
   }
   if (family === undefined) {
     return Decided(Refused(Not_measured(`framework "${device.framework}" is neither listed nor a family variant of a listed one`)));

@@ -1,6 +1,6 @@
 // The driver-upgrade gate, as a CI job runs it: the built command against the driver double (its copies paced,
 // so that a bandwidth is a fact of the test, not of this machine), with and without a baseline. Each case is one
-// way an upgrade breaks a GPU (README "The gate"): the gate must go red, say why, and every report must agree.
+// way an upgrade breaks a GPU (docs/gate.md): the gate must go red, say why, and every report must agree.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// The layers of the house (README, "Layout"), bottom-up: the model (src/) and results/, which load no driver;
+// The layers of the house (docs/development.md, "Layout"), bottom-up: the model (src/) and results/, which load no driver;
 // bindings/; suites/; reporters/; history/; cli/; bench/. A file may import its own layer or a lower one, never a
 // higher one, and the imports make no circle. Read from the sources with a regex over `from '…'` and
 // `import('…')`: type-only imports count too (they tie the layers together just the same).

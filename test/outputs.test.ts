@@ -178,10 +178,10 @@ describe('item 9: standard streams and arguments', () => {
   });
 });
 
-describe('README and --help say the same as the code', () => {
+describe('the documentation (docs/usage.md, docs/development.md) and --help say the same as the code', () => {
   it('exit statuses 129, 130, 143; - for standard output; the error status; where scratch and tmpfs files go and how stale ones are cleaned', () => {
     const help = cli(['--help']).stdout.replace(/\s+/g, ' ');
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    const readme = ['usage.md', 'development.md'].map((f) => readFileSync(join(ROOT, 'docs', f), 'utf8')).join('\n').replace(/\s+/g, ' ');
     for (const text of [help, readme]) {
       expect(text).toMatch(/130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP/);
       expect(text).toMatch(/- for standard output/);

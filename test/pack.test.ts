@@ -139,11 +139,15 @@ const ENGINE = '@duckdb/node-api';
 const fixtures = (): string[] => ['cuda.json', 'rocm724.json'].map((f) => join(root, 'test', 'fixtures', f));
 
 describe('the container image (Dockerfile), its install made without Docker', () => {
-  it('the recipe: Node.js 20 slim, the packed tarball installed globally, production dependencies only, no install script, no compiler; the command is the entrypoint', () => {
+  it('the recipe: Node.js 20 slim at an exact version, run as the node user, the packed tarball installed globally, production dependencies only, no install script, no compiler; the command is the entrypoint', () => {
     const stages = dockerStages(readFileSync(join(root, 'Dockerfile'), 'utf8'));
-    expect(stages.map((s) => s[0]!.args)).toEqual(['node:20-slim AS pack', 'node:20-slim']);
+    // the base image pinned to an exact version, the same in both stages
+    expect(stages.map((s) => s[0]!.args)).toEqual([expect.stringMatching(/^node:20\.\d+\.\d+-bookworm-slim AS pack$/), expect.stringMatching(/^node:20\.\d+\.\d+-bookworm-slim$/)]);
+    expect(stages[1]![0]!.args).toBe(stages[0]![0]!.args.replace(/ AS pack$/, ''));
     expect(stages[0]!.filter((i) => i.keyword === 'RUN').map((i) => i.args).at(-1)).toBe('npm pack --pack-destination /packs');
     const last = image();
+    // not root: the image's node user runs the command
+    expect(last.filter((i) => i.keyword === 'USER').map((i) => i.args)).toEqual(['node']);
     const runs = last.filter((i) => i.keyword === 'RUN').map((i) => runCommand(i.args));
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatch(/npm install --global --omit=dev --ignore-scripts .*"\$tarball"/);

@@ -1,6 +1,6 @@
 // The child process of hazard.truncate_contained. A file is cut (ftruncate to `cut` bytes) while its read-only
 // shared mapping is registered, then the device copies from the cut tail: a large copy and a small one. On the
-// H200 (shared/facts/cuda-h200.md) the 16 MiB copy returned 0 with the stale pinned bytes and the 4 KiB copy
+// H200 (docs/facts-h200.md) the 16 MiB copy returned 0 with the stale pinned bytes and the 4 KiB copy
 // killed the process with SIGBUS (small copies are read by the CPU): so this runs in its own process, and the
 // parent reads what happened from the lines printed here and from how the process ended.
 //

@@ -2,7 +2,7 @@
  * CUDA driver double: libcuda_double.so, with the ABI of libcuda.so.1 (the functions below only).
  *
  * Behaviour (profile "cuda"): what the real driver did on an H200, driver 580.159.04, CUDA 13000, as
- * measured in shared/facts/cuda-h200.md. Attribute values from the same file where it lists them;
+ * measured in docs/facts-h200.md. Attribute values from the same file where it lists them;
  * the few others (marked "not measured") are the H200's published values.
  * Profiles, faults and codes: README.md beside this file.
  */

@@ -3,7 +3,7 @@
  *
  * Profiles: rocm724 (default; HIP on ROCm 7.2.4 as the spec describes it, with its five bugs),
  * rocm-fixed (the same with those bugs fixed), nodevice (libamdhip64.so.5 on a machine with no AMD GPU,
- * as in shared/facts/cuda-h200.md). Faults and codes: README.md beside this file.
+ * as in docs/facts-h200.md). Faults and codes: README.md beside this file.
  *
  * hipDeviceAttribute_t numbers. HIP's attribute enum is implicit (each value is its position), so the
  * numbers come from counting the enumerators in the headers, checked against generated bindings that
