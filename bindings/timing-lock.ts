@@ -5,7 +5,7 @@
 // asleep in Atomics.wait between tries. The holder writes its pid and a label into the file, for the message of
 // a run that gives up waiting; a run that may only read the file (another user's, mode 0644) locks it all the same
 // and writes nothing.
-import { fchmodSync, fstatSync } from 'node:fs';
+import { fchmodSync, fstatSync, lstatSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HostFault, asHostFault, isHostFault } from './host-fault.js';
@@ -98,17 +98,21 @@ function openLock(path: string): Opened {
   let fd = -1;
   let writable = true;
   try {
-    try {
-      fd = openFile(path, O_RDWR | O_CREAT | O_EXCL | FLAGS, 0o666);
-      fchmodSync(fd, 0o666);
-    } catch (e) {
-      if (fd >= 0 || code(e) !== 'EEXIST') throw e;
+    // the file there may be removed between the two opens (its holder letting go): then make it again
+    for (let tries = 1; fd < 0; tries++) {
       try {
-        fd = openFile(path, O_RDWR | FLAGS);
-      } catch (e2) {
-        if (!['EACCES', 'EPERM', 'EROFS'].includes(code(e2) ?? '')) throw e2;
-        fd = openFile(path, O_RDONLY | FLAGS);
-        writable = false;
+        fd = openFile(path, O_RDWR | O_CREAT | O_EXCL | FLAGS, 0o666);
+        fchmodSync(fd, 0o666);
+      } catch (e) {
+        if (fd >= 0 || code(e) !== 'EEXIST') throw e;
+        try {
+          fd = openFile(path, O_RDWR | FLAGS);
+        } catch (e2) {
+          if (code(e2) === 'ENOENT' && tries < 1000) continue;
+          if (!['EACCES', 'EPERM', 'EROFS'].includes(code(e2) ?? '')) throw e2;
+          fd = openFile(path, O_RDONLY | FLAGS);
+          writable = false;
+        }
       }
     }
     const st = fstatSync(fd);
@@ -117,6 +121,16 @@ function openLock(path: string): Opened {
   } catch (e) {
     if (fd >= 0) closeFd(fd);
     throw fault(e, path, 'opening it');
+  }
+}
+
+/** `path` still names the file `key` (device:inode), not a newer one or none. */
+function stillAt(path: string, key: string): boolean {
+  try {
+    const st = lstatSync(path);
+    return `${st.dev}:${st.ino}` === key;
+  } catch {
+    return false;
   }
 }
 
@@ -159,24 +173,33 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && !(timeoutMs >= 0)) throw new RangeError(`timing lock: timeoutMs ${timeoutMs} is not a number of ms >= 0`);
   const label = cleanLabel(options.label ?? DEFAULT_LABEL);
-  const { fd, writable, key } = openLock(path);
-  if (held.has(key)) {
-    closeFd(fd);
-    throw new Error(`the timing lock ${path} is already held by this process`);
-  }
   const t0 = performance.now();
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  try {
-    while (!flock(fd, LOCK_EX | LOCK_NB)) {
-      const waited = performance.now() - t0;
-      if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd));
-      // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
-      Atomics.wait(sleeper, 0, 0, timeoutMs === undefined ? TIMING_LOCK_POLL_MS : Math.min(TIMING_LOCK_POLL_MS, timeoutMs - waited));
+  let opened: Opened;
+  // The holder removes the file as it lets go (nothing is left in the temporary folder), so a lock taken on a file
+  // that is no longer the one at `path` is no lock at all: it is let go, and the file at `path` is taken instead.
+  for (;;) {
+    opened = openLock(path);
+    const { fd, key } = opened;
+    if (held.has(key)) {
+      closeFd(fd);
+      throw new Error(`the timing lock ${path} is already held by this process`);
     }
-  } catch (e) {
+    try {
+      while (!flock(fd, LOCK_EX | LOCK_NB)) {
+        const waited = performance.now() - t0;
+        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd));
+        // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
+        Atomics.wait(sleeper, 0, 0, timeoutMs === undefined ? TIMING_LOCK_POLL_MS : Math.min(TIMING_LOCK_POLL_MS, timeoutMs - waited));
+      }
+    } catch (e) {
+      closeFd(fd);
+      throw e instanceof TimingLockTimeout ? e : fault(e, path, 'locking it');
+    }
+    if (stillAt(path, key)) break;
     closeFd(fd);
-    throw e instanceof TimingLockTimeout ? e : fault(e, path, 'locking it');
   }
+  const { fd, writable, key } = opened;
   const waitedMs = performance.now() - t0;
   held.add(key);
   if (writable) writeHolder(fd, label);
@@ -189,8 +212,16 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
       released = true;
       held.delete(key);
       try {
-        // cleared while still held: no later reader takes us for the holder
-        if (writable) ftruncate(fd, 0);
+        // removed while still held: a waiter that then takes this file sees it is gone and takes the next one
+        // (another user's file, opened read-only, cannot be removed from a sticky /tmp: it stays, emptied by them)
+        if (writable) {
+          ftruncate(fd, 0);
+          try {
+            if (stillAt(path, key)) unlinkSync(path);
+          } catch {
+            // left in place: the next run takes it as it is
+          }
+        }
         flock(fd, LOCK_UN);
       } catch {
         // the close below releases it in any case

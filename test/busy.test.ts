@@ -142,7 +142,8 @@ describe('against a baseline of a quiet machine', () => {
   });
 
   it('registration alone slower: blamed on the driver, as a registration regression (exit 1)', () => {
-    const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: 'registered=1.5,pinned=2,pageable=0.5' });
+    // 20% slower, so that it stays well above 0.8 x the staged copy (page-locked at 2, plus a memcpy): still Usable
+    const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: 'registered=1.6,pinned=2,pageable=0.5' });
     expect(r.code, r.stdout).toBe(1);
     expect(kinds(r)).toEqual([
       ['bandwidth', false],
