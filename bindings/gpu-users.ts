@@ -185,7 +185,10 @@ function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
   const init = c.nvmlInit_v2();
   if (init !== NVML_SUCCESS) return { note: `NVML: nvmlInit_v2 failed: ${nvmlError(c, init)}` };
   const handleOut: [Handle] = [null];
-  const found = c.nvmlDeviceGetHandleByPciBusId_v2(pciBusId, handleOut);
+  let found = c.nvmlDeviceGetHandleByPciBusId_v2(pciBusId, handleOut);
+  // NVML writes bus ids with an 8-digit domain (00000000:06:00.0); CUDA's 4-digit form is tried first, then that one
+  const long = /^[0-9a-f]{4}:/i.test(pciBusId) ? `0000${pciBusId}` : undefined;
+  if (found !== NVML_SUCCESS && long) found = c.nvmlDeviceGetHandleByPciBusId_v2(long, handleOut);
   if (found !== NVML_SUCCESS) {
     c.nvmlShutdown();
     return { note: `NVML: no device at ${pciBusId}: nvmlDeviceGetHandleByPciBusId_v2 failed: ${nvmlError(c, found)}` };
