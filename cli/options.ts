@@ -148,7 +148,15 @@ export function quietFor(d: PlainDevice, q: RunQuiet): QuietOptions {
   return {
     waitS: q.waitS,
     maxDrop: q.maxDrop,
-    ...(b ? { baseline: { registeredGBps: b.registeredGBps, ...(b.hostCopyGBps !== undefined ? { hostCopyGBps: b.hostCopyGBps } : {}) } } : {}),
+    ...(b
+      ? {
+          baseline: {
+            registeredGBps: b.registeredGBps,
+            ...(b.hostCopyGBps !== undefined ? { hostCopyGBps: b.hostCopyGBps } : {}),
+            ...(b.pageLockedRatio !== undefined ? { pageLockedRatio: b.pageLockedRatio } : {}),
+          },
+        }
+      : {}),
   };
 }
 

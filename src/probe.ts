@@ -54,7 +54,7 @@ export interface Timed {
   median: number;
 }
 
-/** The four timed copies of one timing (suites/measure.ts wraps them; docs/measurement.md says why each is there). */
+/** The timed copies of one timing (suites/measure.ts wraps them; docs/measurement.md says why each is there). */
 export interface CopyTimes {
   /** Upload of window 1, registered. */
   registered: Timed;
@@ -62,8 +62,14 @@ export interface CopyTimes {
   pageLocked: Timed;
   /** memcpy of window 1 into the page-locked buffer, then its upload: what registration would replace. */
   staged: Timed;
-  /** memcpy of window 1 into the page-locked buffer alone: the host's memory, no device. */
+  /** The staged copy's memcpy, timed on its own: the host's memory, no device. */
   hostCopy: Timed;
+  /**
+   * The median over the rounds of registered speed / page-locked speed, each round's two copies timed back to back
+   * (in turn first): what a busy machine's swings cannot move, since they fall on both alike. null when no round
+   * gave both a valid duration.
+   */
+  pageLockedRatio: number | null;
 }
 
 /**
@@ -120,9 +126,12 @@ export interface TimingReport {
   readonly pageLockedMedianMs: number;
   /** null: the clock gave no valid duration for it (the verdict does not rest on it). */
   readonly pageLockedGBps: number | null;
-  /** registered speed / page-locked speed: a busy machine slows both copies alike, a driver's registration only the first. */
+  /**
+   * registered speed / page-locked speed, the median of the rounds' (each round's two copies back to back): a busy
+   * machine slows both copies alike, a driver's registration only the first.
+   */
   readonly pageLockedRatio: number | null;
-  /** The host's memcpy of the window, timed in the same rounds. */
+  /** The host's memcpy of the window: the staged copy's first half, timed on its own. */
   readonly hostCopyMs: number;
   readonly hostCopyMedianMs: number;
   readonly hostCopyGBps: number | null;
@@ -211,26 +220,61 @@ function reduce(samples: number[]): Timed {
   return { best: Math.min(...samples), median };
 }
 
+/** What one round times: the registered and the page-locked upload, and the staged copy in its two halves. */
+interface RoundCopies {
+  registered: () => void;
+  pageLocked: () => void;
+  stageCopy: () => void;
+  stageUpload: () => void;
+}
+
 /**
- * `runs` rounds, each timing every copy once in turn (alternating, so that a change of load during the timing
- * falls on all of them alike, which a block of N runs of one copy then N of the next would not), best and median
- * of each. tinybench times one task's runs back to back, so this loop is written here.
+ * `runs` rounds, each timing the registered and the page-locked upload back to back (which goes first alternates,
+ * so neither always follows the staged copy's memcpy), then the staged copy, its memcpy timed on its own as the
+ * host copy: best and median of each, and the median of the rounds' registered / page-locked. Alternating rounds
+ * rather than N runs of one copy then N of the next, so that a change of load during the timing falls on every
+ * copy alike; tinybench times one task's runs back to back, so this loop is written here.
  */
-function timeInterleaved(copies: Record<keyof CopyTimes, () => void>, runs: number, now: () => number): CopyTimes {
-  const names = Object.keys(copies) as (keyof CopyTimes)[];
-  const samples = Object.fromEntries(names.map((n) => [n, [] as number[]])) as Record<keyof CopyTimes, number[]>;
+function timeRounds(c: RoundCopies, runs: number, now: () => number): CopyTimes {
+  const samples = { registered: [] as number[], pageLocked: [] as number[], staged: [] as number[], hostCopy: [] as number[] };
+  const pairs: number[] = [];
+  const timed = (f: () => void): number => {
+    const t0 = now();
+    f();
+    return now() - t0;
+  };
   for (let r = 0; r < runs; r++) {
-    for (const name of names) {
-      const t0 = now();
-      copies[name]();
-      samples[name].push(now() - t0);
+    let registered: number;
+    let pageLocked: number;
+    if (r % 2 === 0) {
+      registered = timed(c.registered);
+      pageLocked = timed(c.pageLocked);
+    } else {
+      pageLocked = timed(c.pageLocked);
+      registered = timed(c.registered);
     }
+    const t0 = now();
+    c.stageCopy();
+    const t1 = now();
+    c.stageUpload();
+    const t2 = now();
+    samples.registered.push(registered);
+    samples.pageLocked.push(pageLocked);
+    samples.staged.push(t2 - t0);
+    samples.hostCopy.push(t1 - t0);
+    if (validDuration(registered) && validDuration(pageLocked)) pairs.push(pageLocked / registered);
   }
-  return Object.fromEntries(names.map((n) => [n, reduce(samples[n])])) as unknown as CopyTimes;
+  return {
+    registered: reduce(samples.registered),
+    pageLocked: reduce(samples.pageLocked),
+    staged: reduce(samples.staged),
+    hostCopy: reduce(samples.hostCopy),
+    pageLockedRatio: pairs.length ? reduce(pairs).median : null,
+  };
 }
 
 /** How the log names each copy. */
-const COPY_NAMES: Record<keyof CopyTimes, string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
+const COPY_NAMES: Record<'registered' | 'pageLocked' | 'staged' | 'hostCopy', string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
 
 const validDuration = (ms: number): boolean => Number.isFinite(ms) && ms > 0;
 const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
@@ -443,15 +487,12 @@ function selfTest(
   const bytes = w;
   const buffer = pinned.bytes;
   const time = (): CopyTimes =>
-    timeInterleaved(
+    timeRounds(
       {
         registered: () => t.upload(windows[0]),
         pageLocked: () => t.upload(pinned),
-        staged: () => {
-          buffer.set(windows[0].bytes);
-          t.upload(pinned);
-        },
-        hostCopy: () => buffer.set(windows[0].bytes),
+        stageCopy: () => buffer.set(windows[0].bytes),
+        stageUpload: () => t.upload(pinned),
       },
       o.runs,
       o.now ?? (() => performance.now()),
@@ -483,7 +524,7 @@ function selfTest(
     pageLockedMs: pageLocked.best,
     pageLockedMedianMs: pageLocked.median,
     pageLockedGBps,
-    pageLockedRatio: pageLockedGBps === null ? null : registeredGBps / pageLockedGBps,
+    pageLockedRatio: pageLockedGBps === null ? null : times.pageLockedRatio,
     hostCopyMs: hostCopy.best,
     hostCopyMedianMs: hostCopy.median,
     hostCopyGBps: figure(hostCopy),

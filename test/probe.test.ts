@@ -127,9 +127,10 @@ describe('probeWith: the happy path', () => {
     expect(r.timing).toMatchObject({ registeredMs: 10, stagedMs: 8, ratio: 0.8, pageLockedMs: 5, hostCopyMs: 3 });
     expect(r.timing!.pageLockedRatio).toBeCloseTo(0.5, 12);
     expect(r.verdict.kind).toBe('Usable');
-    // in the trace: after the round trips, 7 rounds of: the registered upload of window 1, the buffer's upload
-    // alone (the control copy), the staged copy (memcpy of window 1 into the buffer, upload of the buffer), the
-    // memcpy alone (the host copy)
+    // in the trace: after the round trips, 7 rounds of: the registered upload of window 1 and the buffer's upload
+    // alone (the control copy), back to back, the registered one first in rounds 1, 3, 5, 7 and second in the
+    // others; then the staged copy (memcpy of window 1 into the buffer, upload of the buffer), whose memcpy is the
+    // host copy
     const w = 2 * UNIT;
     const timed = ops.trace.slice(ops.trace.findIndex((t) => t.op === 'upload'));
     const buffer = ops.trace.find((t) => t.op === 'allocHost' || t.op === 'hostCopy' && t.length === w)!;
@@ -140,7 +141,8 @@ describe('probeWith: the happy path', () => {
       const src = t.source as Uint8Array;
       return src.buffer === map.bytes.buffer && src.byteOffset === map.bytes.byteOffset && src.length === w ? 'memcpy of window 1' : 'another memcpy';
     });
-    expect(kinds.slice(0, 35)).toEqual(Array.from({ length: 7 }, () => ['registered upload', `upload of ${w}`, 'memcpy of window 1', `upload of ${w}`, 'memcpy of window 1']).flat());
+    const pair = (r: number): string[] => (r % 2 === 0 ? ['registered upload', `upload of ${w}`] : [`upload of ${w}`, 'registered upload']);
+    expect(kinds.slice(0, 28)).toEqual(Array.from({ length: 7 }, (_, r) => [...pair(r), 'memcpy of window 1', `upload of ${w}`]).flat());
     const staged = timed.filter((t) => t.op === 'upload' && t.address !== map.address);
     const copies = timed.filter((t) => t.op === 'hostCopy');
     expect(new Set([...staged, ...copies].map((t) => t.address)).size).toBe(1); // one buffer: copied into, uploaded from
@@ -743,5 +745,51 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     const pinned = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
     expect(() => probeWith(s.ops, s.map, reader(s.reference, { onRead: pinned, error: new Interrupted() }).r, s.options)).toThrow(Interrupted);
     expectAllReleased(s.ops, s.table);
+  });
+});
+
+describe('probeWith: the control copy and the timing section', () => {
+  it('registered / page-locked is the median of the rounds, each round its two copies back to back', () => {
+    // registered 10 ms every round; the control copy 10 ms in 4 rounds, 5 ms in 3 (a swing of the machine): the
+    // median of the rounds' ratios is 1 (10/10), where best against best would say 0.5 (5/10)
+    const locked = [10, 20, 5, 20, 10, 20, 5, 20, 10, 20, 5, 20, 10, 20]; // the buffer's uploads alternate: control, staged
+    const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: locked, stagingCopyMs: 2 });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Usable');
+    expect(r.timing).toMatchObject({ registeredMs: 10, pageLockedMs: 5, pageLockedMedianMs: 10, pageLockedRatio: 1, hostCopyMs: 2, stagedMs: 22 });
+    expect(r.timing!.hostCopyGBps).toBeCloseTo((2 * UNIT) / 0.002 / 1e9, 9);
+  });
+
+  it('the section runs the timed copies: its figures are the ones kept, it is given the window size, what it throws stops the self-test with everything released', () => {
+    const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10 });
+    const calls: number[] = [];
+    const r = probeWithReport(s.ops, s.map, s.reference, {
+      ...s.options,
+      timingSection: (time, bytes) => {
+        calls.push(bytes);
+        time(); // a first timing, thrown away (as while the machine is busy)
+        return time();
+      },
+    });
+    expect(calls).toEqual([2 * UNIT]);
+    expect(s.ops.uploads.registered).toBe(14);
+    expect(r.verdict.kind).toBe('Usable');
+    const t = setup(4 * UNIT);
+    const failed = probeWithReport(t.ops, t.map, t.reference, {
+      ...t.options,
+      timingSection: () => {
+        throw new Error('the timing lock: still held after 120000 ms, by pid 7');
+      },
+    });
+    expect(failed.verdict).toEqual({ kind: 'Inconclusive', reason: 'an operation raised: the timing lock: still held after 120000 ms, by pid 7' });
+    expectAllReleased(t.ops, t.table);
+  });
+
+  it('control figures whose clock gave no valid duration are null; the verdict does not rest on them', () => {
+    // the memcpy costs nothing on this clock: no host copy figure, the verdict still made
+    const s = setup(4 * UNIT, { registeredUploadMs: 10, stagedUploadMs: 10 });
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict.kind).toBe('Usable');
+    expect(r.timing).toMatchObject({ hostCopyGBps: null, pageLockedRatio: 1 });
   });
 });
