@@ -106,6 +106,7 @@ export function probeOnce(ctx: CheckContext): Probed {
   try {
     const measured = measureSection({
       deviceId: id,
+      runs: ctx.options.runs,
       backend: ctx.device.backend,
       pciBusId: ctx.device.pciBusId,
       quiet: ctx.options.quiet ?? { waitS: DEFAULT_QUIET_WAIT_S, maxDrop: DEFAULT_MAX_DROP },
