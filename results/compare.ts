@@ -252,7 +252,7 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
 
 /**
  * registered / page-locked of OLD against NEW's: a busy machine slows both copies alike (on the H200 the ratio
- * stayed within 1.5% while 16 host-copy threads, or another process on the link, cut both by 27-52%), so a fall
+ * moved by under 2% while 16 host-copy threads, or another process on the link, cut both by 27-52%), so a fall
  * of more than `maxDrop` is a regression of the driver's registration, on a quiet machine, and on one that was
  * busy only for a while. On a machine that stayed busy through --quiet-wait it is the host's (`error`): both loads
  * at once moved the ratio by 23%. Undefined when neither side has the figure.
