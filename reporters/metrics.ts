@@ -40,11 +40,8 @@ const seconds = (iso: string): number | undefined => {
   return Number.isFinite(ms) ? ms / 1000 : undefined;
 };
 
-/** The page-locked copy's GB/s, where the run measured it (a field results of earlier versions do not have). */
-const pageLockedGBps = (d: DeviceResult): number | undefined => {
-  const v = (d.timing as { pageLockedGBps?: number } | undefined)?.pageLockedGBps;
-  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
-};
+/** A figure of the results, where the run measured it (results of schemaVersion 1 have no control copy). */
+const finite = (v: number | undefined): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 /** The families of a run, in the order they are written; a family with no sample is left out. */
 function families(r: RunResult): Family[] {
@@ -54,6 +51,8 @@ function families(r: RunResult): Family[] {
   const registered = f('device_registered_copy_bytes_per_second', 'Host-to-device copy speed from the registered file-backed mapping (best of the timed runs)');
   const pageLocked = f('device_page_locked_copy_bytes_per_second', 'Host-to-device copy speed from a page-locked buffer, timed beside the registered copy (a busy machine slows both)');
   const staged = f('device_staged_copy_bytes_per_second', 'Host-to-device copy speed staged through a page-locked buffer (best of the timed runs)');
+  const ratio = f('device_registered_to_page_locked_ratio', 'Registered copy speed over the page-locked one timed beside it: what a busy machine cannot fake (the gate judges its fall always)');
+  const busy = f('device_busy', '1 when the machine was busy around the device\'s timed copies (another process on its link, host memory loaded, pressure), else 0');
   const checks = f('device_checks', 'The device\'s checks by status');
   for (const d of r.devices) {
     const device = d.id;
@@ -75,8 +74,11 @@ function families(r: RunResult): Family[] {
       registered.samples.push({ labels: { device }, value: d.timing.registeredGBps * GB });
       staged.samples.push({ labels: { device }, value: d.timing.stagedGBps * GB });
     }
-    const locked = pageLockedGBps(d);
+    const locked = finite(d.timing?.pageLockedGBps);
     if (locked !== undefined) pageLocked.samples.push({ labels: { device }, value: locked * GB });
+    const r2 = finite(d.timing?.pageLockedRatio);
+    if (r2 !== undefined) ratio.samples.push({ labels: { device }, value: r2 });
+    if (d.load) busy.samples.push({ labels: { device }, value: d.load.busy ? 1 : 0 });
     for (const status of CHECK_STATUSES) checks.samples.push({ labels: { device, status }, value: d.checks.filter((c) => c.status === status).length });
   }
   const gatePass = f('gate_pass', '1 when the gate passed, 0 when it failed (absent: the run had no gate, as list)');
@@ -95,7 +97,7 @@ function families(r: RunResult): Family[] {
   if (t1 !== undefined) finished.samples.push({ labels: {}, value: t1 });
   if (t0 !== undefined && t1 !== undefined) duration.samples.push({ labels: {}, value: Math.round((t1 - t0) * 1000) / 1000 });
   incomplete.samples.push({ labels: {}, value: r.incomplete ? 1 : 0 });
-  return [info, usable, registered, pageLocked, staged, checks, gatePass, gateReasons, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
+  return [info, usable, registered, pageLocked, staged, ratio, busy, checks, gatePass, gateReasons, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
 }
 
 /** The run as OpenMetrics text for the textfile collector (ends with `# EOF` and a line feed). */

@@ -1,7 +1,8 @@
-// --metrics: the run as OpenMetrics text for node_exporter's textfile collector. No Prometheus parser is
-// installed here, so the text is read by a strict parser of the format written below (the rules both the
-// collector's Prometheus text parser and OpenMetrics hold: names, label escapes, one TYPE per family before its
-// samples, families not split, no series twice, no timestamps, `# EOF` last).
+// --metrics: the run as OpenMetrics text for node_exporter's textfile collector. The text is read by a real
+// Prometheus text parser from npm (parse-prometheus-text-format), and by a strict parser of the format written
+// below for the rules that one lets pass (names, label escapes, one TYPE per family before its samples, families
+// not split, no series twice, no timestamps, `# EOF` last).
+import parsePrometheus from 'parse-prometheus-text-format';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -154,6 +155,20 @@ describe('metricsText', () => {
     expect(find(p, 'run_start_timestamp_seconds')[0]!.value).toBe(Date.parse(r.startedAt) / 1000);
     expect(find(p, 'run_duration_seconds')[0]!.value).toBeCloseTo((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 1000, 3);
     expect(find(p, 'run_incomplete')[0]!.value).toBe(0);
+  });
+
+  it('the H200\'s run (schemaVersion 2) read by a real Prometheus text parser: every family, and the figures of the results', () => {
+    const r = JSON.parse(readFileSync(join(ROOT, 'docs', 'results', 'h200-cuda13.0-580.159.04.json'), 'utf8')) as RunResult;
+    const d = r.devices.find((x) => x.id === 'cuda:0')!;
+    const fams = parsePrometheus(metricsText(r));
+    const byName = new Map(fams.map((f) => [f.name, f]));
+    const one = (name: string): number => Number(byName.get(`mapped_reg_${name}`)!.metrics.find((m) => m.labels?.device === 'cuda:0')!.value);
+    expect(fams.every((f) => f.type === 'GAUGE')).toBe(true);
+    expect(byName.get('mapped_reg_device_info')!.metrics.find((m) => m.labels?.device === 'cuda:0')!.labels).toMatchObject({ name: 'NVIDIA H200', pci_bus_id: '0000:00:06.0', verdict: 'Usable' });
+    expect(one('device_registered_copy_bytes_per_second')).toBeCloseTo(d.timing!.registeredGBps * 1e9, -3);
+    expect(one('device_page_locked_copy_bytes_per_second')).toBeCloseTo(d.timing!.pageLockedGBps! * 1e9, -3);
+    expect(one('device_registered_to_page_locked_ratio')).toBeCloseTo(d.timing!.pageLockedRatio!, 9);
+    expect(one('device_busy')).toBe(0);
   });
 
   it('the page-locked copy speed, where the results have it', () => {
