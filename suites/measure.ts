@@ -81,11 +81,10 @@ export function busyReasons(looks: readonly Look[], hostCopyGBps: number | null,
   if (hostCopyGBps !== null && baselineHostCopyGBps !== undefined && hostCopyGBps < baselineHostCopyGBps * HOST_COPY_BUSY_SHARE) {
     why.push(`the host's memcpy ran at ${fixed(hostCopyGBps, 2)} GB/s, under ${HOST_COPY_BUSY_SHARE * 100}% of the baseline's ${fixed(baselineHostCopyGBps, 2)} GB/s: other copies load host memory`);
   }
-  const last = looks[looks.length - 1]?.pressure;
-  const cpu = Math.max(...looks.map((l) => l.pressure.cpuSome ?? 0));
-  const memory = Math.max(...looks.map((l) => l.pressure.memorySome ?? 0));
-  if (last && cpu >= CPU_PRESSURE_BUSY) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
-  if (last && memory >= MEMORY_PRESSURE_BUSY) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
+  const cpu = Math.max(0, ...looks.map((l) => l.pressure.cpuSome ?? 0));
+  const memory = Math.max(0, ...looks.map((l) => l.pressure.memorySome ?? 0));
+  if (cpu >= CPU_PRESSURE_BUSY) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
+  if (memory >= MEMORY_PRESSURE_BUSY) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
   return why;
 }
 

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
+import type { GateDecision, RunResult } from '../results/types.js';
 import { type Look, busyReasons, CPU_PRESSURE_BUSY, LINK_BUSY_MBPS } from '../suites/measure.js';
 import { buildDoubles } from './double/build.js';
 import { MAIN, cleanEnv } from './support/command.js';
@@ -257,6 +257,3 @@ describe('busyReasons: what makes a machine busy', () => {
     ]);
   });
 });
-
-// (the CheckResult import keeps the results' check type at hand for readers of the JSON above)
-export type { CheckResult };
