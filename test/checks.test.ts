@@ -206,7 +206,7 @@ describe('timing.link: the registered GB/s against the PCIe link read from sysfs
     };
     const pass = judge('timing.link', context(d), at(LINK_WARN_FRACTION));
     expect(pass.status).toBe('pass');
-    expect((pass.o as Observation).expected).toBe('registered >= 70% of the link (63.0 GB/s: 32 GT/s x16)');
+    expect((pass.o as Observation).expected).toBe('registered >= 70% of the link (63.0 GB/s: 32 GT/s x16), at its maximum speed and width');
     expect(observed(pass)).toBe(`registered ${(0.7 * gbps).toFixed(2)} GB/s = 70.0% of 63.0 GB/s`);
     expect(judge('timing.link', context(d), at(0.69)).status).toBe('warn');
     expect(judge('timing.link', context(d), at(0.9)).status).toBe('pass');

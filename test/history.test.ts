@@ -124,7 +124,7 @@ describe('history add', () => {
     cpSync(join(A, 'old'), dir, { recursive: true });
     const bad: [string, string, RegExp][] = [
       ['not-json.json', 'this is not json', /not valid JSON/],
-      ['schema-2.json', JSON.stringify({ schemaVersion: 2, devices: [] }), /unknown schemaVersion 2/],
+      ['schema-3.json', JSON.stringify({ schemaVersion: 3, devices: [] }), /unknown schemaVersion 3/],
       ['invalid.json', JSON.stringify({ schemaVersion: 1 }), /not a valid results file/],
     ];
     for (const [name, text] of bad) writeFileSync(join(dir, name), text);

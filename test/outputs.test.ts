@@ -77,7 +77,7 @@ describe('item 3: standard output and other targets that are not regular files a
     const r = cli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--json', link]);
     expect(r.code).toBe(0);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
-    expect(JSON.parse(r.stdout).schemaVersion).toBe(1);
+    expect(JSON.parse(r.stdout).schemaVersion).toBe(2);
     expect(r.stderr).toMatch(/checks \(/);
   });
 
