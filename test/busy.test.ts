@@ -108,9 +108,12 @@ describe('against a baseline of a quiet machine', () => {
       MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5',
       MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774',
       MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0',
+      MAPPED_REG_SYSFS_ROOT: join(work, 'sys-quiet'),
     });
     expect(r.code, r.stdout).toBe(1);
     expect(kinds(r)).toEqual([['busy', true]]);
+    // the link's share is not judged on a busy machine (the baseline's timing.link passed: skip is no regression)
+    expect(r.json.devices[0]!.checks.find((c) => c.id === 'timing.link')).toMatchObject({ status: 'skip', message: expect.stringMatching(/^not judged: the machine was busy during the timed copies \(30\.0 GB\/s of PCIe traffic not ours/) });
     const reason = gateOf(r).reasons[0]!;
     expect(reason.text).toMatch(/^cuda:0 Double CUDA Device \(0000:00:00\.0\): registered GB\/s not judged: the host, not the driver: the machine was busy: 30\.0 GB\/s of PCIe traffic not ours; on the GPU: pid 4242 hog-link \(774 MiB\), still busy after 1 s of --quiet-wait 1 \(2 timings\): registered \d\.\d\d GB\/s -> \d\.\d\d GB\/s \(-\d\d\.\d%\), page-locked \d\.\d\d GB\/s -> \d\.\d\d GB\/s/);
     expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
