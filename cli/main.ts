@@ -66,6 +66,10 @@ function options(a: Args, listOnly: boolean) {
     { option: '--json', value: a.json },
     { option: '--junit', value: a.junit },
     ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
+  ], [
+    { option: '--baseline', value: a.baseline },
+    { option: '--expectations', value: a.expectations },
+    { option: '--skips-file', value: a.skipsFile },
   ]);
   const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}) };
   return { run, targets };
@@ -118,13 +122,8 @@ const sizeOf = (file: string): number => {
   }
 };
 
-/** A results file given on the command line, read and checked; one that lists a device twice is refused. */
-function readInputFile(file: string): RunResult {
-  const r = readResults(resolve(file));
-  const twice = duplicateDevice(r);
-  if (twice) throw new InputError(`${file}: ${twice}`);
-  return r;
-}
+/** A results file given on the command line, read and checked (results/read.ts: one that lists a device twice is refused). */
+const readInputFile = (file: string): RunResult => readResults(resolve(file));
 
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
@@ -208,7 +207,7 @@ await yargs(commandLine(hideBin(process.argv)))
         .option('o', { alias: 'output', type: 'string', requiresArg: true, demandOption: true, describe: 'the merged file (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '-o', value: a.o }])['-o']!;
+        const out = checkOutputs([{ option: '-o', value: a.o }], a.files.map((f) => ({ option: 'the results file', value: f })))['-o']!;
         const files = a.files.map((f) => resolve(f));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
@@ -239,7 +238,7 @@ await yargs(commandLine(hideBin(process.argv)))
         .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+        const out = checkOutputs([{ option: '--html', value: a.html }], a.files.map((f) => ({ option: 'the results file', value: f })))['--html']!;
         const results: RunResult[] = a.files.map((f) => readInputFile(f));
         const twice = duplicateInputs(results, a.files);
         if (twice) throw new InputError(twice);
@@ -293,7 +292,10 @@ await yargs(commandLine(hideBin(process.argv)))
             .option('max-drop', common['max-drop']),
         (a) =>
           guarded(async () => {
-            const page = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+            const page = checkOutputs([{ option: '--html', value: a.html }], [
+              { option: 'the store --db', value: a.db },
+              { option: '--expectations', value: a.expectations },
+            ])['--html']!;
             const expectations = expectationsOf(a.expectations);
             const maxDrop = parseMaxDrop(a.maxDrop);
             const { historyReportCommand } = await import('../history/commands.js');
