@@ -12,12 +12,14 @@ import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
-import { capResult } from '../reporters/cap.js';
+import { capGate, capResult } from '../reporters/cap.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
-import { RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { DEFAULT_MAX_DROP } from '../results/compare.js';
+import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
@@ -151,8 +153,9 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
       stop();
     }
     // every report is tried; one that cannot be written is told in one line and the run does not pass
-    const unwritten = await writeRunReports(result, targets, listOnly);
-    if (result.gate) tell(['', ...gateSummary(result.gate)]);
+    const unwritten = await writeRunReports(result, targets, listOnly, stoppedBy());
+    // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
+    if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
     // a signal (during the run, or once the checks were over, while the reports were written): its status all the same
     if (stoppedBy()) process.exitCode = stoppedStatus();
@@ -177,8 +180,16 @@ await yargs(commandLine(hideBin(process.argv)))
   .command(
     'list',
     'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
-    { ...common, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
-    (a) => execute(a as unknown as Args, true),
+    { ...LIST_OPTIONS, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
+    (a) =>
+      guarded(() => {
+        // the options of run alone are refused (list --baseline FILE would otherwise pass, the baseline unread)
+        const problem = listOptionProblem(a);
+        if (problem) throw new UsageError(problem);
+        const defaults = { size: DEFAULT_SIZE_MIB, runs: DEFAULT_RUNS, minRelativeSpeed: DEFAULT_MIN_RELATIVE_SPEED, timeout: DEFAULT_TIMEOUT_S, require: [], maxDrop: `${DEFAULT_MAX_DROP * 100}%` };
+        const given = Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined));
+        return execute({ ...defaults, ...given } as unknown as Args, true);
+      }),
   )
   .command(
     'compare <old> <new>',

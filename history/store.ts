@@ -145,7 +145,7 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
       break;
     } catch (e) {
       const m = message(e);
-      if (/lock/i.test(m) && Date.now() < deadline) {
+      if (/could not set lock|conflicting lock/i.test(m) && Date.now() < deadline) {
         await new Promise((done) => setTimeout(done, 500));
         continue;
       }
