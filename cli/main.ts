@@ -337,8 +337,8 @@ await yargs(commandLine(hideBin(process.argv)))
       'list --checks prints every check id with its title (--json: as JSON).\n\n' +
       'Environment: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY: path of the driver library to load instead of the default search.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
-      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
-      'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
+      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
+      'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
       'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
       'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
       'their process lives; a run removes those whose lock is free (left by a killed process).',
