@@ -12,12 +12,15 @@ import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
-import { capResult } from '../reporters/cap.js';
+import { capGate, capResult } from '../reporters/cap.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
-import { LIBRARY_VARIABLES, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
+import { DEFAULT_MAX_DROP } from '../results/compare.js';
+import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
+import { DEFAULT_QUIET_WAIT_S } from '../suites/measure.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { writeRunReports } from './reports.js';
 import { interruptAll } from './orchestrate.js';
@@ -69,6 +72,10 @@ function options(a: Args, listOnly: boolean) {
     { option: '--junit', value: a.junit },
     { option: '--metrics', value: a.metrics },
     ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
+  ], [
+    { option: '--baseline', value: a.baseline },
+    { option: '--expectations', value: a.expectations },
+    { option: '--skips-file', value: a.skipsFile },
   ]);
   const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}), ...(outputs['--metrics'] ? { metrics: outputs['--metrics'] } : {}) };
   return { run, targets };
@@ -121,13 +128,8 @@ const sizeOf = (file: string): number => {
   }
 };
 
-/** A results file given on the command line, read and checked; one that lists a device twice is refused. */
-function readInputFile(file: string): RunResult {
-  const r = readResults(resolve(file));
-  const twice = duplicateDevice(r);
-  if (twice) throw new InputError(`${file}: ${twice}`);
-  return r;
-}
+/** A results file given on the command line, read and checked (results/read.ts: one that lists a device twice is refused). */
+const readInputFile = (file: string): RunResult => readResults(resolve(file));
 
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
@@ -159,8 +161,9 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
       stop();
     }
     // every report is tried; one that cannot be written is told in one line and the run does not pass
-    const unwritten = await writeRunReports(result, targets, listOnly);
-    if (result.gate) tell(['', ...gateSummary(result.gate)]);
+    const unwritten = await writeRunReports(result, targets, listOnly, stoppedBy());
+    // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
+    if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
     // a signal (during the run, or once the checks were over, while the reports were written): its status all the same
     if (stoppedBy()) process.exitCode = stoppedStatus();
@@ -191,8 +194,16 @@ await yargs(commandLine(hideBin(process.argv)))
   .command(
     'list',
     'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
-    { ...common, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
-    (a) => execute(a as unknown as Args, true),
+    { ...LIST_OPTIONS, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
+    (a) =>
+      guarded(() => {
+        // the options of run alone are refused (list --baseline FILE would otherwise pass, the baseline unread)
+        const problem = listOptionProblem(a);
+        if (problem) throw new UsageError(problem);
+        const defaults = { size: DEFAULT_SIZE_MIB, runs: DEFAULT_RUNS, minRelativeSpeed: DEFAULT_MIN_RELATIVE_SPEED, timeout: DEFAULT_TIMEOUT_S, require: [], maxDrop: `${DEFAULT_MAX_DROP * 100}%`, quietWait: DEFAULT_QUIET_WAIT_S };
+        const given = Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined));
+        return execute({ ...defaults, ...given } as unknown as Args, true);
+      }),
   )
   .command(
     'compare <old> <new>',
@@ -221,7 +232,7 @@ await yargs(commandLine(hideBin(process.argv)))
         .option('o', { alias: 'output', type: 'string', requiresArg: true, demandOption: true, describe: 'the merged file (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '-o', value: a.o }])['-o']!;
+        const out = checkOutputs([{ option: '-o', value: a.o }], a.files.map((f) => ({ option: 'the results file', value: f })))['-o']!;
         const files = a.files.map((f) => resolve(f));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
@@ -252,7 +263,7 @@ await yargs(commandLine(hideBin(process.argv)))
         .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' }),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+        const out = checkOutputs([{ option: '--html', value: a.html }], a.files.map((f) => ({ option: 'the results file', value: f })))['--html']!;
         const results: RunResult[] = a.files.map((f) => readInputFile(f));
         const twice = duplicateInputs(results, a.files);
         if (twice) throw new InputError(twice);
@@ -306,7 +317,10 @@ await yargs(commandLine(hideBin(process.argv)))
             .option('max-drop', COMPARE_OPTIONS['max-drop']),
         (a) =>
           guarded(async () => {
-            const page = checkOutputs([{ option: '--html', value: a.html }])['--html']!;
+            const page = checkOutputs([{ option: '--html', value: a.html }], [
+              { option: 'the store --db', value: a.db },
+              { option: '--expectations', value: a.expectations },
+            ])['--html']!;
             const expectations = expectationsOf(a.expectations);
             const maxDrop = parseMaxDrop(a.maxDrop);
             const { historyReportCommand } = await import('../history/commands.js');
@@ -338,8 +352,8 @@ await yargs(commandLine(hideBin(process.argv)))
       `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
       'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
       'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
-      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written (every output is checked before ' +
-      'anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
+      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
+      'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
       'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
       'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
       'their process lives; a run removes those whose lock is free (left by a killed process).',

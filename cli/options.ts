@@ -100,6 +100,27 @@ export const RUN_OPTIONS = {
   },
 } as const;
 
+/** The options of `run` alone: `list` registers, copies and judges nothing, so any of them given to it is bad usage. */
+export const RUN_ONLY_OPTIONS = ['size', 'runs', 'min-relative-speed', 'timeout', 'baseline', 'expectations', 'require', 'max-drop', 'quiet-wait'] as const satisfies readonly (keyof typeof RUN_OPTIONS)[];
+
+/**
+ * The options of `list`: those of run, with the options of run alone kept (hidden, no default) only so that a
+ * `list --baseline FILE` is told what it is (listOptionProblem), not taken as an unknown argument.
+ */
+export const LIST_OPTIONS = Object.fromEntries(
+  Object.entries(RUN_OPTIONS).map(([k, v]) => {
+    if (!(RUN_ONLY_OPTIONS as readonly string[]).includes(k)) return [k, v];
+    const { default: _default, ...rest } = v as typeof v & { default?: unknown };
+    return [k, { ...rest, hidden: true }];
+  }),
+) as { [K in keyof typeof RUN_OPTIONS]: Omit<(typeof RUN_OPTIONS)[K], 'default'> & { hidden?: boolean } };
+
+/** The option of run alone that `list` was given (`a`: yargs' arguments, camel-cased), as a UsageError's text; undefined when none. */
+export function listOptionProblem(a: Record<string, unknown>): string | undefined {
+  const given = RUN_ONLY_OPTIONS.find((k) => a[k.replace(/-(.)/g, (_, c: string) => c.toUpperCase())] !== undefined);
+  return given === undefined ? undefined : `list: --${given} is an option of run alone (list registers, copies and judges nothing)`;
+}
+
 /** The measuring options as yargs gives them. */
 export interface MeasureArgs {
   scratchDir?: string;

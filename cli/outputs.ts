@@ -28,6 +28,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { fileIdentity } from '../results/file-identity.js';
 import { reserveStdout, writeStdout } from './stdout.js';
 
 /** Where one output goes, once checked. */
@@ -166,12 +167,7 @@ function identity(t: OutputTarget): string {
       return `fd:${t.fd}`;
     }
   }
-  try {
-    const st = statSync(t.path);
-    return `ino:${st.dev}:${st.ino}`;
-  } catch {
-    return `path:${t.path}`;
-  }
+  return fileIdentity(t.path);
 }
 
 /** One output a command was asked for: its option (or variable), the name given, and whether it is appended to. */
@@ -181,21 +177,45 @@ export interface OutputRequest {
   append?: boolean;
 }
 
+/** One input a command reads (the store, --baseline, --expectations, a results file, the skips file): what names it, and the path. */
+export interface InputRequest {
+  /** How the refusal names it: `--baseline`, `the store (--db)`, `the results file`. */
+  option: string;
+  value: string | undefined;
+}
+
+/** The file an output reaches: for a descriptor (standard output too), the file it is open on, if any. */
+function reachedFile(t: OutputTarget): string {
+  if (t.kind !== 'fd') return identity(t);
+  try {
+    const st = fstatSync(t.fd);
+    return `ino:${st.dev}:${st.ino}`;
+  } catch {
+    return `fd:${t.fd}`;
+  }
+}
+
 /**
  * Checks every output of a command before anything runs (a value undefined: not asked for). Returns the targets
  * by option. Throws an OutputError, one line, for: an empty name, a folder, a file whose folder is missing or
- * cannot take a new file (read-only, no permission), a target that cannot be written, and two outputs naming the
- * same file (by path or inode) or standard output twice. A `-` reserves standard output for that report.
+ * cannot take a new file (read-only, no permission), a target that cannot be written, two outputs naming the
+ * same file (by path or inode) or standard output twice, and an output that is one of the command's `inputs`
+ * (by device and inode, links resolved: the store, a results file, the baseline... is never overwritten). A `-`
+ * reserves standard output for that report.
  */
-export function checkOutputs(outputs: OutputRequest[]): Record<string, OutputTarget> {
+export function checkOutputs(outputs: OutputRequest[], inputs: InputRequest[] = []): Record<string, OutputTarget> {
   const checked: Record<string, OutputTarget> = {};
   const seen = new Map<string, string>();
+  const read = inputs.filter((i): i is { option: string; value: string } => i.value !== undefined && i.value !== '' && i.value !== '-').map((i) => ({ ...i, id: fileIdentity(i.value) }));
   for (const { option, value, append } of outputs) {
     if (value === undefined) continue;
     const t = checkOutput(option, value, append);
     const id = identity(t);
     const other = seen.get(id);
     if (other !== undefined) throw new OutputError(`${other} and ${option} name the same ${id === 'fd:1' ? 'standard output' : `file (${value})`}: each report needs its own`);
+    const reached = reachedFile(t);
+    const input = read.find((i) => i.id === reached || i.id === id);
+    if (input) throw new OutputError(`${option} ${value}: the same file as ${input.option} ${input.value}, which this command reads: an input is never overwritten (name another file)`);
     seen.set(id, option);
     checked[option] = t;
   }

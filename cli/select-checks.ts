@@ -12,7 +12,7 @@
 // - A glob that matches no check is bad input (exit 2, nothing run), and so is a skips file that cannot be read.
 //
 // A skips file: one glob a line; `#` starts a comment; blank lines are ignored.
-import { readFileSync } from 'node:fs';
+import { InputError, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
 import { globToRegExp } from '../results/expectations.js';
 import type { CatalogEntry } from '../suites/catalog.js';
 import { UsageError } from './options.js';
@@ -37,10 +37,10 @@ const LIST_HINT = 'the check ids: mapped-reg-conformance list --checks';
 export function readSkipsFile(file: string): SkipRule[] {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readInput(file, TEXT_INPUT_BYTES);
   } catch (e) {
-    const why = (e as NodeJS.ErrnoException).code ?? (e instanceof Error ? e.message : String(e));
-    throw new UsageError(`--skips-file ${file}: cannot be read (${why})`);
+    if (e instanceof InputError) throw new UsageError(`--skips-file ${e.message.replace(/cannot read it/, 'cannot be read')}`);
+    throw e;
   }
   const rules: SkipRule[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {

@@ -7,7 +7,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
+import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
+import { terminalSafe } from '../reporters/safe-text.js';
 import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './compare.js';
 import { historyReport } from './report.js';
 
@@ -58,12 +60,16 @@ const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n =
 
 /** `history add`: returns the exit status (2 when a file was refused; the good ones are added all the same). */
 export async function historyAdd(a: { db: string; paths: string[] }, out: Out, err: Out): Promise<number> {
-  const { addFiles, openStore, resultFiles, storeCounts } = await storeModule();
+  const { addFiles, openStore, resultFiles, storeCounts, storeError } = await storeModule();
   const files = resultFiles(a.paths);
+  // the store is never read as a results file (nor a results file made the store)
+  const store_ = fileIdentity(a.db);
+  const same = files.find((f) => fileIdentity(f) === store_);
+  if (same !== undefined) throw new InputError(`--db ${a.db}: the same file as the results file ${same}: the store is never one of the files added to it`);
   const t0 = performance.now();
   const store = await openStore(a.db, 'write');
   try {
-    const r = await addFiles(store, files, (line) => err(`mapped-reg-conformance: ${line}\n`));
+    const r = await addFiles(store, files, (line) => err(`mapped-reg-conformance: ${terminalSafe(line, false)}\n`));
     const total = await storeCounts(store);
     store.close();
     const size = statSync(resolve(a.db)).size;
@@ -71,12 +77,16 @@ export async function historyAdd(a: { db: string; paths: string[] }, out: Out, e
       `added ${plural(r.runs.added, 'run')} (${plural(r.devices.added, 'device')}, ${plural(r.checks, 'check')}) from ${plural(r.files, 'file')}` +
         `${r.runs.known || r.devices.known ? `; already in the store: ${plural(r.runs.known, 'run')} (${plural(r.devices.known, 'device')})` : ''}` +
         `${r.refused.length ? `; refused ${plural(r.refused.length, 'file')} (above)` : ''} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n` +
-        `${a.db}: ${plural(total.runs, 'run')} of ${plural(total.hosts, 'host')}, ${plural(total.devices, 'device')}, ${plural(total.checks, 'check')}, ${(size / 1e6).toFixed(1)} MB\n`,
+        `${terminalSafe(a.db, false)}: ${plural(total.runs, 'run')} of ${plural(total.hosts, 'host')}, ${plural(total.devices, 'device')}, ${plural(total.checks, 'check')}, ${(size / 1e6).toFixed(1)} MB\n`,
     );
     return r.refused.length ? 2 : 0;
   } catch (e) {
-    store.close();
-    throw e;
+    try {
+      store.close();
+    } catch {
+      // closed already, or the engine failed: the error below says why
+    }
+    throw storeError(a.db, e);
   }
 }
 
@@ -117,18 +127,19 @@ export interface CompareArgs {
 export async function historyCompare(a: CompareArgs, out: Out): Promise<number> {
   const old = parseSelector(a.old, '--old');
   const neu = parseSelector(a.new, '--new');
-  const { openStore } = await storeModule();
+  const { openStore, withStoreErrors } = await storeModule();
   const store = await openStore(a.db, 'read');
   let h: HistoryComparison;
   try {
-    h = await compareSides(store, sideOf(old), sideOf(neu), { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) });
+    h = await withStoreErrors(a.db, () => compareSides(store, sideOf(old), sideOf(neu), { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) }));
   } finally {
     store.close();
   }
   // a selector that matches no device of the store is a mistake (a typo), not a fleet whose every device is gone
   if (h.old.matched === 0) throw new InputError(`--old ${JSON.stringify(a.old)}: no device of any run in ${a.db} matches it`);
   if (h.new.matched === 0) throw new InputError(`--new ${JSON.stringify(a.new)}: no device of any run in ${a.db} matches it (a driver that fails to start on every host leaves no device of its version: compare with --new 'host=*' then)`);
-  out(a.json ? historyJson(h) : formatHistory(h));
+  // what the store holds came from files and drivers: its control characters never reach the terminal raw
+  out(a.json ? historyJson(h) : terminalSafe(formatHistory(h)));
   return historyHasRegression(h) ? 1 : 0;
 }
 
@@ -141,14 +152,14 @@ export interface ReportArgs {
 
 /** `history report`: writes the page; returns the bytes written. */
 export async function historyReportCommand(a: ReportArgs, write: (file: string, text: string) => void, out: Out): Promise<void> {
-  const { openStore } = await storeModule();
+  const { openStore, withStoreErrors } = await storeModule();
   const store = await openStore(a.db, 'read');
   let page: string;
   try {
-    page = await historyReport(store, { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) });
+    page = await withStoreErrors(a.db, () => historyReport(store, { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) }));
   } finally {
     store.close();
   }
   write(resolve(a.html), page);
-  out(`fleet report of ${a.db} written to ${a.html} (${(Buffer.byteLength(page) / 1e3).toFixed(0)} kB)\n`);
+  out(`fleet report of ${terminalSafe(a.db, false)} written to ${terminalSafe(a.html, false)} (${(Buffer.byteLength(page) / 1e3).toFixed(0)} kB)\n`);
 }

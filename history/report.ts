@@ -9,7 +9,9 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { backendModules } from '../bindings/registry.js';
 import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
+import { capComparedDevice } from '../reporters/cap.js';
 import { compareVersions, escapeHtml } from '../reporters/html.js';
+import { capText, MESSAGE_CAP, NAME_CAP } from '../reporters/safe-text.js';
 import { asComparison, compareSides, type HistoryComparison, type Side } from './compare.js';
 import type { Store } from './store.js';
 
@@ -93,7 +95,24 @@ export async function driverStats(store: Store, o: { maxDrop: number; expectatio
     if (prev.dname !== cur.dname) continue;
     cur.against = { dver: prev.dver, comparison: await compareSides(store, exact(prev), exact(cur), o) };
   }
-  return stats;
+  // what the page repeats from the store is capped as every report caps it (reporters/cap.ts), once compared in full
+  const name = (x: string): string => capText(x, NAME_CAP);
+  return stats.map((d) => ({
+    ...d,
+    dname: name(d.dname),
+    dver: name(d.dver),
+    from: name(d.from),
+    to: name(d.to),
+    verdicts: d.verdicts.map((v) => ({ ...v, label: name(v.label) })),
+    checks: d.checks.map((k) => ({ ...k, id: name(k.id) })),
+    ...(d.against ? { against: { dver: name(d.against.dver), comparison: capComparison(d.against.comparison) } } : {}),
+  }));
+}
+
+/** A comparison with what the page repeats of it capped: its devices and changes, the hosts it names. */
+function capComparison(h: HistoryComparison): HistoryComparison {
+  const name = (x: string): string => capText(x, NAME_CAP);
+  return { ...h, devices: h.devices.map(capComparedDevice), notCompared: { ...h.notCompared, hosts: h.notCompared.hosts.map(name) }, gpusGone: { ...h.gpusGone, hosts: h.gpusGone.hosts.map(name) } };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -206,7 +225,7 @@ function regressedList(h: HistoryComparison): string {
   for (const host of hosts.slice(0, HOSTS_SHOWN)) {
     const list = byHost.get(host)!;
     out.push(`<li class="host" data-host="${e(host)}"><strong>${e(host)}</strong> <span class="meta">(${plural(devicesOf(list), 'device')})</span><ul class="lines">`);
-    for (const f of list.slice(0, LINES_PER_HOST)) out.push(`<li class="line" data-kind="${e(f.change.kind)}">${e(changeLine(f.device, f.change).replace(`${host} `, ''))}</li>`);
+    for (const f of list.slice(0, LINES_PER_HOST)) out.push(`<li class="line" data-kind="${e(f.change.kind)}">${e(capText(changeLine(f.device, f.change).replace(`${host} `, ''), MESSAGE_CAP))}</li>`);
     if (list.length > LINES_PER_HOST) out.push(`<li class="more">and ${list.length - LINES_PER_HOST} more</li>`);
     out.push('</ul></li>');
   }
@@ -238,7 +257,7 @@ export async function historyReport(store: Store, o: { maxDrop: number; expectat
     `<h1>${e(title)}</h1>`,
     `<p class="meta">The history store holds ${plural(n(totals.runs), 'run')} of ${plural(n(totals.hosts), 'host')}, ${plural(n(totals.devices), 'device')}. Per GPU driver version, each host's latest run with it; ` +
       `${plural(n(totals.others), 'device')} of other backends (OpenCL, Vulkan, CPU: they never register) are not shown. A regression is judged as <code>compare</code> judges it, ` +
-      `against the driver version before (a drop of the registered GB/s of more than ${percent(o.maxDrop)}${o.expectations ? `; expectations ${e(o.expectations.file)}` : ''}).</p>`,
+      `against the driver version before (a drop of the registered GB/s of more than ${percent(o.maxDrop)}${o.expectations ? `; expectations ${e(capText(o.expectations.file, MESSAGE_CAP))}` : ''}).</p>`,
   ];
   if (stats.length === 0) {
     out.push('<p>No GPU device in the store.</p>', '</body>', '</html>');

@@ -15,13 +15,13 @@
 //
 // A run is identified by its host and start time, a device in it by its key: adding a file again, or a file that
 // a merged file already brought, adds nothing.
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { linkSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { deviceKey, verdictLabel } from '../results/compare.js';
-import { InputError, parseResults, readInput } from '../results/read.js';
+import { fileKind, InputError, parseResults, readInput } from '../results/read.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
 
@@ -55,13 +55,87 @@ const sqlString = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)).replace(/\s+/g, ' ').trim();
 
 /**
- * Opens the store: for writing (made when missing), or read-only (it must exist). A file that is not a DuckDB
- * database, or a DuckDB database that is not a history store, is bad input. A writer waits for another that
- * holds the file, up to LOCK_WAIT_MS.
+ * An error of the engine (a truncated or corrupt file, a disk that fails, memory): bad input, one line naming the
+ * store. DuckDB throws plain Errors; a TypeError or the like is a fault of this code, and stays one.
+ */
+export function storeError(file: string, e: unknown): unknown {
+  if (e instanceof InputError || !(e instanceof Error) || e.constructor !== Error) return e;
+  return new InputError(`${file}: the history store cannot be used (${message(e)})`);
+}
+
+/** Runs `body` on the store, its engine errors as storeError says. */
+export async function withStoreErrors<T>(file: string, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (e) {
+    throw storeError(file, e);
+  }
+}
+
+const TABLE_NAMES = ['meta', ...TABLES];
+
+/** The store's tables and its meta rows, made in one transaction: a kill leaves all of them or none. */
+async function makeSchema(c: DuckDBConnection, have: string[] = []): Promise<void> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    for (const [i, t] of TABLE_NAMES.entries()) if (!have.includes(t)) await c.run(SCHEMA[i]!);
+    await c.run(`INSERT INTO meta VALUES ('format', ${sqlString(STORE_FORMAT)}), ('version', '${STORE_VERSION}')`);
+    await c.run('COMMIT');
+  } catch (e) {
+    await c.run('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/**
+ * Makes a new store at `path`, atomically: made and closed under a random name beside it, then linked to `path`
+ * only if no file is there yet (another add may have made one meanwhile: that one is kept, and used). A kill at
+ * any point leaves either no store or a whole one, never a half-made one at `path`.
+ */
+async function createStore(path: string): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
+  try {
+    const instance = await DuckDBInstance.create(tmp, { memory_limit: MEMORY_LIMIT, threads: '1' });
+    const c = await instance.connect();
+    try {
+      await makeSchema(c);
+      await c.run('CHECKPOINT');
+    } finally {
+      c.closeSync();
+      instance.closeSync();
+    }
+    // fsync'd by the engine's checkpoint; link, unlike rename, never replaces a file that appeared meanwhile
+    try {
+      linkSync(tmp, path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  } finally {
+    for (const f of [tmp, `${tmp}.wal`]) rmSync(f, { force: true });
+  }
+}
+
+/**
+ * Opens the store: for writing (made when missing), or read-only (it must exist). Only a regular file (or a new
+ * name, for writing) is a store: a named pipe, a device, a folder is refused at once. A file that is not a DuckDB
+ * database, or a DuckDB database that is not a history store, is bad input and never written. A store an older
+ * version left half-made (killed while it made its tables: every table of the store's, all empty, no meta row)
+ * is completed. A writer waits for another that holds the file, up to LOCK_WAIT_MS. Any error of the engine is
+ * bad input (storeError).
  */
 export async function openStore(file: string, mode: 'write' | 'read'): Promise<Store> {
   const path = resolve(file);
-  if (mode === 'read' && !existsSync(path)) throw new InputError(`${file}: no history store there (make one with: history add --db ${file} RESULTS...)`);
+  let st;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') throw new InputError(`${file}: cannot use it as a history store (${code ?? message(e)})`);
+    if (mode === 'read') throw new InputError(`${file}: no history store there (make one with: history add --db ${file} RESULTS...)`);
+  }
+  if (st && !st.isFile()) throw new InputError(`${file}: ${fileKind(st)}, not a history store (a store is a regular file, or a new name for history add to make one)`);
+  if (st && st.size === 0) throw new InputError(`${file}: an empty file, not a history store (history add makes a store at a name where no file is)`);
+  if (!st) await withStoreErrors(file, () => createStore(path));
   const options: Record<string, string> = { memory_limit: MEMORY_LIMIT, threads: String(THREADS), preserve_insertion_order: 'false', ...(mode === 'read' ? { access_mode: 'READ_ONLY' } : {}) };
   const deadline = Date.now() + LOCK_WAIT_MS;
   let instance: DuckDBInstance | undefined;
@@ -71,14 +145,20 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
       break;
     } catch (e) {
       const m = message(e);
-      if (/lock/i.test(m) && Date.now() < deadline) {
+      if (/could not set lock|conflicting lock/i.test(m) && Date.now() < deadline) {
         await new Promise((done) => setTimeout(done, 500));
         continue;
       }
       throw new InputError(`${file}: cannot open it as a history store (${m})`);
     }
   }
-  const c = await instance.connect();
+  let c: DuckDBConnection;
+  try {
+    c = await instance.connect();
+  } catch (e) {
+    instance.closeSync();
+    throw storeError(file, e);
+  }
   const store: Store = {
     file,
     c,
@@ -89,20 +169,30 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
   };
   try {
     const tables = (await c.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'`)).getRowsJS().map((r) => String(r[0]));
-    if (tables.length === 0 && mode === 'write') {
-      for (const s of SCHEMA) await c.run(s);
-      await c.run(`INSERT INTO meta VALUES ('format', ${sqlString(STORE_FORMAT)}), ('version', '${STORE_VERSION}')`);
+    const notStore = `a DuckDB database, but not a history store of ${STORE_FORMAT.split(' ')[0]}`;
+    if (tables.length === 0) throw new InputError(`${file}: ${notStore} (no table; it is never written: name a new file for the store${mode === 'write' ? ', or remove this one if an add of an older version was killed while making it' : ''})`);
+    if (!tables.includes('meta')) throw new InputError(`${file}: ${notStore} (no meta table)`);
+    const meta = new Map((await c.runAndReadAll(`SELECT key, value FROM meta`)).getRowsJS().map((r) => [String(r[0]), String(r[1])]));
+    if (meta.size === 0 && (await halfMade(c, tables))) {
+      // left by an older version killed between its CREATE TABLEs and its meta rows: nothing in it, completed now
+      if (mode === 'read') throw new InputError(`${file}: a history store left half-made by an add that was killed (no run in it): history add --db ${file} RESULTS... completes it`);
+      await makeSchema(c, tables);
       return store;
     }
-    if (!tables.includes('meta')) throw new InputError(`${file}: a DuckDB database, but not a history store of ${STORE_FORMAT.split(' ')[0]} (no meta table)`);
-    const meta = new Map((await c.runAndReadAll(`SELECT key, value FROM meta`)).getRowsJS().map((r) => [String(r[0]), String(r[1])]));
-    if (meta.get('format') !== STORE_FORMAT) throw new InputError(`${file}: a DuckDB database, but not a history store (format ${JSON.stringify(meta.get('format') ?? null)})`);
+    if (meta.get('format') !== STORE_FORMAT) throw new InputError(`${file}: ${notStore} (format ${JSON.stringify(meta.get('format') ?? null)})`);
     if (meta.get('version') !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${meta.get('version')} (this version of mapped-reg-conformance reads version ${STORE_VERSION})`);
     return store;
   } catch (e) {
     store.close();
-    throw e;
+    throw storeError(file, e);
   }
+}
+
+/** Whether the store's tables are all there is, each empty (what a killed creation of an older version left). */
+async function halfMade(c: DuckDBConnection, tables: string[]): Promise<boolean> {
+  if (!tables.every((t) => TABLE_NAMES.includes(t))) return false;
+  for (const t of tables) if (Number((await c.runAndReadAll(`SELECT count(*) FROM main.${t}`)).getRowsJS()[0]![0]) !== 0) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -177,8 +177,27 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
   }
 }
 
-/** The run as JUnit XML (a string, UTF-8 when written). */
-export function junitXml(result: RunResult): string {
+/** How the run ended, beyond its results: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
+export interface JunitRun {
+  stoppedBy?: string;
+}
+
+/** The one line of an interrupted run's <error>: the signal, and what it left unrun. */
+function interruptedText(result: RunResult, stoppedBy: string | undefined): string {
+  const cut = result.devices.filter((d) => d.incomplete).map((d) => d.id);
+  return (
+    `the run was interrupted${stoppedBy ? ` by ${stoppedBy}` : ''} before every check reported: ` +
+    `${cut.length ? `${cut.length} device(s) incomplete (${cut.slice(0, 10).join(', ')}${cut.length > 10 ? ', ...' : ''})` : 'no device finished its checks'}; ` +
+    'what is missing was not run, and no gate was made'
+  );
+}
+
+/**
+ * The run as JUnit XML (a string, UTF-8 when written). An interrupted run (incomplete, or stopped by a signal)
+ * has an <error type="interrupted"> naming the signal in the `gate` testsuite, counted in the run's errors: a CI
+ * view shows it red, never as a green run of fewer tests.
+ */
+export function junitXml(result: RunResult, run: JunitRun = {}): string {
   const gate = result.gate;
   const builder = junit.newBuilder().name(xmlSafe(`${result.tool.name} ${result.tool.version}`));
   const hostname = xmlSafe(result.host.hostname);
@@ -210,6 +229,7 @@ export function junitXml(result: RunResult): string {
     }
     suite.time(seconds(ms));
   }
+  let gateSuite: ReturnType<ReturnType<Builder['newBuilder']>['testSuite']> | undefined;
   if (gate) {
     for (const m of gate.missing) {
       const suite = builder.testSuite().name(xmlSafe(`${m.id} ${m.name} [MISSING]`)).timestamp(result.startedAt);
@@ -220,6 +240,7 @@ export function junitXml(result: RunResult): string {
       suite.testCase().className(xmlSafe(`${m.id}.gate`)).name('gate.presence').time(0).failure(xmlSafe(text), 'missing');
     }
     const suite = builder.testSuite().name(xmlSafe(`gate [${gate.pass ? 'PASS' : 'FAIL'}]`)).timestamp(result.startedAt);
+    gateSuite = suite;
     afterBuild(suite, (element) => element.att('hostname', hostname));
     if (gate.baseline) suite.property('baseline', xmlSafe(gate.baseline));
     if (gate.expectations) suite.property('expectations', xmlSafe(gate.expectations));
@@ -230,6 +251,13 @@ export function junitXml(result: RunResult): string {
     for (const r of gate.reasons.filter((x) => x.kind === 'driver-init' || x.kind === 'requirement')) {
       suite.testCase().className('gate').name(xmlSafe(`gate.${r.kind}`)).time(0).failure(xmlSafe(r.text), r.kind);
     }
+  }
+  if (result.incomplete || run.stoppedBy !== undefined) {
+    const suite = gateSuite ?? builder.testSuite().name('gate [INCOMPLETE]').timestamp(result.startedAt);
+    if (!gateSuite) afterBuild(suite, (element) => element.att('hostname', hostname));
+    if (run.stoppedBy !== undefined) suite.property('stoppedBy', xmlSafe(run.stoppedBy));
+    const text = interruptedText(result, run.stoppedBy);
+    suite.testCase().className('gate').name('run.interrupted').time(0).error(xmlSafe(text), 'interrupted', cdataSafe(text));
   }
   // junit-10.xsd has no `skipped` on <testsuites> (only on <testsuite>): the builder writes it there
   return builder.build().replace(/^(<\?xml[^>]*>\s*<testsuites\b[^>]*?) skipped="\d+"/, '$1');

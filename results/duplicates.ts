@@ -3,7 +3,7 @@
 // every device. Both are bad input (exit 2, naming the device or the files). Devices are told apart as compare
 // matches them (host in merged files, backend, PCI bus id, name) and by their id: two devices of one machine
 // that share a name and have no PCI bus id (two OpenCL platforms' CPU device) stay two devices.
-import { realpathSync, statSync } from 'node:fs';
+import { fileIdentity } from './file-identity.js';
 import type { DeviceWithHost, RunResult } from './types.js';
 
 /** Why `r` lists a device twice (one line naming it), or undefined. */
@@ -18,20 +18,6 @@ export function duplicateDevice(r: RunResult): string | undefined {
     seen.add(key);
   }
   return undefined;
-}
-
-/** What tells two input files apart: the file itself (its inode), whatever name it was given by. */
-function fileIdentity(name: string): string {
-  try {
-    const st = statSync(name);
-    return `ino:${st.dev}:${st.ino}`;
-  } catch {
-    try {
-      return `path:${realpathSync(name)}`;
-    } catch {
-      return `path:${name}`;
-    }
-  }
 }
 
 /** The runs a file holds (a merged file: each of its parts), by host and start time. */

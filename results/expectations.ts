@@ -10,7 +10,7 @@
 // `device=hip:*`); `driver=` the driver's version (`driver=7.2.4*`), or name and version (`driver="HIP 7.2.*"`);
 // `host=` the hostname of a merged file's device (or of the file). A value with spaces is quoted with "...".
 // Keys left out match anything. The device-level verdict entry of a comparison has the check id `verdict`.
-import { InputError, readInput } from './read.js';
+import { InputError, readInput, TEXT_INPUT_BYTES } from './read.js';
 import type { DeviceResult, Host } from './types.js';
 
 export type ExpectationKind = 'fail' | 'flake';
@@ -111,7 +111,7 @@ export function parseExpectations(text: string, file: string): Expectations {
 
 /** Reads and parses an expectations file (unreadable: InputError). */
 export function readExpectations(file: string): Expectations {
-  return parseExpectations(readInput(file), file);
+  return parseExpectations(readInput(file, TEXT_INPUT_BYTES), file);
 }
 
 function matches(e: Expectation, device: ExpectationSubject, checkId: string, fallbackHost?: string): boolean {
