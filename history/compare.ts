@@ -22,7 +22,7 @@ import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Co
 import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
-import type { Store } from './store.js';
+import { DEVICE_COLUMNS_2, type Store } from './store.js';
 
 export interface Selector {
   /** As given: `driver=13.1* host=node-1*`. */
@@ -132,7 +132,7 @@ const ORDER = `started_ms DESC NULLS LAST, started_at DESC, run DESC`;
  * The two sides' runs and devices, as temp tables: side_dev (the selected devices of every run), old_run and
  * new_run (per host, the run that counts), o_dev and n_dev (the devices compared: of hosts with a new run).
  */
-async function selectSides(c: DuckDBConnection, old: Side, neu: Side): Promise<void> {
+async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: number): Promise<void> {
   const hosts = (await rows(c, `SELECT DISTINCT host FROM runs`)).map((r) => s(r.host));
   const combos = (await rows(c, `SELECT DISTINCT name, id, dname, dver FROM devices`)).map((r) => ({ name: s(r.name), id: s(r.id), dname: s(r.dname), dver: s(r.dver) }));
   const sideRows = (side: 'old' | 'new', sd: Side): { hosts: string[][]; combos: string[][] } => ({
@@ -164,11 +164,13 @@ async function selectSides(c: DuckDBConnection, old: Side, neu: Side): Promise<v
       WHERE r.started_ms > o.started_ms
         AND NOT EXISTS (SELECT 1 FROM devices d JOIN old_backends b ON b.backend = d.backend AND b.host = r.host WHERE d.run = r.run)
     ) QUALIFY row_number() OVER (PARTITION BY host ORDER BY ${ORDER}, gone) = 1`);
+  // a store of version 1 (opened to read) has no columns of 2: NULL in their place
+  const v2 = version >= 2 ? '' : `, ${DEVICE_COLUMNS_2.map((col) => `NULL::${col.split(' ')[1]} AS ${col.split(' ')[0]}`).join(', ')}`;
   await c.run(`CREATE OR REPLACE TEMP TABLE o_dev AS
-    SELECT o.host, d.* FROM old_run o JOIN side_dev sd ON sd.side = 'old' AND sd.run = o.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord
+    SELECT o.host, d.*${v2} FROM old_run o JOIN side_dev sd ON sd.side = 'old' AND sd.run = o.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord
     WHERE o.host IN (SELECT host FROM new_run)`);
   await c.run(`CREATE OR REPLACE TEMP TABLE n_dev AS
-    SELECT nr.host, d.* FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
+    SELECT nr.host, d.*${v2} FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
 }
 
 /** Per fail entry of the expectations: which devices of the new side it could make an unexpected pass of. */
@@ -206,6 +208,34 @@ async function expectationCandidates(c: DuckDBConnection, e: Expectations | unde
   return `(n.host, n.dkey) IN (SELECT host, dkey FROM exp_cand)`;
 }
 
+/** What the store kept of the machine around a device's timed copies (history/store.ts, machineOf), as compare reads it. */
+function machineOf(r: Row): Partial<Pick<DeviceWithHost, 'load' | 'link'>> {
+  if (r.machine === null || r.machine === undefined) return r.busy === null || r.busy === undefined ? {} : { load: loadOf(r.busy === true, {}) };
+  const m = JSON.parse(s(r.machine)) as { why?: string[]; attempts?: number; waitedForQuietMs?: number; quietWaitS?: number; link?: { downtrained: boolean; text?: string } };
+  return {
+    ...(r.busy !== null && r.busy !== undefined ? { load: loadOf(r.busy === true, m) } : {}),
+    ...(m.link ? { link: { gts: 0, width: 0, gbps: 0, maxGts: null, maxWidth: null, downtrained: m.link.downtrained, ...(m.link.text ? { text: m.link.text } : {}) } } : {}),
+  };
+}
+
+/** A device's load as compare reads it: what the store kept (busy, why, the waits), the rest empty. */
+function loadOf(busy: boolean, m: { why?: string[]; attempts?: number; waitedForQuietMs?: number; quietWaitS?: number }): NonNullable<DeviceWithHost['load']> {
+  return {
+    busy,
+    why: m.why ?? [],
+    attempts: m.attempts ?? 1,
+    waitedForQuietMs: m.waitedForQuietMs ?? 0,
+    lockWaitMs: 0,
+    timedMs: 0,
+    quietWaitS: m.quietWaitS ?? 0,
+    processes: [],
+    linkMBps: null,
+    monitor: null,
+    hostCopyGBps: null,
+    pressure: { cpuSome: null, memorySome: null },
+  };
+}
+
 /** The device as compare reads it, from its stored row and checks. */
 function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
   const verdict: { kind: string; refusal?: string; reason?: string } = { kind: s(r.vkind) };
@@ -220,7 +250,17 @@ function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
     verdict,
     checks: checks.map((k) => ({ id: s(k.check_id), status: s(k.status), ...(k.detail !== null ? { observed: s(k.detail) } : {}) }) as CheckResult),
     host: { hostname: s(r.host), kernel: '', platform: '' },
-    ...(r.registered !== null ? { timing: { registeredGBps: n(r.registered), ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}) } } : {}),
+    ...(r.registered !== null
+      ? {
+          timing: {
+            registeredGBps: n(r.registered),
+            ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}),
+            ...(r.page_locked !== null && r.page_locked !== undefined ? { pageLockedGBps: n(r.page_locked) } : {}),
+            ...(r.pl_ratio !== null && r.pl_ratio !== undefined ? { pageLockedRatio: n(r.pl_ratio) } : {}),
+          },
+        }
+      : {}),
+    ...machineOf(r),
   };
   return d as unknown as DeviceWithHost;
 }
@@ -246,11 +286,14 @@ async function summary(c: DuckDBConnection, side: 'old' | 'new', label: string):
 export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions = {}): Promise<HistoryComparison> {
   const { c } = store;
   const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
-  await selectSides(c, old, neu);
+  await selectSides(c, old, neu, store.version);
   const expCand = await expectationCandidates(c, o.expectations);
   // compare's exceedsDrop, with the same operations in the same order (so rounding alike): a fall, or the mirror
   // image of a rise, of more than maxDrop of the old figure
   const exceeds = (neu: string): string => `((o.registered - ${neu}) / o.registered - CAST(${maxDrop} AS DOUBLE) > 1e-9)`;
+  // the same of registered / page-locked (a busy machine makes no difference here: what compare says of it, it
+  // says of a pair judged for its figures)
+  const exceedsRatio = (neu: string): string => `((o.pl_ratio - ${neu}) / o.pl_ratio - CAST(${maxDrop} AS DOUBLE) > 1e-9)`;
   // every pair of devices of a compared host; judged by compare when anything could have changed
   await c.run(`CREATE OR REPLACE TEMP TABLE pairs AS
     SELECT coalesce(n.host, o.host) AS host, o.run AS orun, o.ord AS oord, n.run AS nrun, n.ord AS nord,
@@ -261,9 +304,11 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
         ELSE o.vlabel <> n.vlabel OR o.sig <> n.sig OR n.has_error OR o.dup_checks OR n.dup_checks
           OR (o.registered IS NULL) <> (n.registered IS NULL)
           OR (o.registered IS NOT NULL AND NOT (o.registered > 0 AND NOT ${exceeds('n.registered')} AND NOT ${exceeds('(2 * o.registered - n.registered)')}))
+          OR (o.pl_ratio IS NULL) <> (n.pl_ratio IS NULL)
+          OR (o.pl_ratio IS NOT NULL AND NOT (o.pl_ratio > 0 AND NOT ${exceedsRatio('n.pl_ratio')} AND NOT ${exceedsRatio('(2 * o.pl_ratio - n.pl_ratio)')}))
       END AS judged,
       CASE WHEN o.run IS NULL THEN 'new' ELSE 'unchanged' END AS kind,
-      1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries
+      1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + CASE WHEN coalesce(o.pl_ratio, n.pl_ratio) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries
     FROM o_dev o FULL OUTER JOIN n_dev n ON o.host = n.host AND o.dkey = n.dkey`);
   const rest = await rows(c, `SELECT kind, sum(entries) AS entries FROM pairs WHERE NOT judged GROUP BY kind`);
   const devRows = await rows(c, `

@@ -8,7 +8,9 @@
 // start, the file it came from and when it was added. Per device: its place in the run, the key compare matches it
 // by (backend/PCI bus id/name, #2... for a repeat), id, backend, name, PCI bus id, driver name and version, the
 // verdict (kind, refusal, reason, label), the registered and staged GB/s, incomplete, the count of errors outside
-// any check, and a digest of its checks' statuses (so that two runs of a device whose checks did not change are
+// any check, the page-locked GB/s and registered / page-locked, what its process saw of the machine (busy, why,
+// the waits) and a link trained below its maximum (version 2 of the store: what compare needs to tell a slower
+// driver from a busy machine), and a digest of its checks' statuses (so that two runs of a device whose checks did not change are
 // told apart without reading them). Per check: id, status, and, for a status other than pass and skip, what it
 // observed (the text compare shows for a regression). Not stored: logs, check data, expected texts, titles,
 // durations, attributes, scratch, options.
@@ -26,7 +28,10 @@ import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
 
 export const STORE_FORMAT = 'mapped-reg-conformance history';
-export const STORE_VERSION = 1;
+/** 2: the control copy and the look at the machine (columns page_locked, pl_ratio, busy, machine); 1 is read as 2 without them, and upgraded by an add. */
+export const STORE_VERSION = 2;
+/** The columns version 2 added to `devices`, in order. */
+export const DEVICE_COLUMNS_2 = ['page_locked DOUBLE', 'pl_ratio DOUBLE', 'busy BOOLEAN', 'machine VARCHAR'] as const;
 /** The engine's memory limit and threads: a fleet's add stays within this, whatever its size. */
 export const MEMORY_LIMIT = '1GB';
 export const THREADS = Math.max(1, Math.min(4, availableParallelism()));
@@ -39,7 +44,7 @@ const SCHEMA = [
      tool VARCHAR, incomplete BOOLEAN, gate VARCHAR, init_error VARCHAR, source VARCHAR, added_at VARCHAR, devices INTEGER)`,
   `CREATE TABLE devices(run INTEGER, ord SMALLINT, dkey VARCHAR, id VARCHAR, backend VARCHAR, name VARCHAR, pci VARCHAR, dname VARCHAR, dver VARCHAR,
      vkind VARCHAR, vref VARCHAR, vreason VARCHAR, vlabel VARCHAR, registered DOUBLE, staged DOUBLE, incomplete BOOLEAN, errors INTEGER,
-     nchecks SMALLINT, sig VARCHAR, failing BOOLEAN, has_error BOOLEAN, dup_checks BOOLEAN)`,
+     nchecks SMALLINT, sig VARCHAR, failing BOOLEAN, has_error BOOLEAN, dup_checks BOOLEAN, ${DEVICE_COLUMNS_2.join(', ')})`,
   `CREATE TABLE checks(run INTEGER, ord SMALLINT, pos SMALLINT, check_id VARCHAR, status VARCHAR, detail VARCHAR)`,
 ];
 const TABLES = ['runs', 'devices', 'checks'] as const;
@@ -47,6 +52,8 @@ const TABLES = ['runs', 'devices', 'checks'] as const;
 export interface Store {
   file: string;
   c: DuckDBConnection;
+  /** The store's version: a store of 1 opened to read lacks the columns of 2 (the readers put NULLs in their place). */
+  version: number;
   close(): void;
 }
 
@@ -79,6 +86,8 @@ async function makeSchema(c: DuckDBConnection, have: string[] = []): Promise<voi
   await c.run('BEGIN TRANSACTION');
   try {
     for (const [i, t] of TABLE_NAMES.entries()) if (!have.includes(t)) await c.run(SCHEMA[i]!);
+    // a half-made store of version 1 has its devices table without the columns of 2
+    if (have.includes('devices')) for (const col of DEVICE_COLUMNS_2) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
     await c.run(`INSERT INTO meta VALUES ('format', ${sqlString(STORE_FORMAT)}), ('version', '${STORE_VERSION}')`);
     await c.run('COMMIT');
   } catch (e) {
@@ -162,6 +171,7 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
   const store: Store = {
     file,
     c,
+    version: STORE_VERSION,
     close: () => {
       c.closeSync();
       instance.closeSync();
@@ -180,11 +190,32 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
       return store;
     }
     if (meta.get('format') !== STORE_FORMAT) throw new InputError(`${file}: ${notStore} (format ${JSON.stringify(meta.get('format') ?? null)})`);
-    if (meta.get('version') !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${meta.get('version')} (this version of mapped-reg-conformance reads version ${STORE_VERSION})`);
+    const version = meta.get('version');
+    if (version === '1') {
+      store.version = 1;
+      // an add upgrades it, in one transaction: the new columns, NULL for the devices already there
+      if (mode === 'write') await upgradeTo2(c);
+      if (mode === 'write') store.version = 2;
+      return store;
+    }
+    if (version !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${version} (this version of mapped-reg-conformance reads versions 1 and ${STORE_VERSION})`);
     return store;
   } catch (e) {
     store.close();
     throw storeError(file, e);
+  }
+}
+
+/** A store of version 1 made one of 2: the columns of 2 added to `devices` (NULL for what is there), and its version. */
+async function upgradeTo2(c: DuckDBConnection): Promise<void> {
+  await c.run('BEGIN TRANSACTION');
+  try {
+    for (const col of DEVICE_COLUMNS_2) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
+    await c.run(`UPDATE meta SET value = '2' WHERE key = 'version'`);
+    await c.run('COMMIT');
+  } catch (e) {
+    await c.run('ROLLBACK').catch(() => undefined);
+    throw e;
   }
 }
 
@@ -197,6 +228,14 @@ async function halfMade(c: DuckDBConnection, tables: string[]): Promise<boolean>
 
 // ---------------------------------------------------------------------------------------------------------------
 // history add
+
+/** What compare reads of the machine around a device's timed copies, as JSON (null when the run recorded none). */
+function machineOf(d: DeviceWithHost): string | null {
+  const l = d.load;
+  const link = d.link?.downtrained ? { downtrained: true, ...(d.link.text ? { text: d.link.text } : {}) } : undefined;
+  if (!l && !link) return null;
+  return JSON.stringify({ ...(l ? { why: l.why, attempts: l.attempts, waitedForQuietMs: l.waitedForQuietMs, quietWaitS: l.quietWaitS } : {}), ...(link ? { link } : {}) });
+}
 
 /** The files named on the command line: a file as given, a folder's *.json files, recursively, in name order. */
 export function resultFiles(paths: string[]): string[] {
@@ -415,6 +454,11 @@ export async function addFiles(store: Store, files: string[], onRefused?: (line:
         a.devices.appendBoolean(d.checks.some((k) => FAILING.includes(k.status)));
         a.devices.appendBoolean(d.checks.some((k) => k.status === 'error'));
         a.devices.appendBoolean(digest.dup);
+        num(a.devices, d.timing?.pageLockedGBps);
+        num(a.devices, d.timing?.pageLockedRatio);
+        if (d.load) a.devices.appendBoolean(d.load.busy);
+        else a.devices.appendNull();
+        str(a.devices, machineOf(d));
         a.devices.endRow();
         d.checks.forEach((k, pos) => {
           a.checks.appendInteger(id);
