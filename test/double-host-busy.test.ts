@@ -55,6 +55,15 @@ describe('host-busy double: LD_PRELOAD, MAPPED_REG_DOUBLE_HOST_COPY_GBPS', () =>
     expect([empty.status, empty.stderr]).toEqual([0, '']);
   });
 
+  it('the driver doubles never call memmove (their copies keep their own rates under this library): only memcpy', () => {
+    for (const lib of [doubles.cuda, doubles.hip]) {
+      const nm = spawnSync('nm', ['-D', '--undefined-only', lib], { encoding: 'utf8' });
+      expect(nm.status, `nm: ${nm.error?.message ?? nm.stderr}`).toBe(0);
+      expect(nm.stdout, lib).toMatch(/\bmemcpy\b/);
+      expect(nm.stdout, lib).not.toMatch(/\bmemmove\b/);
+    }
+  });
+
   it('a malformed value stops the process at load: exit 2 and one line naming the variable', () => {
     for (const value of ['0', 'fast', '1e3', '-1', '0x10', '1.2.3']) {
       const r = spawnSync(process.execPath, ['-e', 'console.log("ran")'], { cwd: ROOT, env: cleanEnv({ LD_PRELOAD: doubles.hostBusy, MAPPED_REG_DOUBLE_HOST_COPY_GBPS: value }), encoding: 'utf8' });

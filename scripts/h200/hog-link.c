@@ -49,13 +49,14 @@ static void *sym(const char *name) {
   return f;
 }
 
-#define CHECK(call)                                                    \
-  do {                                                                 \
-    int r_ = (call);                                                   \
-    if (r_ != 0) {                                                     \
-      fprintf(stderr, "hog-link: %s failed: %d\n", #call, r_);         \
-      return 1;                                                        \
-    }                                                                  \
+// Calls the driver function NAME (of type TYPE) with ARGS; on an error, says which and returns 1 from main.
+#define CHECK(type, name, ...)                                      \
+  do {                                                              \
+    int r_ = ((type)sym(name))(__VA_ARGS__);                        \
+    if (r_ != 0) {                                                  \
+      fprintf(stderr, "hog-link: %s failed: %d\n", name, r_);       \
+      return 1;                                                     \
+    }                                                               \
   } while (0)
 
 static long number(const char *s, const char *what, long min) {
@@ -93,13 +94,13 @@ int main(int argc, char **argv) {
   int dev = 0;
   void *ctx = NULL, *host = NULL;
   unsigned long long dptr = 0;
-  CHECK(((init_t)sym("cuInit"))(0));
-  CHECK(((device_get_t)sym("cuDeviceGet"))(&dev, ordinal));
-  CHECK(((retain_t)sym("cuDevicePrimaryCtxRetain"))(&ctx, dev));
-  CHECK(((set_current_t)sym("cuCtxSetCurrent"))(ctx));
-  CHECK(((host_alloc_t)sym("cuMemHostAlloc"))(&host, bytes, 0));
+  CHECK(init_t, "cuInit", 0);
+  CHECK(device_get_t, "cuDeviceGet", &dev, ordinal);
+  CHECK(retain_t, "cuDevicePrimaryCtxRetain", &ctx, dev);
+  CHECK(set_current_t, "cuCtxSetCurrent", ctx);
+  CHECK(host_alloc_t, "cuMemHostAlloc", &host, bytes, 0);
   memset(host, 0x5a, bytes);
-  CHECK(((alloc_t)sym("cuMemAlloc_v2"))(&dptr, bytes));
+  CHECK(alloc_t, "cuMemAlloc_v2", &dptr, bytes);
   htod_t htod = (htod_t)sym("cuMemcpyHtoD_v2");
   printf("hog-link: pid %d running: copying %ld MiB page-locked to device %d (%s), for %ld s\n", (int)getpid(), mib, ordinal, path, seconds);
   fflush(stdout);
@@ -116,9 +117,9 @@ int main(int argc, char **argv) {
   }
   double took = now() - t0;
   printf("hog-link: %.2f GB/s (%.1f GB in %.2f s)\n", copied / took / 1e9, copied / 1e9, took);
-  CHECK(((free_t)sym("cuMemFree_v2"))(dptr));
-  CHECK(((free_host_t)sym("cuMemFreeHost"))(host));
-  CHECK(((set_current_t)sym("cuCtxSetCurrent"))(NULL));
-  CHECK(((release_t)sym("cuDevicePrimaryCtxRelease_v2"))(dev));
+  CHECK(free_t, "cuMemFree_v2", dptr);
+  CHECK(free_host_t, "cuMemFreeHost", host);
+  CHECK(set_current_t, "cuCtxSetCurrent", NULL);
+  CHECK(release_t, "cuDevicePrimaryCtxRelease_v2", dev);
   return failed;
 }
