@@ -22,7 +22,8 @@ import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Co
 import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
-import { DEVICE_COLUMNS_2, type Store } from './store.js';
+import { DEVICE_COLUMNS_2 } from './columns.js';
+import type { Store } from './store.js';
 
 export interface Selector {
   /** As given: `driver=13.1* host=node-1*`. */

@@ -26,12 +26,12 @@ import { deviceKey, verdictLabel } from '../results/compare.js';
 import { fileKind, InputError, parseResults, readInput } from '../results/read.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
+import { DEVICE_COLUMNS_2 } from './columns.js';
 
 export const STORE_FORMAT = 'mapped-reg-conformance history';
 /** 2: the control copy and the look at the machine (columns page_locked, pl_ratio, busy, machine); 1 is read as 2 without them, and upgraded by an add. */
 export const STORE_VERSION = 2;
-/** The columns version 2 added to `devices`, in order. */
-export const DEVICE_COLUMNS_2 = ['page_locked DOUBLE', 'pl_ratio DOUBLE', 'busy BOOLEAN', 'machine VARCHAR'] as const;
+
 /** The engine's memory limit and threads: a fleet's add stays within this, whatever its size. */
 export const MEMORY_LIMIT = '1GB';
 export const THREADS = Math.max(1, Math.min(4, availableParallelism()));
