@@ -2,7 +2,7 @@
 // DuckDB with it, when the command starts). DuckDB (@duckdb/node-api, ~70 MB of native library) is an optional
 // peer dependency: the gate never needs it, so a plain install (npx, npm install -g, the container image) has
 // none, and a history command then says in one line how to add it (exit 2).
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
@@ -70,6 +70,13 @@ export async function historyAdd(a: { db: string; paths: string[] }, out: Out, e
   const store = await openStore(a.db, 'write');
   try {
     const r = await addFiles(store, files, (line) => err(`mapped-reg-conformance: ${terminalSafe(line, false)}\n`));
+    if (store.created && r.files === 0) {
+      // every file refused: the store this call made holds nothing, and is not left behind
+      store.close();
+      for (const f of [resolve(a.db), `${resolve(a.db)}.wal`]) rmSync(f, { force: true });
+      out(`added nothing: every file was refused (above); no store was made at ${terminalSafe(a.db, false)}\n`);
+      return 2;
+    }
     const total = await storeCounts(store);
     store.close();
     const size = statSync(resolve(a.db)).size;

@@ -18,7 +18,7 @@
 // A run is identified by its host and start time, a device in it by its key: adding a file again, or a file that
 // a merged file already brought, adds nothing.
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { linkSync, lstatSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
@@ -54,6 +54,8 @@ export interface Store {
   c: DuckDBConnection;
   /** The store's version: a store of 1 opened to read lacks the columns of 2 (the readers put NULLs in their place). */
   version: number;
+  /** This call made the store (no file was at its name). */
+  created: boolean;
   close(): void;
 }
 
@@ -140,6 +142,8 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT') throw new InputError(`${file}: cannot use it as a history store (${code ?? message(e)})`);
+    // a symbolic link to nothing: the store would be made where it points, behind the name given
+    if (lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) throw new InputError(`${file}: a symbolic link to a file that does not exist (name the store itself, or a new name for history add to make one)`);
     if (mode === 'read') throw new InputError(`${file}: no history store there (make one with: history add --db ${file} RESULTS...)`);
   }
   if (st && !st.isFile()) throw new InputError(`${file}: ${fileKind(st)}, not a history store (a store is a regular file, or a new name for history add to make one)`);
@@ -172,6 +176,7 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
     file,
     c,
     version: STORE_VERSION,
+    created: !st,
     close: () => {
       c.closeSync();
       instance.closeSync();

@@ -169,6 +169,27 @@ describe('the store is made atomically; a half-made one of an older version is c
     expect(readdirSync(dir)).toEqual(['s.db']);
   });
 
+  it('a --db that is a symbolic link to nothing: refused, nothing made where it points', () => {
+    const target = join(work, 'points-here.db');
+    const db = join(work, 'dangling.db');
+    symlinkSync(target, db);
+    const r = cli(['history', 'add', '--db', db, results('dangling.json', 'node-9', '2026-01-01T00:00:00.000Z')]);
+    expect(r.code).toBe(2);
+    expect(oneLine(r)).toMatch(/dangling\.db: a symbolic link to a file that does not exist/);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('an add whose every file is refused leaves no store behind where there was none', () => {
+    const db = join(work, 'never-made.db');
+    const bad = join(work, 'not-results.json');
+    writeFileSync(bad, '{"schemaVersion": 2}');
+    const r = cli(['history', 'add', '--db', db, bad]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/added nothing: every file was refused \(above\); no store was made at .*never-made\.db/);
+    expect(existsSync(db)).toBe(false);
+    expect(existsSync(`${db}.wal`)).toBe(false);
+  });
+
   it('a store an older version left half-made (its tables, no meta row): read commands say how; add completes it', async () => {
     const db = join(work, 'half.db');
     await duck(db, async (run) => {
