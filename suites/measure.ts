@@ -17,6 +17,12 @@ export const LINK_BUSY_MBPS = 1000;
  * threads put it at 0.25 to 0.55 of the baseline's, while quiet re-runs moved it between 0.81 and 1.2.
  */
 export const HOST_COPY_BUSY_SHARE = 0.7;
+/**
+ * The host copy is held against the baseline's only for windows of at least this size: a smaller one is copied
+ * from the CPU's caches as much as from memory, and moves with whatever else uses them (a 4 MiB window's copy
+ * swung by more than 30% on the project's 2-core machine while its tests ran), which says nothing of host memory.
+ */
+export const HOST_COPY_MIN_BYTES = 64 * 1024 * 1024;
 /** Pressure stall (some, avg10, %) from which the host counts as busy. */
 export const CPU_PRESSURE_BUSY = 80;
 export const MEMORY_PRESSURE_BUSY = 20;
@@ -145,7 +151,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
         }
         const hostCopy = times.hostCopy.best > 0 && Number.isFinite(times.hostCopy.best) ? gbps(bytes, times.hostCopy.best) : null;
         const baseline = o.quiet.baseline;
-        const why = busyReasons(looks, hostCopy, baseline?.hostCopyGBps);
+        const why = busyReasons(looks, bytes >= HOST_COPY_MIN_BYTES ? hostCopy : null, baseline?.hostCopyGBps);
         const gpuNote = 'note' in monitor ? monitor.note : looks.find((l) => l.gpuError)?.gpuError;
         load = {
           busy: why.length > 0,
