@@ -2,6 +2,7 @@
  * Driver double, shared engine: configuration, the registration table, "device" memory, copies, and
  * the /proc/self/maps check that keeps a bad range from crashing the process.
  */
+#include "gbps.h"
 #include "common.h"
 
 #include <errno.h>
@@ -387,18 +388,6 @@ static int parse_faults(const char *spec, faults_t *f) {
   return 0;
 }
 
-/* A positive decimal: digits with at most one '.', at least one digit ("0.05", "12", ".5"); 0 when not. */
-static double parse_gbps(const char *s) {
-  int digits = 0, dots = 0;
-  for (const char *c = s; *c; c++) {
-    if (*c >= '0' && *c <= '9') digits++;
-    else if (*c == '.' && dots++ == 0) continue;
-    else return 0;
-  }
-  if (!digits) return 0;
-  double v = strtod(s, NULL);
-  return v > 0 && v < 1e9 ? v : 0;
-}
 
 /*
  * MAPPED_REG_DOUBLE_RATES syntax: comma-separated registered=G, pinned=G, pageable=G (G in GB/s). Each kind

@@ -7,6 +7,7 @@
  * Unset or empty: nothing is paced. A malformed value is a mistake in a test: one line on stderr and exit 2 at load.
  */
 #define _GNU_SOURCE
+#include "gbps.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -52,18 +53,6 @@ static void *slow_memmove(void *dst, const void *src, size_t n) {
   return dst;
 }
 
-/* The same syntax as the driver doubles' rates: digits with at most one '.', at least one digit, positive. */
-static double parse_gbps(const char *s) {
-  int digits = 0, dots = 0;
-  for (const char *c = s; *c; c++) {
-    if (*c >= '0' && *c <= '9') digits++;
-    else if (*c == '.' && dots++ == 0) continue;
-    else return 0;
-  }
-  if (!digits) return 0;
-  double v = strtod(s, NULL);
-  return v > 0 && v < 1e9 ? v : 0;
-}
 
 __attribute__((constructor)) static void load(void) {
   const char *s = getenv("MAPPED_REG_DOUBLE_HOST_COPY_GBPS");
