@@ -16,7 +16,7 @@ import { conformanceRun } from './conformance.js';
 import { benchDevice } from './device.js';
 import { buildNative } from './native/native.js';
 import { nodeStart } from './node-start.js';
-import { type Options, UsageError, parseOptions } from './options.js';
+import { type Options, UsageError, parseOptions } from './bench-options.js';
 import { pkg } from './package.js';
 import { say } from './progress.js';
 import { writeJson } from './render/json.js';

@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Options } from './options.js';
+import type { Options } from './bench-options.js';
 import { root } from './package.js';
 import { TreeSampler, runnerDevices } from './proc.js';
 import { say } from './progress.js';

@@ -7,7 +7,7 @@ import { errorText, registrations } from '../src/index.js';
 import { AFTER_RELEASE, CALLS, COPIES, REGISTRATION } from './measurements/index.js';
 import { measure } from './measurements/measurement.js';
 import type { NativeBinary } from './native/native.js';
-import type { Options } from './options.js';
+import type { Options } from './bench-options.js';
 import { say } from './progress.js';
 import type { DeviceBench } from './result.js';
 import { type DeviceContext, DeviceSession } from './session.js';

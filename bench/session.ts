@@ -7,7 +7,7 @@ import type { Mapping } from '../bindings/libc.js';
 import type { ScratchRegion } from '../bindings/scratch.js';
 import { type Host, type Ops, trackedOps } from '../src/index.js';
 import type { NativeBinary } from './native/native.js';
-import type { Options } from './options.js';
+import type { Options } from './bench-options.js';
 import type { DeviceBench } from './result.js';
 
 export interface DeviceContext {

@@ -4,7 +4,7 @@ import koffi from 'koffi';
 import type { LibraryHandle, TypeObject } from 'koffi';
 
 /** A device as a discovery-only API describes it. */
-export interface DiscoveredDevice {
+export interface ApiDevice {
   /** Position in this backend's list (stable order: OpenCL platform then device order; Vulkan's enumeration order). */
   index: number;
   name: string;
@@ -21,10 +21,10 @@ export interface DiscoveredDevice {
   platform?: string;
 }
 
-export interface Discovery {
+export interface ApiDiscovery {
   library: string | null;
   tried: string[];
-  devices: DiscoveredDevice[];
+  devices: ApiDevice[];
   error?: string;
 }
 

@@ -86,7 +86,7 @@ export interface BackendModule {
   /** The variable naming the library to load instead of the default search; null when the backend loads none. */
   readonly libraryEnv: string | null;
   /**
-   * The backends of one group are discovered by one process of a run (cli/select.ts), at the same time as the
+   * The backends of one group are discovered by one process of a run (cli/select-devices.ts), at the same time as the
    * other groups: a driver that registers gets a group of its own, so that its process keeps its device.
    */
   readonly group: string;

@@ -3,9 +3,9 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle } from 'koffi';
-import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
+import { type ApiLibrary, type ApiDevice, type ApiDiscovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
 
-export type { DiscoveredDevice, Discovery } from './api-library.js';
+export type { ApiDevice, ApiDiscovery } from './api-library.js';
 
 /** Environment variable naming the OpenCL library to load instead of the defaults. */
 export const OPENCL_LIBRARY_ENV = 'MAPPED_REG_OPENCL_LIBRARY';
@@ -135,7 +135,7 @@ function decodeString(value: Buffer | null): string | null {
   return value.toString('utf8', 0, end < 0 ? value.length : end).trim();
 }
 
-function describeDevice(api: OpenCLApi, device: Handle, where: string, errors: string[]): Omit<DiscoveredDevice, 'index' | 'platform'> {
+function describeDevice(api: OpenCLApi, device: Handle, where: string, errors: string[]): Omit<ApiDevice, 'index' | 'platform'> {
   const info = (param: number): Buffer | null =>
     infoBytes((size, value, sizeRet) => api.clGetDeviceInfo(device, param, size, value, sizeRet), `clGetDeviceInfo[${where}]`, param, errors);
 
@@ -145,7 +145,7 @@ function describeDevice(api: OpenCLApi, device: Handle, where: string, errors: s
 
   const typeBytes = info(CL_DEVICE_TYPE);
   const bits = typeBytes !== null && typeBytes.length >= 8 ? typeBytes.readBigUInt64LE(0) : 0n;
-  let type: DiscoveredDevice['type'] = 'other';
+  let type: ApiDevice['type'] = 'other';
   let integrated: boolean | null = null;
   if (bits & CL_DEVICE_TYPE_GPU) {
     const unified = info(CL_DEVICE_HOST_UNIFIED_MEMORY);
@@ -202,11 +202,11 @@ function enumerate(
  * failing calls all come back in `error` (the calls that failed, named with their codes), with every device
  * that could still be described.
  */
-export function discoverOpenCL(libraryPath?: string): Discovery {
+export function discoverOpenCL(libraryPath?: string): ApiDiscovery {
   const loaded = loadApi(LIBRARY, candidates(LIBRARY, libraryPath));
   if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? 'OpenCL: not loaded' };
   const api = loaded.api;
-  const devices: DiscoveredDevice[] = [];
+  const devices: ApiDevice[] = [];
   const errors: string[] = [];
   try {
     const platforms = enumerate((n, out, ret) => api.clGetPlatformIDs(n, out, ret), 'clGetPlatformIDs', [CL_PLATFORM_NOT_FOUND_KHR], errors);
@@ -228,7 +228,7 @@ export function discoverOpenCL(libraryPath?: string): Discovery {
   } catch (e) {
     errors.push(`unexpected failure: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const result: Discovery = { library: loaded.library, tried: loaded.tried, devices };
+  const result: ApiDiscovery = { library: loaded.library, tried: loaded.tried, devices };
   if (errors.length > 0) result.error = `OpenCL: ${errors.join('; ')}`;
   return result;
 }

@@ -3,9 +3,9 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle } from 'koffi';
-import { type ApiLibrary, type DiscoveredDevice, type Discovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
+import { type ApiLibrary, type ApiDevice, type ApiDiscovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
 
-export type { DiscoveredDevice, Discovery } from './api-library.js';
+export type { ApiDevice, ApiDiscovery } from './api-library.js';
 
 /** Environment variable naming the Vulkan loader to load instead of the defaults. */
 export const VULKAN_LIBRARY_ENV = 'MAPPED_REG_VULKAN_LIBRARY';
@@ -387,7 +387,7 @@ function vendorText(vendorID: number): string {
   return name ? `${name} (${id})` : id;
 }
 
-const DEVICE_TYPES: Record<number, Pick<DiscoveredDevice, 'type' | 'integrated'>> = {
+const DEVICE_TYPES: Record<number, Pick<ApiDevice, 'type' | 'integrated'>> = {
   1: { type: 'integrated-gpu', integrated: true }, // VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
   2: { type: 'gpu', integrated: false }, // VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
   3: { type: 'virtual-gpu', integrated: null }, // VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU
@@ -474,11 +474,11 @@ function enumeratePhysicalDevices(api: VulkanApi, instance: Handle, errors: stri
  * that could still be described. A loader that finds no driver at all (vkCreateInstance gives
  * VK_ERROR_INCOMPATIBLE_DRIVER) means zero devices, not an error.
  */
-export function discoverVulkan(libraryPath?: string): Discovery {
+export function discoverVulkan(libraryPath?: string): ApiDiscovery {
   const loaded = loadApi(LIBRARY, candidates(LIBRARY, libraryPath));
   if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? 'Vulkan: not loaded' };
   const api = loaded.api;
-  const devices: DiscoveredDevice[] = [];
+  const devices: ApiDevice[] = [];
   const errors: string[] = [];
   try {
     // Ask for 1.1 (for vkGetPhysicalDeviceProperties2) when the loader has it; a 1.0 loader gets 1.0.
@@ -542,7 +542,7 @@ export function discoverVulkan(libraryPath?: string): Discovery {
   } catch (e) {
     errors.push(`unexpected failure: ${e instanceof Error ? e.message : String(e)}`);
   }
-  const result: Discovery = { library: loaded.library, tried: loaded.tried, devices };
+  const result: ApiDiscovery = { library: loaded.library, tried: loaded.tried, devices };
   if (errors.length > 0) result.error = `Vulkan: ${errors.join('; ')}`;
   return result;
 }

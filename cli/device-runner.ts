@@ -11,7 +11,7 @@ import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/lib
 import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
 import { RUNNER_OPTIONS_ENV, type RunnerOptions, readAnswer } from './protocol.js';
-import { pickDevice } from './select.js';
+import { pickDevice } from './select-devices.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];

@@ -237,7 +237,7 @@ export function runOptions(
   };
 }
 
-/** What of a run's options every device runner passes to its suites (cli/select.ts deviceOptions adds the device). */
+/** What of a run's options every device runner passes to its suites (cli/select-devices.ts deviceOptions adds the device). */
 export type SuiteBase = Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | 'runs' | 'minRelativeSpeed' | 'deselected'> & { quiet?: RunQuiet };
 
 export function suiteBase(o: RunOptions): SuiteBase {

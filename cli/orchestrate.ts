@@ -16,7 +16,7 @@ import type { CheckResult, SuiteName } from '../results/types.js';
 import type { ResultEvent, StartEvent, SuiteOptions } from '../suites/check.js';
 import type { DiscoveryEvent, PlanEvent, RestartEvent, RunnerEvent } from '../reporters/events.js';
 import { RUNNER_OPTIONS_ENV, type RunnerOptions, answerLine } from './protocol.js';
-import type { Selection } from './select.js';
+import type { Selection } from './select-devices.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
 /**

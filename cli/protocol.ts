@@ -2,7 +2,7 @@
 // descriptor 3: reporters/events.ts, suites/check.ts): its options, in its environment, and, for a runner that
 // discovers, the answer to its offer, one JSON line on its stdin.
 import type { SuiteOptions } from '../suites/check.js';
-import type { Selection } from './select.js';
+import type { Selection } from './select-devices.js';
 
 /** The variable that carries a runner's options (JSON). */
 export const RUNNER_OPTIONS_ENV = 'MAPPED_REG_SUITE_OPTIONS';
@@ -16,7 +16,7 @@ export interface RunnerOptions {
   devices: SuiteOptions[];
   /**
    * A runner that discovers the devices of these backends itself (the command loads no driver), reports them to
-   * the command with the device it offers to check (cli/select.ts pickDevice), then checks the devices the
+   * the command with the device it offers to check (cli/select-devices.ts pickDevice), then checks the devices the
    * command answers (none: it exits).
    */
   discover?: Selection;

@@ -1,5 +1,5 @@
 // What `run` and `list` do, top-down: the stop signals and what killed processes left; the discovery (for a run, in
-// the processes that then check the devices: cli/discovery.ts); what it found; the checks (who runs where and
+// the processes that then check the devices: cli/discovering-runners.ts); what it found; the checks (who runs where and
 // when: cli/schedule.ts; each device's processes: cli/orchestrate.ts); the result (cli/assemble.ts). The verdicts
 // and checks come from the suites and the model; this file drives and prints.
 import { deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
@@ -7,14 +7,14 @@ import { statfs } from '../bindings/libc.js';
 import { discoveryLines, Progress, type ProgressEvent } from '../reporters/terminal.js';
 import type { CheckResult, RunResult } from '../results/types.js';
 import { deviceResult, runResult } from './assemble.js';
-import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups } from './discovery.js';
+import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups } from './discovering-runners.js';
 import { type RunOptions, UsageError, resultOptions, suiteBase } from './options.js';
 import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
-import { type Selection, selectDevices, selectionProblem } from './select.js';
+import { type Selection, selectDevices, selectionProblem } from './select-devices.js';
 import { onStop } from './signals.js';
 
-export { DiscoveryError } from './discovery.js';
+export { DiscoveryError } from './discovering-runners.js';
 export { UsageError } from './options.js';
 
 /** Where a run's own text goes. */

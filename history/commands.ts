@@ -10,7 +10,7 @@ import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
 import { terminalSafe } from '../reporters/safe-text.js';
-import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './compare.js';
+import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
 import { historyReport } from './report.js';
 
 /** The store's engine, an optional peer dependency. */

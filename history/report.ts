@@ -12,7 +12,7 @@ import type { Expectations } from '../results/expectations.js';
 import { capComparedDevice } from '../reporters/cap.js';
 import { compareVersions, escapeHtml } from '../reporters/html.js';
 import { capText, MESSAGE_CAP, NAME_CAP } from '../reporters/safe-text.js';
-import { asComparison, compareSides, type HistoryComparison, type Side } from './compare.js';
+import { asComparison, compareSides, type HistoryComparison, type Side } from './fleet-compare.js';
 import type { Store } from './store.js';
 
 export const GPU_BACKENDS: readonly string[] = backendModules().filter((m) => m.registers).map((m) => m.id);

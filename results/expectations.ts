@@ -11,7 +11,7 @@
 // `host=` the hostname of a merged file's device (or of the file). A value with spaces is quoted with "...".
 // Keys left out match anything. The device-level verdict entry of a comparison has the check id `verdict`.
 import { InputError, readInput, TEXT_INPUT_BYTES } from './read.js';
-import type { DeviceResult, Host } from './types.js';
+import type { DeviceResult, Machine } from './types.js';
 
 export type ExpectationKind = 'fail' | 'flake';
 
@@ -34,7 +34,7 @@ export interface Expectations {
 }
 
 /** What an entry is matched against: a device of a results file (a merged file's carries its host). */
-export type ExpectationSubject = Pick<DeviceResult, 'id' | 'name' | 'driver'> & { host?: Host };
+export type ExpectationSubject = Pick<DeviceResult, 'id' | 'name' | 'driver'> & { host?: Machine };
 
 const KEYS = ['device', 'driver', 'host'] as const;
 type Key = (typeof KEYS)[number];

@@ -3,7 +3,7 @@
 // came from; the top-level host is `merged`. The output is a results file of the same schemaVersion and
 // validates against results/results.schema.json.
 import { InputError, READ_VERSIONS } from './read.js';
-import type { DeviceWithHost, Host, RunResult } from './types.js';
+import type { DeviceWithHost, Machine, RunResult } from './types.js';
 
 /** A merged file: a results file whose devices carry their host, with where each part came from. */
 export type MergedResult = Omit<RunResult, 'devices'> & {
@@ -27,7 +27,7 @@ export function mergeResults(files: RunResult[], names?: string[]): MergedResult
   });
   const version: RunResult['schemaVersion'] = files.some((f) => f.schemaVersion === 2) ? 2 : 1;
   const parts = files.flatMap((f) => ((f as Partial<MergedResult>).merged ? (f as MergedResult).merged : [{ ...f.host, startedAt: f.startedAt, finishedAt: f.finishedAt, tool: `${f.tool.name} ${f.tool.version}`, devices: f.devices.length, ...(f.incomplete ? { incomplete: true } : {}) }]));
-  const hosts: Host[] = parts.map((p) => ({ hostname: p.hostname, kernel: p.kernel, platform: p.platform }));
+  const hosts: Machine[] = parts.map((p) => ({ hostname: p.hostname, kernel: p.kernel, platform: p.platform }));
   const byTime = (key: 'startedAt' | 'finishedAt', pick: (a: number, b: number) => boolean): string =>
     files.map((f) => f[key]).reduce((best, t) => (pick(Date.parse(t), Date.parse(best)) ? t : best));
   const devices: DeviceWithHost[] = files.flatMap((f) => (f.devices as DeviceWithHost[]).map((d) => ({ ...d, host: d.host ?? { ...f.host } })));

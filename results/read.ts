@@ -10,7 +10,7 @@ import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { duplicateDevice } from './duplicates.js';
 import type { DeviceWithHost, RunResult } from './types.js';
 
-export type { DeviceWithHost, Host } from './types.js';
+export type { DeviceWithHost, Machine } from './types.js';
 
 /** Bad input (a results or expectations file): the command prints the message, one line, and exits 2. */
 export class InputError extends Error {

@@ -148,20 +148,20 @@ export interface DeviceResult {
 }
 
 /** The machine a run was made on (a device of a merged file carries the host of the file it came from). */
-export interface Host {
+export interface Machine {
   hostname: string;
   kernel: string;
   platform: string;
 }
 
 /** A device as read from a results file: a merged file adds its host. */
-export type DeviceWithHost = DeviceResult & { host?: Host };
+export type DeviceWithHost = DeviceResult & { host?: Machine };
 
 export interface RunResult {
   /** 2 since the control copy and the look at the machine; files of 1 are still read (their new fields absent). */
   schemaVersion: 1 | 2;
   tool: { name: string; version: string };
-  host: Host;
+  host: Machine;
   startedAt: string;
   finishedAt: string;
   options: Record<string, unknown>;

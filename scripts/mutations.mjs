@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Applies each named mutation to the model (src/), the checks (suites/checks/, suites/hazards/), the bindings (bindings/) or the
-// gate's rules (results/compare.ts, results/gate.ts, history/compare.ts), one at a time, runs the test files that
+// gate's rules (results/compare.ts, results/gate.ts, history/fleet-compare.ts), one at a time, runs the test files that
 // hold that code, and writes which tests failed to docs/mutations.md. The source is restored after each run (and on
 // any error). Every pattern must match the source, or the script stops: a stale pattern would make a mutation a
 // no-op that "survives" for nothing.
@@ -26,7 +26,7 @@ const hazardReset = 'suites/hazards/reset.ts';
 const deviceOps = 'bindings/device-ops.ts';
 const compareRules = 'results/compare.ts';
 const gateRules = 'results/gate.ts';
-const historyCompare = 'history/compare.ts';
+const historyCompare = 'history/fleet-compare.ts';
 
 /** The test files that hold each part. */
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];

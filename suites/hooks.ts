@@ -1,4 +1,4 @@
-// The test hooks' addressing, shared by the command (cli/select.ts) and the checks (suites/check.ts): here, below
+// The test hooks' addressing, shared by the command (cli/select-devices.ts) and the checks (suites/check.ts): here, below
 // both, so that a suite never imports the command. No Vitest and no driver here.
 
 /** A test hook for one device: `device/check` applies to that device only, a bare `check` to every device. */

@@ -116,11 +116,11 @@ describe('the import graph of the sources', () => {
     const broken = { ...files };
     broken['src/device.ts'] += "\nimport { discover } from '../bindings/discovery.js';\n";
     broken['results/types.ts'] += "\nimport koffi from 'koffi';\n";
-    broken['suites/check.ts'] += "\nconst lazy = () => import('../cli/select.js');\n";
+    broken['suites/check.ts'] += "\nconst lazy = () => import('../cli/select-devices.js');\n";
     const bad = upwardImports(importGraph(broken));
     expect(bad).toContain('src/device.ts -> bindings/discovery.ts');
     expect(bad).toContain('results/types.ts -> koffi');
-    expect(bad).toContain('suites/check.ts -> cli/select.ts');
+    expect(bad).toContain('suites/check.ts -> cli/select-devices.ts');
 
     const circle = findCircle(importGraph({ 'bindings/a.ts': "import { b } from './b.js';", 'bindings/b.ts': "import type { A } from './a.js';" }));
     expect(circle).toEqual(['bindings/a.ts', 'bindings/b.ts', 'bindings/a.ts']);

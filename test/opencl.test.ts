@@ -1,4 +1,4 @@
-// Discovery against the real OpenCL ICD loader with PoCL's CPU device (CI installs ocl-icd-libopencl1 and
+// ApiDiscovery against the real OpenCL ICD loader with PoCL's CPU device (CI installs ocl-icd-libopencl1 and
 // pocl-opencl-icd: a missing library fails these tests, it does not skip them), and against a small fake
 // libOpenCL compiled here with cc for what PoCL cannot show (GPUs, PCI bus ids, failing calls).
 
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV, type Discovery } from '../bindings/opencl.js';
+import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV, type ApiDiscovery } from '../bindings/opencl.js';
 
 const FAKE_OPENCL_C = String.raw`
 #include <stdint.h>
@@ -169,7 +169,7 @@ describe('discoverOpenCL when the library is not usable', () => {
   it('reports a file that is not a shared library clearly', () => {
     const text = join(dir, 'not-a-library.so');
     writeFileSync(text, 'this is a text file, not an ELF shared object\n'.repeat(20));
-    let found: Discovery | undefined;
+    let found: ApiDiscovery | undefined;
     expect(() => (found = discoverOpenCL(text))).not.toThrow();
     expect(found?.library).toBeNull();
     expect(found?.tried).toEqual([text]);

@@ -10,7 +10,7 @@ import { apiType } from '../bindings/backends/api.js';
 import { deviceFromPlain, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { backendGroups, backendIds, backendModule, backendModules, backendRank, isBackend, registerBackend, registersHostMemory } from '../bindings/registry.js';
 import { runOptions, UsageError } from '../cli/options.js';
-import { discoveryGroups, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select.js';
+import { discoveryGroups, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select-devices.js';
 import { schemaPath, schemaProblems } from '../results/read.js';
 import { type Backend, BACKENDS } from '../results/types.js';
 import { staticVerdict } from '../src/device.js';

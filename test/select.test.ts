@@ -1,8 +1,8 @@
-// Which devices a run checks and which process checks which (cli/select.ts): decided from discoveries as data.
+// Which devices a run checks and which process checks which (cli/select-devices.ts): decided from discoveries as data.
 import { describe, expect, it } from 'vitest';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { deviceFromPlain } from '../bindings/discovery.js';
-import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select-devices.js';
 import { staticVerdict } from '../src/index.js';
 
 const dev = (id: string, extra: Partial<PlainDevice> = {}): PlainDevice => {

@@ -1,4 +1,4 @@
-// Discovery against the real Vulkan loader with Mesa's lavapipe (CI installs libvulkan1 and
+// ApiDiscovery against the real Vulkan loader with Mesa's lavapipe (CI installs libvulkan1 and
 // mesa-vulkan-drivers: a missing library fails these tests, it does not skip them), and against a small fake
 // libvulkan compiled here with cc for what lavapipe cannot show (GPU types, PCI bus ids, failing calls).
 
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV, type Discovery } from '../bindings/vulkan.js';
+import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV, type ApiDiscovery } from '../bindings/vulkan.js';
 
 // A stand-in for the loader: it exports the entry points the binding binds, checks what it is given, and
 // counts instances so the test can see each one destroyed. The limits block is opaque here: its member
@@ -221,7 +221,7 @@ describe('discoverVulkan when the library is not usable', () => {
   it('reports a file that is not a shared library clearly', () => {
     const text = join(dir, 'not-a-library.so');
     writeFileSync(text, 'this is a text file, not an ELF shared object\n'.repeat(20));
-    let found: Discovery | undefined;
+    let found: ApiDiscovery | undefined;
     expect(() => (found = discoverVulkan(text))).not.toThrow();
     expect(found?.library).toBeNull();
     expect(found?.tried).toEqual([text]);

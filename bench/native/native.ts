@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { DiscoveredDevice } from '../../bindings/discovery.js';
-import type { Options } from '../options.js';
+import type { Options } from '../bench-options.js';
 import { root } from '../package.js';
 import { say } from '../progress.js';
 import type { DeviceBench, NativeJson, NativeResult } from '../result.js';

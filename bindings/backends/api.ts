@@ -1,7 +1,7 @@
 // What the OpenCL and Vulkan modules share: their devices as discovery lists them. Neither registers host memory.
 import type { DeviceType } from '../../src/device.js';
 import type { Backend } from '../../results/types.js';
-import type { DiscoveredDevice as ApiDevice, Discovery as ApiDiscovery } from '../api-library.js';
+import type { ApiDevice, ApiDiscovery } from '../api-library.js';
 import type { BackendDiscovery, DiscoveredDevice } from '../backend.js';
 
 export function apiType(t: ApiDevice['type']): DeviceType {

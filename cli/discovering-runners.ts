@@ -1,6 +1,6 @@
-// A run's discovery, in the processes that then check what they found: one per group of backends (cli/select.ts
+// A run's discovery, in the processes that then check what they found: one per group of backends (cli/select-devices.ts
 // DISCOVERY_GROUPS), started at once, so that the command loads no driver and a GPU's driver is initialized once,
-// in the process that checks it. Each process reports what it found and offers a device (cli/select.ts
+// in the process that checks it. Each process reports what it found and offers a device (cli/select-devices.ts
 // pickDevice), then waits for the command's answer: the devices it checks, or none (it exits). The command
 // answers once every group has reported and the selection is valid; a GPU earlier, as soon as the groups that
 // could make the selection invalid have reported (validSoFar).
@@ -10,7 +10,7 @@ import type { DiscoveryEvent } from '../reporters/events.js';
 import type { SuiteOptions } from '../suites/check.js';
 import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
-import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select.js';
+import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select-devices.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -56,7 +56,7 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  * offered while the selection can already be judged valid is told to go at once (its options from `base`).
  * Stopped by `stop` (a signal), it returns no group: the processes are killed, none was checked. A process that
  * ended before it reported is a DiscoveryError (the others are stopped first); a selection the discovery shows to
- * be bad (cli/select.ts selectionProblem) is the caller's to refuse, after stopGroups.
+ * be bad (cli/select-devices.ts selectionProblem) is the caller's to refuse, after stopGroups.
  */
 export async function discoverInGroups(selection: Selection, base: SuiteBase, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
   const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, o));
