@@ -3,6 +3,7 @@
 
 import { existsSync } from 'node:fs';
 import koffi, { type LibraryHandle } from 'koffi';
+import { oneLine } from '../results/format.js';
 
 export type DriverApi = 'CUDA' | 'HIP';
 
@@ -74,10 +75,6 @@ export class DriverError extends Error {
     this.codeName = codeName;
     this.description = description;
   }
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, ' ').trim();
 }
 
 // koffi strips the file name from dlerror's text when the message is about that very file, so this exact

@@ -12,8 +12,8 @@ import type { ReferenceReader } from '../src/probe.js';
 import { HostFault, asHostFault } from './host-fault.js';
 import { type FsInfo, MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
 import { type LockedFolder, makeLockedFolder, removeStale } from './scratch-lock.js';
+import { MiB } from '../results/format.js';
 
-const MiB = 1024 * 1024;
 const CHUNK = 8 * MiB;
 
 export interface ScratchRegion {

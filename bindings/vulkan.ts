@@ -228,7 +228,8 @@ declareType(
   }),
 );
 
-const VkPhysicalDeviceProperties = declareType(
+// registered by name: the prototypes below refer to it as a string
+declareType(
   'VkPhysicalDeviceProperties',
   koffi.struct({
     apiVersion: 'uint32_t',

@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 // The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`.
-import { readFileSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { htmlReport } from '../reporters/html.js';
@@ -27,9 +26,9 @@ import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
 import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
+import { packageJson } from '../results/package-root.js';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const pkg = JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')) as { name: string; version: string };
+const pkg = packageJson();
 
 // A reader that closes early (`| head`), a full disk: the run goes on, its reports are written (cli/stdout.ts).
 guardStdout();

@@ -2,8 +2,7 @@
 // their validation, and what of them reaches the suites. The command (cli/main.ts), the bench (bench/bench.ts),
 // and through the command every device runner, take them from here.
 import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { scratchDirProblem } from '../bindings/scratch.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { backendIds, backendModules } from '../bindings/registry.js';
@@ -13,6 +12,8 @@ import type { SuiteOptions } from '../suites/check.js';
 import { DEFAULT_QUIET_WAIT_S, type QuietOptions } from '../suites/measure.js';
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';
+import { MiB } from '../results/format.js';
+import { packageRoot } from '../results/package-root.js';
 
 /** The environment variables that name a backend's library (MAPPED_REG_CUDA_LIBRARY, ...), from the registry: --help lists them all. */
 export const LIBRARY_VARIABLES: readonly string[] = backendModules().flatMap((m) => (m.libraryEnv ? [m.libraryEnv] : []));
@@ -24,9 +25,8 @@ export const DEFAULT_TIMEOUT_S = 120;
 /** The largest --min-relative-speed: a registered copy ten times the staged one is already a broken clock. */
 export const MAX_MIN_RELATIVE_SPEED = 10;
 
-const MiB = 1024 * 1024;
-/** The package's own scratch/ (dist/cli/options.js is two folders below the package's root). */
-export const DEFAULT_SCRATCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'scratch');
+/** The package's own scratch/. */
+export const DEFAULT_SCRATCH_DIR = resolve(packageRoot(), 'scratch');
 
 /** Thrown for bad input: the command prints the message on one line and exits 2 (the bench likewise). */
 export class UsageError extends Error {}

@@ -2,31 +2,24 @@
 // DuckDB with it, when the command starts). DuckDB (@duckdb/node-api, ~70 MB of native library) is an optional
 // peer dependency: the gate never needs it, so a plain install (npx, npm install -g, the container image) has
 // none, and a history command then says in one line how to add it (exit 2).
-import { readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
+import { rmSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { changeLine, countsLine, failingChanges } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
 import { historyReport } from './report.js';
+import { percent, plural } from '../results/format.js';
+import { packageJson } from '../results/package-root.js';
 
 /** The store's engine, an optional peer dependency. */
 export const ENGINE = '@duckdb/node-api';
 
 /** The engine's version this package pins (its own package.json's peerDependencies), or undefined. */
 export function pinnedEngineVersion(): string | undefined {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; peerDependencies?: Record<string, string> };
-      if (pkg.name === 'mapped-reg-conformance') return pkg.peerDependencies?.[ENGINE];
-    } catch {
-      // no package.json here: the folder above
-    }
-    if (dirname(dir) === dir) return undefined;
-  }
+  return packageJson().peerDependencies?.[ENGINE];
 }
 
 /** Whether an import failed because the engine (or its native binding, a package of its own) is not installed. */
@@ -56,7 +49,6 @@ type Out = (text: string) => void;
 /** Failing changes listed in the text form; the rest are counted (`--json` lists every one). */
 const SHOWN = 200;
 
-const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /** `history add`: returns the exit status (2 when a file was refused; the good ones are added all the same). */
 export async function historyAdd(a: { db: string; paths: string[] }, out: Out, err: Out): Promise<number> {

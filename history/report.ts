@@ -7,13 +7,14 @@
 // Like reporters/html.ts: no script, nothing fetched (CSP default-src 'none'), every text from the store escaped.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { backendModules } from '../bindings/registry.js';
-import { changeLine, countsLine, failingChanges, percent } from '../results/compare.js';
+import { changeLine, countsLine, failingChanges } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { capComparedDevice } from '../reporters/cap.js';
 import { compareVersions, escapeHtml } from '../reporters/html.js';
 import { capText, MESSAGE_CAP, NAME_CAP } from '../reporters/safe-text.js';
 import { asComparison, compareSides, type HistoryComparison, type Side } from './fleet-compare.js';
 import type { Store } from './store.js';
+import { percent, plural, twoDecimals as f2 } from '../results/format.js';
 
 export const GPU_BACKENDS: readonly string[] = backendModules().filter((m) => m.registers).map((m) => m.id);
 /** Hosts shown with their regressed devices, per driver version; the rest are counted. */
@@ -26,8 +27,6 @@ const rows = async (c: DuckDBConnection, sql: string): Promise<Row[]> => (await 
 const s = (x: unknown): string => String(x);
 const n = (x: unknown): number => Number(x);
 const e = escapeHtml;
-const f2 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
-const plural = (k: number, one: string, many = `${one}s`): string => `${k} ${k === 1 ? one : many}`;
 
 export interface DriverStats {
   dname: string;

@@ -17,10 +17,10 @@
 // charts narrow their bands, and open scrolled to their right end: the newest runs are seen first.
 import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, verdictLabel } from '../results/compare.js';
 import { BACKENDS, type CheckResult, type DeviceResult, type RunResult } from '../results/types.js';
-import { FAILING } from '../results/status.js';
+import { CHECK_STATUSES as STATUSES, FAILING } from '../results/status.js';
+import { twoDecimals as fixed } from '../results/format.js';
 
 type Status = CheckResult['status'];
-const STATUSES: readonly Status[] = ['pass', 'warn', 'fail', 'timeout', 'crash', 'error', 'skip'];
 /** More runs of a device than this and its charts narrow their bands (and tilt their labels). */
 const COMPACT_AFTER = 12;
 
@@ -68,7 +68,6 @@ export function compareVersions(a: string, b: string): number {
 }
 
 const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-const fixed = (x: number | undefined): string => (x === undefined ? '-' : x.toFixed(2));
 const str = (x: unknown, fallback: string): string => (typeof x === 'string' && x !== '' ? x : fallback);
 
 /** One device in one run: a row of the table, a point of the charts. */

@@ -8,10 +8,10 @@ import { FAILING } from '../results/status.js';
 import { hostFaultMarkdown } from './host-faults.js';
 import { markdownText } from './safe-text.js';
 import { selectionSkips } from './selection.js';
+import { twoDecimals as fixed } from '../results/format.js';
 
 export { markdownText };
 
-const fixed = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
 const count = (d: DeviceResult, ...statuses: CheckResult['status'][]): number => d.checks.filter((c) => statuses.includes(c.status)).length;
 
 function row(cells: string[]): string {

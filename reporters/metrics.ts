@@ -5,7 +5,7 @@
 // to the collector it is a comment). Speeds are in bytes per second (Prometheus' base units), from the GB/s of
 // the results (10^9 bytes). Built from the RunResult alone.
 import { CHECK_STATUSES } from '../results/status.js';
-import type { DeviceResult, RunResult } from '../results/types.js';
+import type { RunResult } from '../results/types.js';
 
 /** The prefix of every metric name. */
 export const METRIC_PREFIX = 'mapped_reg_';

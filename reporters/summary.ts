@@ -8,11 +8,11 @@ import { hostFaultLines } from './host-faults.js';
 import { refusalInPlainWords } from './refusals.js';
 import { selectionSkips } from './selection.js';
 import { terminalSafe } from './safe-text.js';
+import { twoDecimals as fixed } from '../results/format.js';
 
 /** One line of the terminal: control characters (escape sequences above all) from a driver or a file made visible. */
 const terminalText = (s: string): string => terminalSafe(s, false);
 
-const fixed = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
 const label = (d: DeviceResult): string => (d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind);
 
 function table(rows: string[][]): string[] {

@@ -27,6 +27,7 @@
 import { findExpectation, type Expectation, type Expectations } from './expectations.js';
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, RegressionKind, RunResult } from './types.js';
+import { gbpsText, oneLine, percent, plural } from './format.js';
 
 export { SEVERITY } from './status.js';
 export type { ChangeKind, RegressionKind } from './types.js';
@@ -119,7 +120,7 @@ export interface CompareOptions {
 const zero = (): Counts => Object.fromEntries(CHANGE_KINDS.map((k) => [k, 0])) as Counts;
 
 /** `s` on one line (whitespace runs as one blank), in full. */
-const oneLine = (s: string | undefined): string | undefined => (s === undefined ? undefined : s.replace(/\s+/g, ' ').trim() || undefined);
+const oneLineOrNone = (s: string | undefined): string | undefined => (s === undefined ? undefined : oneLine(s) || undefined);
 
 /** `Usable`, `Refused (Wrong_bytes)`: the verdict's kind and refusal, without the reason. */
 export function verdictLabel(v: { kind: string; refusal?: string }): string {
@@ -176,8 +177,6 @@ export function classifyVerdict(o: { kind: string; refusal?: string } | undefine
 }
 
 export const arrow = (o: string | undefined, n: string | undefined): string => `${o ?? '(none)'} -> ${n ?? '(none)'}`;
-export const gbpsText = (x: number): string => `${x.toFixed(2)} GB/s`;
-export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;
 
 /**
  * Whether the fall from OLD to NEU is more than `maxDrop` (a fraction of OLD): it must pass the limit by more than
@@ -319,7 +318,7 @@ function checkChange(check: string, o: CheckResult | undefined, n: CheckResult |
   if (n) ch.new = n.status;
   if (note) ch.note = note;
   if (n && (kind === 'regression' || kind === 'error' || FAILING.includes(n.status) || n.status === 'warn')) {
-    const detail = oneLine(n.observed ?? n.message);
+    const detail = oneLineOrNone(n.observed ?? n.message);
     if (detail) ch.detail = detail;
   }
   return ch;
@@ -341,7 +340,7 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   if (ov) verdict.old = ov;
   if (nv) verdict.new = nv;
   if (!p.new) verdict.note = 'the device is missing';
-  else if (verdict.kind === 'regression' && p.new.verdict.reason) verdict.detail = oneLine(p.new.verdict.reason)!;
+  else if (verdict.kind === 'regression' && p.new.verdict.reason) verdict.detail = oneLineOrNone(p.new.verdict.reason)!;
   // a missing device has no NEW side for the expectations to match: its absence is matched against OLD's device
   changes.push(withExpectations(verdict, p.new ?? p.old, p.new ? hostname.new : hostname.old, e));
   const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
@@ -475,7 +474,6 @@ const driverChange = (d: DeviceComparison): string => {
   return oName === nWords[0] ? `${o} -> ${nWords.slice(1).join(' ')}` : `${o} -> ${n}`;
 };
 
-const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /** Totals on one line: `1 regression, 5 fixes, 0 new, 0 missing, 30 unchanged`. */
 export function countsLine(c: Counts): string {

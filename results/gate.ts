@@ -15,10 +15,11 @@
 // The absolute GB/s are judged only where the run saw the machine quiet (results/compare.ts, bandwidthChange):
 // figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
 // while registered / page-locked (`registration`), which a busy machine cannot fake, is judged always.
-import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, VERDICT_CHECK, bandwidthChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, gbpsText, percent, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, VERDICT_CHECK, bandwidthChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
+import { gbpsText, percent, plural } from './format.js';
 
 /** Re-runs one check of one device of the run (by its id in that run); undefined when it could not. */
 export type Rerun = (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
@@ -128,7 +129,6 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
   c.counts = totalCounts(c.devices);
 }
 
-const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /** Whether each requirement holds in the run, as reasons for those that do not. */
 function unmet(requires: readonly Requirement[], run: RunResult): GateReason[] {
@@ -235,9 +235,4 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
     missing,
     counts: c.counts,
   };
-}
-
-/** What the gate says of one check of one device (or of `verdict` / `bandwidth`), if anything. */
-export function noteFor(gate: GateDecision | undefined, device: string, check: string): GateNote | undefined {
-  return gate?.notes.find((n) => n.device === device && n.check === check);
 }

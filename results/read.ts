@@ -4,11 +4,13 @@
 // reason. Every input file named on the command line is read here (readInput): a regular file only, of bounded
 // size, so that /dev/zero or a named pipe is refused at once instead of filling the memory or hanging.
 import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { duplicateDevice } from './duplicates.js';
 import type { DeviceWithHost, RunResult } from './types.js';
+import { oneLine } from './format.js';
+import { packageRoot } from './package-root.js';
 
 export type { DeviceWithHost, Machine } from './types.js';
 
@@ -25,17 +27,11 @@ export const SCHEMA_VERSION = 2;
 /** The schemaVersions it reads: 1 is 2 without the control copy and the look at the machine (those fields absent). */
 export const READ_VERSIONS: readonly number[] = [1, 2];
 
-const oneLine = (s: string): string => s.replace(/\s+/g, ' ').trim();
-
-// The schema ships in the npm package as results/results.schema.json, beside dist/: from the compiled
-// dist/results/read.js it is ../../results/, from this source file (under Vitest) ./.
-const SCHEMA_CANDIDATES = ['../../results/results.schema.json', './results.schema.json'].map((p) => fileURLToPath(new URL(p, import.meta.url)));
-
-/** Where the schema was found (the first candidate that exists). */
+/** Where the schema is: the package ships it as results/results.schema.json, beside dist/. */
 export function schemaPath(): string {
-  const found = SCHEMA_CANDIDATES.find((p) => existsSync(p));
-  if (!found) throw new Error(`results.schema.json not found (looked at ${SCHEMA_CANDIDATES.join(', ')}): the package is incomplete`);
-  return found;
+  const path = join(packageRoot(), 'results', 'results.schema.json');
+  if (!existsSync(path)) throw new Error(`results.schema.json not found at ${path}: the package is incomplete`);
+  return path;
 }
 
 let validator: ValidateFunction | undefined;

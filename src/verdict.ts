@@ -28,9 +28,6 @@ export type Verdict =
 /** Result of staticVerdict. */
 export type Static = { readonly kind: 'Decided'; readonly verdict: Verdict } | { readonly kind: 'Self_test_required' };
 
-export type VerdictKind = Verdict['kind'];
-export type RefusalKind = Refusal['kind'];
-
 // Constructors, named as in the spec.
 export const Usable: Verdict = { kind: 'Usable' };
 export const Not_needed = (reason: string): Verdict => ({ kind: 'Not_needed', reason });

@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { READ_VERSIONS, SCHEMA_VERSION, parseResults, readResults } from '../results/read.js';
+import { READ_VERSIONS, parseResults, readResults } from '../results/read.js';
 import { ROOT } from './support/command.js';
 
 const RESULTS = join(ROOT, 'docs', 'results');

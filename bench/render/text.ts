@@ -5,8 +5,8 @@ import type { ProcessPeak } from '../proc.js';
 import type { BenchResult, RegistrationCost } from '../result.js';
 import type { Copy } from '../timing.js';
 import { MiB } from '../units.js';
+import { twoDecimals as f2 } from '../../results/format.js';
 
-const f2 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(2));
 const f1 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(1));
 const f0 = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(0));
 const pct = (x: number | undefined): string => (x === undefined ? '-' : `${(x * 100).toFixed(1)}%`);

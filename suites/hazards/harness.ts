@@ -12,8 +12,9 @@ import { MAP_SHARED, PROT_READ, type Mapping } from '../../bindings/libc.js';
 import { type Host, firstDifference, staticToString, staticVerdict } from '../../src/index.js';
 import type { Check, CheckContext, Observation } from '../check.js';
 import { mapFile, releaseMapping, scratchFile, withTrackedOps } from '../context.js';
+import { MiB } from '../../results/format.js';
 
-export const MiB = 1024 * 1024;
+export { MiB };
 /** The file of the byte checks: small, many pages. */
 export const FILE_BYTES = MiB;
 
