@@ -51,11 +51,20 @@ describe('the thread policy', () => {
 });
 
 describe('bindRange', () => {
-  /** The policy /proc/self/numa_maps shows for the mapping at `address` ("default", "prefer:0", ...). */
+  /**
+   * The policy /proc/self/numa_maps shows for the mapping that holds `address` ("default", "prefer:0", ...). The
+   * kernel may merge a new anonymous mapping with its neighbour, so the mapping is found in /proc/self/maps by
+   * range, and numa_maps read at its start.
+   */
   function mapsPolicy(address: bigint): string | undefined {
+    const start = readFileSync('/proc/self/maps', 'utf8')
+      .split('\n')
+      .map((l) => /^([0-9a-f]+)-([0-9a-f]+) /.exec(l))
+      .find((m) => m !== null && BigInt(`0x${m[1]}`) <= address && address < BigInt(`0x${m[2]}`))?.[1];
+    if (start === undefined) return undefined;
     const line = readFileSync('/proc/self/numa_maps', 'utf8')
       .split('\n')
-      .find((l) => l.startsWith(`${address.toString(16)} `));
+      .find((l) => l.startsWith(`${start} `));
     return line?.split(' ')[1];
   }
 
