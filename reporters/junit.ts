@@ -19,6 +19,7 @@ import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
 import { FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
+import type { RunEnd } from './output-formats.js';
 
 // A CommonJS module whose `module.exports` is the builder; its types declare it as `exports.default`, which an
 // ES import under NodeNext would then look for (and not find) at run time.
@@ -177,11 +178,6 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
   }
 }
 
-/** How the run ended, beyond its results: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
-export interface JunitRun {
-  stoppedBy?: string;
-}
-
 /** The one line of an interrupted run's <error>: the signal, and what it left unrun. */
 function interruptedText(result: RunResult, stoppedBy: string | undefined): string {
   const cut = result.devices.filter((d) => d.incomplete).map((d) => d.id);
@@ -197,7 +193,7 @@ function interruptedText(result: RunResult, stoppedBy: string | undefined): stri
  * has an <error type="interrupted"> naming the signal in the `gate` testsuite, counted in the run's errors: a CI
  * view shows it red, never as a green run of fewer tests.
  */
-export function junitXml(result: RunResult, run: JunitRun = {}): string {
+export function junitXml(result: RunResult, run: RunEnd = {}): string {
   const gate = result.gate;
   const builder = junit.newBuilder().name(xmlSafe(`${result.tool.name} ${result.tool.version}`));
   const hostname = xmlSafe(result.host.hostname);
