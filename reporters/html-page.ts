@@ -23,7 +23,16 @@ export function escapeHtml(s: string): string {
 /** A time as the pages write it, `YYYY-MM-DD HH:MM UTC`; the text as given when it is not a time. */
 export const utcMinute = (t: string): string => (Number.isNaN(Date.parse(t)) ? t : `${new Date(Date.parse(t)).toISOString().slice(0, 16).replace('T', ' ')} UTC`);
 
-/** A whole page: its head (the policy, the title, the inline `style`), the title again as <h1>, then the `body` lines. */
+/** The style every page starts with: the font, the colours, the headings' sizes. */
+const BASE_STYLE = `
+:root { color-scheme: light; }
+* { box-sizing: border-box; }
+body { font-family: "DejaVu Sans", "Liberation Sans", "Helvetica Neue", Arial, sans-serif; font-size: 13px; color: #1b1f24; background: #fff; margin: 24px; line-height: 1.4; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
+`;
+
+/** A whole page: its head (the policy, the title, the shell's style then the page's `style`), the title again as <h1>, then the `body` lines. */
 export function htmlPage(page: { title: string; style: string; body: string[] }): string {
   const title = escapeHtml(page.title);
   const lines = [
@@ -35,7 +44,7 @@ export function htmlPage(page: { title: string; style: string; body: string[] })
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
     '<meta name="referrer" content="no-referrer">',
     `<title>${title}</title>`,
-    `<style>${page.style}</style>`,
+    `<style>${BASE_STYLE}${page.style}</style>`,
     '</head>',
     '<body>',
     `<h1>${title}</h1>`,

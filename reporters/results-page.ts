@@ -424,13 +424,8 @@ function chartSvg(spec: ChartSpec): string {
 // ---------------------------------------------------------------------------------------------------------
 // The page
 
-const CSS = `
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { font-family: "DejaVu Sans", "Liberation Sans", "Helvetica Neue", Arial, sans-serif; font-size: 13px; color: #1b1f24; background: #fff; margin: 24px; line-height: 1.4; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 20px 0 6px; }
+/** The page's own style, after the shell's (reporters/html-page.ts). */
+const CSS = `h3 { font-size: 14px; margin: 20px 0 6px; }
 p.meta { color: #57606a; margin: 2px 0; }
 code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12px; }
 table.results { border-collapse: collapse; margin-top: 6px; width: 100%; }
