@@ -19,7 +19,6 @@ import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
 import { FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
-import type { RunEnd } from './output-formats.js';
 
 // A CommonJS module whose `module.exports` is the builder; its types declare it as `exports.default`, which an
 // ES import under NodeNext would then look for (and not find) at run time.
@@ -171,6 +170,11 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
     if (note && FAILING_NOTES.includes(note.kind)) tc.failure(xmlSafe(text), note.kind === 'regression' ? 'regression' : note.kind);
     tc.standardOutput(cdataSafe(`${text}\n${gate.baseline ? `baseline: ${gate.baseline}` : 'no baseline'}`));
   }
+}
+
+/** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
+export interface RunEnd {
+  stoppedBy?: string;
 }
 
 /** The one line of an interrupted run's <error>: the signal, and what it left unrun. */

@@ -5,14 +5,10 @@
 // from this list (cli/options.ts). A new format is a renderer and an entry here.
 import type { RunResult } from '../results/types.js';
 import { capSummary } from './cap.js';
+import type { RunEnd } from './junit.js';
 import { resultsJson } from './json.js';
 import { markdownSummary } from './markdown.js';
 import { metricsText } from './metrics.js';
-
-/** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
-export interface RunEnd {
-  stoppedBy?: string;
-}
 
 /** One output format of a run. */
 export interface OutputFormat {
