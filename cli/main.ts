@@ -197,7 +197,7 @@ function commandLine(args: string[]): string[] {
 }
 
 /** `run` (the default command) and `list`. */
-function runAndList(y: Argv): Argv {
+function addRunAndList(y: Argv): Argv {
   return y.command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', RUN_OPTIONS, (a) => execute(a as unknown as Args, false)).command(
     'list',
     'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
@@ -215,7 +215,7 @@ function runAndList(y: Argv): Argv {
 }
 
 /** `compare OLD NEW`. */
-function compareCommand(y: Argv): Argv {
+function addCompare(y: Argv): Argv {
   return y.command(
     'compare <old> <new>',
     'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
@@ -245,7 +245,7 @@ function mergedJson(merged: RunResult, files: number): string {
 }
 
 /** `merge FILES... -o OUT`. */
-function mergeCommand(y: Argv): Argv {
+function addMerge(y: Argv): Argv {
   return y.command(
     'merge <files..>',
     'results from many machines into one file, for compare and report',
@@ -270,7 +270,7 @@ function mergeCommand(y: Argv): Argv {
 }
 
 /** `report FILES... --html OUT`. */
-function reportCommand(y: Argv): Argv {
+function addReport(y: Argv): Argv {
   return y.command(
     'report <files..>',
     'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
@@ -289,7 +289,7 @@ function reportCommand(y: Argv): Argv {
 }
 
 /** `history add PATHS... --db FILE`. */
-function historyAddCommand(y: Argv): Argv {
+function addHistoryAdd(y: Argv): Argv {
   return y.command(
     'add <paths..>',
     'add results files, or folders of them (read recursively), to the store; a run already there is not added again',
@@ -306,7 +306,7 @@ function historyAddCommand(y: Argv): Argv {
 }
 
 /** `history compare --db FILE --old SEL --new SEL`. */
-function historyCompareCommand(y: Argv): Argv {
+function addHistoryCompare(y: Argv): Argv {
   return y.command(
     'compare',
     'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
@@ -327,7 +327,7 @@ function historyCompareCommand(y: Argv): Argv {
 }
 
 /** `history report --db FILE --html OUT`. */
-function historyReportCommand(y: Argv): Argv {
+function addHistoryReport(y: Argv): Argv {
   return y.command(
     'report',
     'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
@@ -339,16 +339,16 @@ function historyReportCommand(y: Argv): Argv {
           { option: '--expectations', value: a.expectations },
         ])['--html']!;
         const rules = compareRules(a);
-        const { historyReportCommand: write } = await import('../history/commands.js');
-        await write({ db: a.db, html: a.html, ...rules }, (_file, text) => writeOutput(page, text), say);
+        const { historyReportCommand } = await import('../history/commands.js');
+        await historyReportCommand({ db: a.db, html: a.html, ...rules }, (_file, text) => writeOutput(page, text), say);
       }),
   );
 }
 
 /** `history add|compare|report`. */
-function historyCommand(y: Argv): Argv {
+function addHistory(y: Argv): Argv {
   return y.command('history', 'the history store of a fleet (DuckDB): history add, history compare, history report', (z) =>
-    [historyAddCommand, historyCompareCommand, historyReportCommand].reduce((w, add) => add(w), z).demandCommand(1, 'history needs a command: add, compare or report'),
+    [addHistoryAdd, addHistoryCompare, addHistoryReport].reduce((w, add) => add(w), z).demandCommand(1, 'history needs a command: add, compare or report'),
   );
 }
 
@@ -372,7 +372,7 @@ const EPILOGUE =
   'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 
-await [runAndList, compareCommand, mergeCommand, reportCommand, historyCommand]
+await [addRunAndList, addCompare, addMerge, addReport, addHistory]
   .reduce((y, add) => add(y), yargs(commandLine(hideBin(process.argv))).scriptName('mapped-reg-conformance'))
   .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
