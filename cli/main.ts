@@ -2,26 +2,27 @@
 // The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`.
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { htmlReport } from '../reporters/html.js';
+import { htmlReport } from '../reporters/results-page.js';
 import { comparisonJson, compareResults, exitStatus, formatComparison } from '../results/compare.js';
 import { readExpectations, type Expectations } from '../results/expectations.js';
-import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
+import { decide, gateRulesText, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
 import { InputError, readResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
 import { capGate, capResult } from '../reporters/cap.js';
+import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
-import { checkOutputs, OutputError, type OutputTargets, writeOutput } from './outputs.js';
+import { checkOutputs, OutputError, type OutputTarget, writeOutput } from './outputs.js';
 import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import { DEFAULT_QUIET_WAIT_S } from '../suites/measure.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
-import { writeRunReports } from './reports.js';
+import { checkRunOutputs, writeRunOutputs } from './write-outputs.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
@@ -66,17 +67,11 @@ interface Args {
 function options(a: Args, listOnly: boolean) {
   const run = runOptions(a, listOnly);
   // every output is checked before anything runs: a name that cannot be written is refused now, not after the run
-  const outputs = checkOutputs([
-    { option: '--json', value: a.json },
-    { option: '--junit', value: a.junit },
-    { option: '--metrics', value: a.metrics },
-    ...(process.env.GITHUB_STEP_SUMMARY && !listOnly ? [{ option: 'GITHUB_STEP_SUMMARY', value: process.env.GITHUB_STEP_SUMMARY, append: true }] : []),
-  ], [
+  const targets = checkRunOutputs({ ...a }, listOnly, [
     { option: '--baseline', value: a.baseline },
     { option: '--expectations', value: a.expectations },
     { option: '--skips-file', value: a.skipsFile },
   ]);
-  const targets: OutputTargets = { ...(outputs['--json'] ? { json: outputs['--json'] } : {}), ...(outputs['--junit'] ? { junit: outputs['--junit'] } : {}), ...(outputs.GITHUB_STEP_SUMMARY ? { summary: outputs.GITHUB_STEP_SUMMARY } : {}), ...(outputs['--metrics'] ? { metrics: outputs['--metrics'] } : {}) };
   return { run, targets };
 }
 
@@ -160,7 +155,7 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
       stop();
     }
     // every report is tried; one that cannot be written is told in one line and the run does not pass
-    const unwritten = await writeRunReports(result, targets, listOnly, stoppedBy());
+    const unwritten = await writeRunOutputs(result, targets, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
     if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
@@ -169,13 +164,28 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
   });
 }
 
-const common = RUN_OPTIONS;
-
 /** What --expectations and --max-drop mean to compare and history, which have no --baseline: the old results are the reference. */
 const COMPARE_OPTIONS = {
-  expectations: { ...common.expectations, describe: 'known failures and flakes (deqp-runner style): a listed failure in the new results is not a regression' },
-  'max-drop': { ...common['max-drop'], describe: 'the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)' },
+  expectations: { ...RUN_OPTIONS.expectations, describe: 'known failures and flakes (deqp-runner style): a listed failure in the new results is not a regression' },
+  'max-drop': { ...RUN_OPTIONS['max-drop'], describe: 'the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)' },
 } as const;
+
+/** The rules of compare as the commands give them (--expectations read, --max-drop parsed), for compare and history. */
+function compareRules(a: { expectations?: string | undefined; maxDrop: string }): { maxDrop: number; expectations?: Expectations } {
+  const expectations = expectationsOf(a.expectations);
+  return { maxDrop: parseMaxDrop(a.maxDrop), ...(expectations ? { expectations } : {}) };
+}
+
+/** A file the command must be given (the output, the store). */
+const requiredFile = (describe: string) => ({ type: 'string', requiresArg: true, demandOption: true, describe }) as const;
+/** The results files that merge and report read. */
+const RESULTS_FILES = { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' } as const;
+/** The page of report and history report. */
+const HTML_PAGE = requiredFile('the page to write (- for standard output)');
+
+/** The one output of merge or report, checked before anything runs against the results files it reads. */
+const outputBesideFiles = (option: string, value: string, files: string[]): OutputTarget =>
+  checkOutputs([{ option, value }], files.map((f) => ({ option: 'the results file', value: f })))[option]!;
 
 /**
  * The arguments; `list --checks --json` with no file name is `--json -` (standard output): every other option that
@@ -186,11 +196,9 @@ function commandLine(args: string[]): string[] {
   return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg]));
 }
 
-await yargs(commandLine(hideBin(process.argv)))
-  .scriptName('mapped-reg-conformance')
-  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
-  .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', common, (a) => execute(a as unknown as Args, false))
-  .command(
+/** `run` (the default command) and `list`. */
+function addRunAndList(y: Argv): Argv {
+  return y.command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', RUN_OPTIONS, (a) => execute(a as unknown as Args, false)).command(
     'list',
     'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
     { ...LIST_OPTIONS, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
@@ -203,35 +211,48 @@ await yargs(commandLine(hideBin(process.argv)))
         const given = Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined));
         return execute({ ...defaults, ...given } as unknown as Args, true);
       }),
-  )
-  .command(
+  );
+}
+
+/** `compare OLD NEW`. */
+function addCompare(y: Argv): Argv {
+  return y.command(
     'compare <old> <new>',
     'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
-    (y) =>
-      y
+    (z) =>
+      z
         .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
         .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
-        .option('expectations', COMPARE_OPTIONS.expectations)
-        .option('max-drop', COMPARE_OPTIONS['max-drop'])
+        .options(COMPARE_OPTIONS)
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
       guarded(() => {
-        const expectations = expectationsOf(a.expectations);
-        const c = compareResults(readInputFile(a.old), readInputFile(a.new), { ...(expectations ? { expectations } : {}), maxDrop: parseMaxDrop(a.maxDrop) });
+        const c = compareResults(readInputFile(a.old), readInputFile(a.new), compareRules(a));
         say(a.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: a.old, new: a.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
-  )
-  .command(
+  );
+}
+
+/** merge's one JSON text; a merge too large for one string is refused with what to use instead. */
+function mergedJson(merged: RunResult, files: number): string {
+  try {
+    return resultsJson(merged);
+  } catch (e) {
+    if (e instanceof RangeError) throw new InputError(`merge: the merged file of ${files} files is too large for one JSON text (at most 512 MiB in Node.js): for a fleet, use a history store instead: history add --db FILE RESULTS..., then history compare and history report`);
+    throw e;
+  }
+}
+
+/** `merge FILES... -o OUT`. */
+function addMerge(y: Argv): Argv {
+  return y.command(
     'merge <files..>',
     'results from many machines into one file, for compare and report',
-    (y) =>
-      y
-        .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('o', { alias: 'output', type: 'string', requiresArg: true, demandOption: true, describe: 'the merged file (- for standard output)' }),
+    (z) => z.positional('files', RESULTS_FILES).option('o', { alias: 'output', ...requiredFile('the merged file (- for standard output)') }),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '-o', value: a.o }], a.files.map((f) => ({ option: 'the results file', value: f })))['-o']!;
+        const out = outputBesideFiles('-o', a.o, a.files);
         const files = a.files.map((f) => resolve(f));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
@@ -242,27 +263,21 @@ await yargs(commandLine(hideBin(process.argv)))
         const merged = mergeResults(results, files);
         const again = duplicateDevice(merged);
         if (again) throw new InputError(`merge: ${again}`);
-        let text: string;
-        try {
-          text = `${JSON.stringify(merged, null, 2)}\n`;
-        } catch (e) {
-          if (e instanceof RangeError) throw new InputError(`merge: the merged file of ${files.length} files is too large for one JSON text (at most 512 MiB in Node.js): for a fleet, use a history store instead: history add --db FILE RESULTS..., then history compare and history report`);
-          throw e;
-        }
-        writeOutput(out, text);
+        writeOutput(out, mergedJson(merged, files.length));
         say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
       }),
-  )
-  .command(
+  );
+}
+
+/** `report FILES... --html OUT`. */
+function addReport(y: Argv): Argv {
+  return y.command(
     'report <files..>',
     'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
-    (y) =>
-      y
-        .positional('files', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' })
-        .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' }),
+    (z) => z.positional('files', RESULTS_FILES).option('html', HTML_PAGE),
     (a) =>
       guarded(() => {
-        const out = checkOutputs([{ option: '--html', value: a.html }], a.files.map((f) => ({ option: 'the results file', value: f })))['--html']!;
+        const out = outputBesideFiles('--html', a.html, a.files);
         const results: RunResult[] = a.files.map((f) => readInputFile(f));
         const twice = duplicateInputs(results, a.files);
         if (twice) throw new InputError(twice);
@@ -270,93 +285,103 @@ await yargs(commandLine(hideBin(process.argv)))
         writeOutput(out, htmlReport(results.map(capResult)));
         say(`report of ${results.length} file(s) written to ${terminalSafe(a.html, false)}\n`);
       }),
-  )
-  .command('history', 'the history store of a fleet (DuckDB): history add, history compare, history report', (y) =>
-    y
-      .command(
-        'add <paths..>',
-        'add results files, or folders of them (read recursively), to the store; a run already there is not added again',
-        (z) =>
-          z
-            .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' })
-            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store (a DuckDB file; made when missing)' }),
-        (a) =>
-          guarded(async () => {
-            const { historyAdd } = await import('../history/commands.js');
-            process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, say, (t) => process.stderr.write(t));
-          }),
-      )
-      .command(
-        'compare',
-        'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
-        (z) =>
-          z
-            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
-            .option('old', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)' })
-            .option('new', { type: 'string', requiresArg: true, demandOption: true, describe: 'key=glob pairs, as --old (e.g. driver=13.1*)' })
-            .option('expectations', COMPARE_OPTIONS.expectations)
-            .option('max-drop', COMPARE_OPTIONS['max-drop'])
-            .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
-        (a) =>
-          guarded(async () => {
-            const expectations = expectationsOf(a.expectations);
-            const maxDrop = parseMaxDrop(a.maxDrop);
-            const { historyCompare } = await import('../history/commands.js');
-            process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, maxDrop, ...(expectations ? { expectations } : {}) }, say);
-          }),
-      )
-      .command(
-        'report',
-        'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
-        (z) =>
-          z
-            .option('db', { type: 'string', requiresArg: true, demandOption: true, describe: 'the store' })
-            .option('html', { type: 'string', requiresArg: true, demandOption: true, describe: 'the page to write (- for standard output)' })
-            .option('expectations', COMPARE_OPTIONS.expectations)
-            .option('max-drop', COMPARE_OPTIONS['max-drop']),
-        (a) =>
-          guarded(async () => {
-            const page = checkOutputs([{ option: '--html', value: a.html }], [
-              { option: 'the store --db', value: a.db },
-              { option: '--expectations', value: a.expectations },
-            ])['--html']!;
-            const expectations = expectationsOf(a.expectations);
-            const maxDrop = parseMaxDrop(a.maxDrop);
-            const { historyReportCommand } = await import('../history/commands.js');
-            await historyReportCommand({ db: a.db, html: a.html, maxDrop, ...(expectations ? { expectations } : {}) }, (_file, text) => writeOutput(page, text), say);
-          }),
-      )
-      .demandCommand(1, 'history needs a command: add, compare or report'),
-  )
+  );
+}
+
+/** `history add PATHS... --db FILE`. */
+function addHistoryAdd(y: Argv): Argv {
+  return y.command(
+    'add <paths..>',
+    'add results files, or folders of them (read recursively), to the store; a run already there is not added again',
+    (z) =>
+      z
+        .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' })
+        .option('db', requiredFile('the store (a DuckDB file; made when missing)')),
+    (a) =>
+      guarded(async () => {
+        const { historyAdd } = await import('../history/commands.js');
+        process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, say, (t) => process.stderr.write(t));
+      }),
+  );
+}
+
+/** `history compare --db FILE --old SEL --new SEL`. */
+function addHistoryCompare(y: Argv): Argv {
+  return y.command(
+    'compare',
+    'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
+    (z) =>
+      z
+        .option('db', requiredFile('the store'))
+        .option('old', requiredFile('key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)'))
+        .option('new', requiredFile('key=glob pairs, as --old (e.g. driver=13.1*)'))
+        .options(COMPARE_OPTIONS)
+        .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
+    (a) =>
+      guarded(async () => {
+        const rules = compareRules(a);
+        const { historyCompare } = await import('../history/commands.js');
+        process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, ...rules }, say);
+      }),
+  );
+}
+
+/** `history report --db FILE --html OUT`. */
+function addHistoryReport(y: Argv): Argv {
+  return y.command(
+    'report',
+    'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
+    (z) => z.option('db', requiredFile('the store')).option('html', HTML_PAGE).options(COMPARE_OPTIONS),
+    (a) =>
+      guarded(async () => {
+        const page = checkOutputs([{ option: '--html', value: a.html }], [
+          { option: 'the store --db', value: a.db },
+          { option: '--expectations', value: a.expectations },
+        ])['--html']!;
+        const rules = compareRules(a);
+        const { historyReportCommand } = await import('../history/commands.js');
+        await historyReportCommand({ db: a.db, html: a.html, ...rules }, (_file, text) => writeOutput(page, text), say);
+      }),
+  );
+}
+
+/** `history add|compare|report`. */
+function addHistory(y: Argv): Argv {
+  return y.command('history', 'the history store of a fleet (DuckDB): history add, history compare, history report', (z) =>
+    [addHistoryAdd, addHistoryCompare, addHistoryReport].reduce((w, add) => add(w), z).demandCommand(1, 'history needs a command: add, compare or report'),
+  );
+}
+
+// yargs wraps each line to the terminal: a paragraph is one line here
+const EPILOGUE =
+  `The gate (docs/gate.md): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ${gateRulesText()} ` +
+  'An expectations file, deqp-runner style:\n' +
+  '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
+  '  flake timing.margin       device="NVIDIA H200"\n\n' +
+  'Check selection: --check GLOB runs only the checks whose id matches (with the checks they need: probe.verdict for probe.release and timing.*); ' +
+  '--skip GLOB and --skips-file FILE (one glob a line, # comments) skip the checks that match and those that need them, each reported skip with its reason ' +
+  '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
+  'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
+  'list --checks prints every check id with its title (--json: as JSON).\n\n' +
+  `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
+  'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
+  'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
+  'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
+  'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
+  'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
+  'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
+  'their process lives; a run removes those whose lock is free (left by a killed process).';
+
+await [addRunAndList, addCompare, addMerge, addReport, addHistory]
+  .reduce((y, add) => add(y), yargs(commandLine(hideBin(process.argv))).scriptName('mapped-reg-conformance'))
+  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
   .fail((msg, err) => {
     // yargs' own complaints (an option without its value: YError) are bad usage too
     if (err && !(err instanceof UsageError) && err.name !== 'YError') throw err;
     fail(msg || err?.message || 'bad usage');
   })
-  .epilogue(
-    // yargs wraps each line to the terminal: a paragraph is one line here
-    'The gate (docs/gate.md): after the run one decision, told by every report, ending the output with one PASS/FAIL line. ' +
-      'It fails on a failed check (unless a known failure, or failed in the baseline too); with --baseline, on a device gone, a status more severe, ' +
-      'a verdict that left Usable, a registered GB/s down more than --max-drop; on a GPU driver that loads and then fails to start; an unmet --require; ' +
-      'a host error; an unexpected pass (a listed failure that passed). A listed flake or a timing is re-run once first. ' +
-      'An expectations file, deqp-runner style:\n' +
-      '  fail  hazard.tmpfs_bytes  driver=7.2.4*\n' +
-      '  flake timing.margin       device="NVIDIA H200"\n\n' +
-      'Check selection: --check GLOB runs only the checks whose id matches (with the checks they need: probe.verdict for probe.release and timing.*); ' +
-      '--skip GLOB and --skips-file FILE (one glob a line, # comments) skip the checks that match and those that need them, each reported skip with its reason ' +
-      '(skipped by --skip GLOB, skipped by FILE:LINE GLOB); a glob that matches no check is bad input (exit 2). ' +
-      'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
-      'list --checks prints every check id with its title (--json: as JSON).\n\n' +
-      `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
-      'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
-      'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
-      'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
-      'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
-      'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
-      'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
-      'their process lives; a run removes those whose lock is free (left by a killed process).',
-  )
+  .epilogue(EPILOGUE)
   .version(pkg.version)
   .alias('version', 'V')
   .help()

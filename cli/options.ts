@@ -14,6 +14,7 @@ import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';
 import { MiB } from '../results/format.js';
 import { packageRoot } from '../results/package-root.js';
+import { OUTPUT_FORMATS, type OutputOption } from '../reporters/output-formats.js';
 
 /** The environment variables that name a backend's library (MAPPED_REG_CUDA_LIBRARY, ...), from the registry: --help lists them all. */
 export const LIBRARY_VARIABLES: readonly string[] = backendModules().flatMap((m) => (m.libraryEnv ? [m.libraryEnv] : []));
@@ -30,6 +31,11 @@ export const DEFAULT_SCRATCH_DIR = resolve(packageRoot(), 'scratch');
 
 /** Thrown for bad input: the command prints the message on one line and exits 2 (the bench likewise). */
 export class UsageError extends Error {}
+
+/** --json, --junit, --metrics: an option for each output format that one names, its text the format's (reporters/output-formats.ts). */
+const OUTPUT_OPTIONS = Object.fromEntries(
+  OUTPUT_FORMATS.flatMap((f) => ('option' in f.source ? [[f.source.option, { type: 'string', requiresArg: true, describe: f.source.describe }]] : [])),
+) as Record<OutputOption, { readonly type: 'string'; readonly requiresArg: true; readonly describe: string }>;
 
 // Every option that takes a value must be given one (`--size` alone is bad usage, not 256).
 /** What is measured and where: the options the command and the bench share. */
@@ -66,13 +72,7 @@ export const RUN_OPTIONS = {
     describe: 'skip the checks whose id matches this glob (repeatable), and the checks that need them: reported skip, "skipped by --skip GLOB"',
   },
   'skips-file': { type: 'string', requiresArg: true, describe: 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)' },
-  json: { type: 'string', requiresArg: true, describe: 'write the results as JSON to this file (- for standard output)' },
-  junit: { type: 'string', requiresArg: true, describe: 'write JUnit XML to this file (- for standard output): one testsuite per device, with its verdict' },
-  metrics: {
-    type: 'string',
-    requiresArg: true,
-    describe: "write OpenMetrics text to this file for node_exporter's textfile collector (e.g. /var/lib/node_exporter/textfile/mapped-reg.prom): per device its verdict, GB/s and checks by status; the gate; the run's time",
-  },
+  ...OUTPUT_OPTIONS,
   baseline: {
     type: 'string',
     requiresArg: true,

@@ -40,16 +40,6 @@ export type OutputTarget =
   /** A regular file, or one to create: written atomically (or appended to). */
   | { kind: 'file'; name: string; path: string };
 
-/** The outputs of a run, checked. */
-export interface OutputTargets {
-  json?: OutputTarget;
-  junit?: OutputTarget;
-  /** GITHUB_STEP_SUMMARY: appended to. */
-  summary?: OutputTarget;
-  /** --metrics: OpenMetrics text for node_exporter's textfile collector. */
-  metrics?: OutputTarget;
-}
-
 /** An output that cannot be written: bad input, one line (the command exits 2 before anything runs). */
 export class OutputError extends Error {
   constructor(message: string) {
@@ -291,14 +281,20 @@ export function writeOutput(t: OutputTarget, data: string, append = false): void
   else writeAtomically(t.path, data);
 }
 
+/** One output to write: where, the text, and whether it is appended to. */
+export interface OutputWrite {
+  target: OutputTarget;
+  text: string;
+  append: boolean;
+}
+
 /**
- * Writes the reports of a run: each one is tried, whatever happened to the others; one that fails is told on
- * stderr in one line. Returns true when any could not be written.
+ * Writes the outputs of a run in their order: each one is tried, whatever happened to the others; one that fails
+ * is told on stderr in one line. Returns true when any could not be written.
  */
-export function writeReports(targets: OutputTargets, data: { json?: string | undefined; junit?: string | undefined; summary?: string | undefined; metrics?: string | undefined }): boolean {
+export function writeEveryOutput(outputs: readonly OutputWrite[]): boolean {
   let failed = false;
-  const write = (t: OutputTarget | undefined, text: string | undefined, append = false): void => {
-    if (!t || text === undefined) return;
+  for (const { target: t, text, append } of outputs) {
     try {
       writeOutput(t, text, append);
     } catch (e) {
@@ -306,10 +302,6 @@ export function writeReports(targets: OutputTargets, data: { json?: string | und
       const where = t.kind === 'fd' ? `descriptor ${t.fd}` : t.path;
       process.stderr.write(`mapped-reg-conformance: ${t.name}: could not write ${where} (${why(e)}): the run does not pass\n`);
     }
-  };
-  write(targets.json, data.json);
-  write(targets.junit, data.junit);
-  write(targets.summary, data.summary, true);
-  write(targets.metrics, data.metrics);
+  }
   return failed;
 }

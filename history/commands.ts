@@ -10,7 +10,7 @@ import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
-import { historyReport } from './report.js';
+import { historyReport } from './history-page.js';
 import { percent, plural } from '../results/format.js';
 import { packageJson } from '../results/package-root.js';
 

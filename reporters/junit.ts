@@ -88,6 +88,10 @@ function skippedWithMessage(tc: TestCase, reason: string): void {
 
 const verdictLabel = (v: { kind: string; refusal?: string }): string => (v.refusal ? `${v.kind} (${v.refusal})` : v.kind);
 
+/** The device's timing figures written as properties, each under its name in the results. */
+const TIMING_PROPERTIES = ['registeredGBps', 'stagedGBps', 'ratio', 'minRelativeSpeed', 'runs', 'bytes', 'linkGBps', 'pageLockedGBps', 'pageLockedRatio', 'hostCopyGBps'] as const;
+
+/** The <properties> of a device's testsuite, in order; an undefined or null value is left out. */
 function properties(d: DeviceResult, gate: GateDecision | undefined): [string, string | number | boolean | null | undefined][] {
   return [
     ['device.id', d.id],
@@ -105,16 +109,7 @@ function properties(d: DeviceResult, gate: GateDecision | undefined): [string, s
     ['integrated', d.integrated === null ? 'unknown' : d.integrated],
     ['scratch.fsType', d.scratch?.fsType],
     ['scratch.dir', d.scratch?.dir],
-    ['registeredGBps', d.timing?.registeredGBps],
-    ['stagedGBps', d.timing?.stagedGBps],
-    ['ratio', d.timing?.ratio],
-    ['minRelativeSpeed', d.timing?.minRelativeSpeed],
-    ['runs', d.timing?.runs],
-    ['bytes', d.timing?.bytes],
-    ['linkGBps', d.timing?.linkGBps],
-    ['pageLockedGBps', d.timing?.pageLockedGBps],
-    ['pageLockedRatio', d.timing?.pageLockedRatio],
-    ['hostCopyGBps', d.timing?.hostCopyGBps],
+    ...TIMING_PROPERTIES.map((k): [string, number | undefined] => [k, d.timing?.[k]]),
     ['load.busy', d.load?.busy],
     ['load.why', d.load?.why.join(' | ') || undefined],
     ['load.processes', d.load?.processes.map((p) => `${p.pid} ${p.name}`).join(', ') || undefined],
@@ -177,8 +172,8 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
   }
 }
 
-/** How the run ended, beyond its results: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
-export interface JunitRun {
+/** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
+export interface RunEnd {
   stoppedBy?: string;
 }
 
@@ -197,7 +192,7 @@ function interruptedText(result: RunResult, stoppedBy: string | undefined): stri
  * has an <error type="interrupted"> naming the signal in the `gate` testsuite, counted in the run's errors: a CI
  * view shows it red, never as a green run of fewer tests.
  */
-export function junitXml(result: RunResult, run: JunitRun = {}): string {
+export function junitXml(result: RunResult, run: RunEnd = {}): string {
   const gate = result.gate;
   const builder = junit.newBuilder().name(xmlSafe(`${result.tool.name} ${result.tool.version}`));
   const hostname = xmlSafe(result.host.hostname);

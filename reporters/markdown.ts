@@ -77,7 +77,7 @@ export function markdownSummary(result: RunResult): string {
     for (const e of d.errors ?? []) failures.push(`- \`${d.id.replace(/`/g, "'")}\` **run error**: ${markdownText(e)}`);
   }
   if (failures.length > 0) out.push('', `#### Failing checks (${failures.length})`, '', ...failures);
-  out.push(...hostFaultMarkdown(result)); // issue 12: the checks the host failed, told apart from the driver's
+  out.push(...hostFaultMarkdown(result)); // the checks the host failed, apart: they say nothing of the driver
   // the checks the selection left out (--check, --skip, --skips-file): skipped on every device, with the reason
   const skipped = selectionSkips(result);
   if (skipped.length > 0) {

@@ -21,6 +21,19 @@ import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
 import { gbpsText, percent, plural } from './format.js';
 
+/** What keeps the gate red, in the words --help prints them (docs/gate.md tells each at length). */
+export const GATE_FAILS_ON: readonly string[] = [
+  'a failed check (unless a known failure, or failed in the baseline too)',
+  'with --baseline, on a device gone, a status more severe, a verdict that left Usable, a registered GB/s down more than --max-drop',
+  'on a GPU driver that loads and then fails to start',
+  'an unmet --require',
+  'a host error',
+  'an unexpected pass (a listed failure that passed)',
+];
+
+/** The gate's rules in one paragraph: what keeps it red, and what is re-run before it counts. */
+export const gateRulesText = (): string => `It fails on ${GATE_FAILS_ON.join('; ')}. A listed flake or a timing is re-run once first.`;
+
 /** Re-runs one check of one device of the run (by its id in that run); undefined when it could not. */
 export type Rerun = (deviceId: string, checkId: string) => Promise<CheckResult | undefined>;
 

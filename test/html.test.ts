@@ -1,4 +1,4 @@
-// The history page (reporters/html.ts): built from real results (the H200's, and the fixtures of runs against
+// The results page (reporters/results-page.ts): built from real results (the H200's, and the fixtures of runs against
 // the driver double) and synthetic runs of other driver versions with other speeds, then
 // checked as text (self-contained: nothing it could fetch, no script) and rendered in a real browser (Debian's
 // Chromium through playwright-core) with every request blocked: no request may be attempted, the screenshot
@@ -11,7 +11,9 @@ import { pathToFileURL } from 'node:url';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
-import { compareVersions, escapeHtml, htmlReport } from '../reporters/html.js';
+import { escapeHtml } from '../reporters/html-page.js';
+import { htmlReport } from '../reporters/results-page.js';
+import { compareVersions } from '../results/versions.js';
 
 const root = resolve(import.meta.dirname, '..');
 const CHROMIUM = '/usr/bin/chromium';

@@ -1,8 +1,7 @@
-// The history report (`report FILE.json... --html OUT.html`): one self-contained HTML page from several runs'
+// The results page (`report FILE.json... --html OUT.html`): one self-contained HTML page from several runs'
 // JSON results. A table of every device x driver version (verdict, check counts, failing checks), then, per
 // device, hand-written inline SVG charts of the registered and staged GB/s across driver versions and of their
-// ratio. Nothing on the page is fetched: no script, no external style, font or image; a Content-Security-Policy
-// of `default-src 'none'` says so to the browser too.
+// ratio. The page's shell, what it may load and its escaping are reporters/html-page.ts's.
 //
 // Devices are told apart by backend, name and PCI bus id (the device id when there is none, as for CPU
 // devices), and by host name when the results come from several hosts. Driver versions are ordered naturally
@@ -19,53 +18,12 @@ import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, verdictLa
 import { BACKENDS, type CheckResult, type DeviceResult, type RunResult } from '../results/types.js';
 import { CHECK_STATUSES as STATUSES, FAILING } from '../results/status.js';
 import { twoDecimals as fixed } from '../results/format.js';
+import { compareVersions } from '../results/versions.js';
+import { escapeHtml, htmlPage, utcMinute } from './html-page.js';
 
 type Status = CheckResult['status'];
 /** More runs of a device than this and its charts narrow their bands (and tilt their labels). */
 const COMPACT_AFTER = 12;
-
-const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/g;
-const NOT_A_CHAR = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]|[\uFFFE\uFFFF]/g;
-
-/** `s` as HTML text or a quoted attribute value: markup characters as entities, control characters and non-characters as U+FFFD. */
-export function escapeHtml(s: string): string {
-  return String(s)
-    .replace(CONTROL, '\uFFFD')
-    .replace(NOT_A_CHAR, '\uFFFD')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
-}
-
-/**
- * Natural order of version strings: runs of digits compare as numbers (7.2.4 < 7.2.10, 13.0 < 13.1), anything
- * else as text; a version that is a prefix of the other comes first.
- */
-export function compareVersions(a: string, b: string): number {
-  const ta = a.match(/\d+|\D+/g) ?? [];
-  const tb = b.match(/\d+|\D+/g) ?? [];
-  for (let i = 0; i < Math.min(ta.length, tb.length); i++) {
-    const x = ta[i]!;
-    const y = tb[i]!;
-    const dx = /^\d/.test(x);
-    const dy = /^\d/.test(y);
-    if (dx && dy) {
-      // as numbers without loss of precision: strip leading zeros, then longer is larger
-      const nx = x.replace(/^0+(?=\d)/, '');
-      const ny = y.replace(/^0+(?=\d)/, '');
-      if (nx.length !== ny.length) return nx.length - ny.length;
-      if (nx !== ny) return nx < ny ? -1 : 1;
-      if (x.length !== y.length) return x.length - y.length; // 07 after 7, for a total order
-    } else if (dx !== dy) {
-      return dx ? -1 : 1; // a number before text
-    } else if (x !== y) {
-      return x < y ? -1 : 1;
-    }
-  }
-  return ta.length - tb.length;
-}
 
 const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 const str = (x: unknown, fallback: string): string => (typeof x === 'string' && x !== '' ? x : fallback);
@@ -224,14 +182,10 @@ function verdictText(d: DeviceResult): string {
   return v.reason ? `${kind} (${v.reason})` : kind;
 }
 
-/** A time as `YYYY-MM-DD HH:MM UTC`. */
-const utc = (t: string): string => `${new Date(Date.parse(t)).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-
 /** The start of a run as `YYYY-MM-DD HH:MM UTC`, or the text as given when it is not a time. */
 function when(e: Entry): string {
   if (!e.startedAt) return 'unknown time';
-  if (Number.isNaN(Date.parse(e.startedAt))) return e.startedAt;
-  return utc(e.startedAt);
+  return utcMinute(e.startedAt);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -271,7 +225,24 @@ function decimalsOf(step: number): number {
 
 const px = (x: number): string => (Math.round(x * 10) / 10).toString();
 
-function chartSvg(spec: ChartSpec): string {
+/** Where a chart's parts go: its size, its bands, and the scales of x (a run's band) and y (a value). */
+interface ChartLayout {
+  compact: boolean;
+  xLabels: string[][];
+  left: number;
+  top: number;
+  plotW: number;
+  plotH: number;
+  bandW: number;
+  width: number;
+  height: number;
+  step: number;
+  yMax: number;
+  x: (i: number) => number;
+  y: (v: number) => number;
+}
+
+function chartLayout(spec: ChartSpec): ChartLayout {
   const n = spec.xLabels.length;
   // many runs: narrow bands, each label on one tilted line, so that 30 runs fit a screen or two
   const compact = n > COMPACT_AFTER;
@@ -287,22 +258,32 @@ function chartSvg(spec: ChartSpec): string {
   const legendW = spec.series.reduce((w, s) => w + 40 + s.name.length * 7, 0) + (spec.limit ? 40 + spec.limit.name.length * 7 : 0);
   const plotW = Math.max(band * n, legendW);
   const bandW = plotW / n;
-  const width = left + plotW + right;
-  const height = top + plotH + bottom;
-
   const all = [...spec.series.flatMap((s) => s.values), ...(spec.limit?.values ?? [])].filter(finite);
   const max = Math.max(0, ...all);
   const step = niceStep(max > 0 ? max * 1.12 : 1);
   const yMax = Math.max(step, Math.ceil((max * 1.12) / step) * step);
-  const dec = decimalsOf(step);
-  const x = (i: number): number => left + (i + 0.5) * bandW;
   // zero sits a little above the x axis, so that a value's label fits below its point
   const pad = 20;
-  const y = (v: number): number => top + plotH - pad - (v / yMax) * (plotH - pad);
+  return {
+    compact,
+    xLabels,
+    left,
+    top,
+    plotW,
+    plotH,
+    bandW,
+    width: left + plotW + right,
+    height: top + plotH + bottom,
+    step,
+    yMax,
+    x: (i) => left + (i + 0.5) * bandW,
+    y: (v) => top + plotH - pad - (v / yMax) * (plotH - pad),
+  };
+}
 
-  const titleId = `${spec.id}-title`;
-  const descId = `${spec.id}-desc`;
-  const desc = spec.xLabels
+/** The chart's <desc>: every point's values as text. */
+function chartDesc(spec: ChartSpec): string {
+  return spec.xLabels
     .map((l, i) => {
       const vals = spec.series.map((s) => `${s.name} ${fixed(s.values[i])}`);
       const lim = spec.limit?.values[i];
@@ -310,15 +291,13 @@ function chartSvg(spec: ChartSpec): string {
       return `${l.join(' ')}: ${vals.join(', ')}`;
     })
     .join('; ');
+}
 
+/** The grid, the axes and their labels. */
+function chartAxes(spec: ChartSpec, c: ChartLayout): string[] {
+  const { left, top, plotW, plotH, step, yMax, x, y } = c;
   const out: string[] = [];
-  out.push(
-    `<svg class="chart" id="${escapeHtml(spec.id)}" role="img" aria-labelledby="${titleId} ${descId}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
-    `<title id="${titleId}">${escapeHtml(spec.title)}</title>`,
-    `<desc id="${descId}">${escapeHtml(desc)}</desc>`,
-    `<rect class="bg" x="0" y="0" width="${width}" height="${height}"/>`,
-  );
-  // grid and y axis
+  const dec = decimalsOf(step);
   for (let k = 0; k * step <= yMax + step / 1e6; k++) {
     const v = k * step;
     const yy = px(y(v));
@@ -330,10 +309,9 @@ function chartSvg(spec: ChartSpec): string {
   out.push(
     `<text class="axis-label" x="14" y="${px(top + plotH / 2)}" text-anchor="middle" transform="rotate(-90 14 ${px(top + plotH / 2)})">${escapeHtml(spec.yLabel)}</text>`,
   );
-  // x labels
-  xLabels.forEach((l, i) => {
+  c.xLabels.forEach((l, i) => {
     out.push(`<line class="axis" x1="${px(x(i))}" y1="${top + plotH}" x2="${px(x(i))}" y2="${top + plotH + 5}"/>`);
-    if (compact) {
+    if (c.compact) {
       const ly = top + plotH + 12;
       out.push(`<text class="xlabel" x="${px(x(i))}" y="${ly}" text-anchor="end" transform="rotate(-40 ${px(x(i))} ${ly})">${escapeHtml(l[0]!)}</text>`);
       return;
@@ -342,8 +320,13 @@ function chartSvg(spec: ChartSpec): string {
       out.push(`<text class="${j === 0 ? 'xlabel' : 'xlabel sub'}" x="${px(x(i))}" y="${top + plotH + 18 + j * 14}" text-anchor="middle">${escapeHtml(line)}</text>`);
     });
   });
-  // legend
-  let lx = left;
+  return out;
+}
+
+/** The legend, above the plot: a sample of each series, and of the limit where it has a value. */
+function chartLegend(spec: ChartSpec, c: ChartLayout): string[] {
+  const out: string[] = [];
+  let lx = c.left;
   for (const s of spec.series) {
     out.push(`<line class="line ${s.cls}" x1="${lx}" y1="16" x2="${lx + 22}" y2="16"/><circle class="point ${s.cls}" cx="${lx + 11}" cy="16" r="3.5"/>`);
     out.push(`<text class="legend" x="${lx + 28}" y="16" dominant-baseline="middle">${escapeHtml(s.name)}</text>`);
@@ -353,23 +336,31 @@ function chartSvg(spec: ChartSpec): string {
     out.push(`<line class="limit" x1="${lx}" y1="16" x2="${lx + 22}" y2="16"/>`);
     out.push(`<text class="legend" x="${lx + 28}" y="16" dominant-baseline="middle">${escapeHtml(spec.limit.name)}</text>`);
   }
-  // the limit: a dashed line across the bands of the points that share its value, the value written at its right end
-  if (spec.limit) {
-    const lim = spec.limit.values;
-    for (let i = 0; i < lim.length; ) {
-      const v = lim[i];
-      let j = i + 1;
-      while (j < lim.length && v !== undefined && lim[j] === v) j++;
-      if (v !== undefined) {
-        const yy = px(y(v));
-        const x2 = x(j - 1) + bandW / 2 - 4;
-        out.push(`<line class="limit" x1="${px(x(i) - bandW / 2 + 4)}" y1="${yy}" x2="${px(x2)}" y2="${yy}"/>`);
-        out.push(`<text class="value limit-value" data-series="limit" data-index="${i}" x="${px(x2 - 2)}" y="${px(y(v) + 13)}" text-anchor="end">${v.toFixed(2)}</text>`);
-      }
-      i = j;
+  return out;
+}
+
+/** The limit: a dashed line across the bands of the points that share its value, the value written at its right end. */
+function chartLimit(spec: ChartSpec, { x, y, bandW }: ChartLayout): string[] {
+  const out: string[] = [];
+  const lim = spec.limit?.values ?? [];
+  for (let i = 0; i < lim.length; ) {
+    const v = lim[i];
+    let j = i + 1;
+    while (j < lim.length && v !== undefined && lim[j] === v) j++;
+    if (v !== undefined) {
+      const yy = px(y(v));
+      const x2 = x(j - 1) + bandW / 2 - 4;
+      out.push(`<line class="limit" x1="${px(x(i) - bandW / 2 + 4)}" y1="${yy}" x2="${px(x2)}" y2="${yy}"/>`);
+      out.push(`<text class="value limit-value" data-series="limit" data-index="${i}" x="${px(x2 - 2)}" y="${px(y(v) + 13)}" text-anchor="end">${v.toFixed(2)}</text>`);
     }
+    i = j;
   }
-  // lines, broken where a run has no value
+  return out;
+}
+
+/** Each series' line, broken where a run has no value. */
+function chartLines(spec: ChartSpec, { x, y }: ChartLayout): string[] {
+  const out: string[] = [];
   for (const s of spec.series) {
     let run: string[] = [];
     const flush = (): void => {
@@ -382,7 +373,12 @@ function chartSvg(spec: ChartSpec): string {
     });
     flush();
   }
-  // points and their values: at each x, the higher value's label above its point, the lower's below
+  return out;
+}
+
+/** The points and their values: at each x, the higher value's label above its point, the lower's below. */
+function chartPoints(spec: ChartSpec, { x, y, top, plotH }: ChartLayout): string[] {
+  const out: string[] = [];
   spec.xLabels.forEach((l, i) => {
     if (spec.series.every((s) => s.values[i] === undefined)) {
       out.push(`<text class="missing" x="${px(x(i))}" y="${px(top + plotH / 2)}" text-anchor="middle">not measured</text>`);
@@ -402,20 +398,34 @@ function chartSvg(spec: ChartSpec): string {
       );
     }
   });
-  out.push('</svg>');
-  return out.join('\n');
+  return out;
+}
+
+/** One chart as inline SVG: its title and the values as text for a screen reader, then what it draws. */
+function chartSvg(spec: ChartSpec): string {
+  const c = chartLayout(spec);
+  const { width, height } = c;
+  const titleId = `${spec.id}-title`;
+  const descId = `${spec.id}-desc`;
+  return [
+    `<svg class="chart" id="${escapeHtml(spec.id)}" role="img" aria-labelledby="${titleId} ${descId}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
+    `<title id="${titleId}">${escapeHtml(spec.title)}</title>`,
+    `<desc id="${descId}">${escapeHtml(chartDesc(spec))}</desc>`,
+    `<rect class="bg" x="0" y="0" width="${width}" height="${height}"/>`,
+    ...chartAxes(spec, c),
+    ...chartLegend(spec, c),
+    ...chartLimit(spec, c),
+    ...chartLines(spec, c),
+    ...chartPoints(spec, c),
+    '</svg>',
+  ].join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // The page
 
-const CSS = `
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { font-family: "DejaVu Sans", "Liberation Sans", "Helvetica Neue", Arial, sans-serif; font-size: 13px; color: #1b1f24; background: #fff; margin: 24px; line-height: 1.4; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 20px 0 6px; }
+/** The page's own style, after the shell's (reporters/html-page.ts). */
+const CSS = `h3 { font-size: 14px; margin: 20px 0 6px; }
 p.meta { color: #57606a; margin: 2px 0; }
 code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12px; }
 table.results { border-collapse: collapse; margin-top: 6px; width: 100%; }
@@ -477,154 +487,152 @@ svg.chart text.value.regressed { fill: #cf222e; text-decoration: underline; }
 svg.chart text.limit-value { fill: #cf222e; stroke: #fff; stroke-dasharray: none; stroke-width: 3px; font-weight: normal; font-size: 10px; }
 `;
 
-/** The history of `results` (several runs' JSON results) as one self-contained HTML page. */
-export function htmlReport(results: RunResult[], options?: { title?: string }): string {
-  const title = options?.title ?? 'mapped-reg-conformance: results across driver versions';
-  const { groups, hosts } = groupDevices(results);
-  const out: string[] = [];
-  out.push(
-    '<!DOCTYPE html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    '<meta name="referrer" content="no-referrer">',
-    `<title>${escapeHtml(title)}</title>`,
-    `<style>${CSS}</style>`,
-    '</head>',
-    '<body>',
-    `<h1>${escapeHtml(title)}</h1>`,
-  );
+/** Where a device is: its backend, PCI bus id (or device id) and, with several hosts, its host, joined by `sep`. */
+const placeOf = (g: Group, sep: string): string => [g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(sep);
+
+/** What the page covers: the runs, hosts, devices, time span and tools; the interrupted runs. */
+function pageMeta(results: RunResult[], groups: Group[], hosts: string[]): string[] {
   const times = results.map((r) => str(r.startedAt, '')).filter((t) => !Number.isNaN(Date.parse(t))).sort((a, b) => Date.parse(a) - Date.parse(b));
   const tools = [...new Set(results.map((r) => `${str(r.tool?.name, '?')} ${str(r.tool?.version, '?')}`))];
-  out.push(
+  const out = [
     `<p class="meta">${results.length} run(s) on ${hosts.length} host(s) (${hosts.map(escapeHtml).join(', ') || 'none'}), ${groups.length} device(s)` +
-      (times.length ? `, from ${utc(times[0]!)} to ${utc(times[times.length - 1]!)}` : '') +
+      (times.length ? `, from ${utcMinute(times[0]!)} to ${utcMinute(times[times.length - 1]!)}` : '') +
       `; written by ${tools.map(escapeHtml).join(', ') || 'an unknown tool'}.</p>`,
-  );
+  ];
   const incomplete = results.filter((r) => r.incomplete).length;
   if (incomplete) out.push(`<p class="meta"><strong>${incomplete} run(s) were interrupted</strong>: what they did not finish is missing.</p>`);
+  return out;
+}
 
-  if (groups.length === 0) {
-    out.push('<p>No device in these results.</p>', '</body>', '</html>');
-    return `${out.join('\n')}\n`;
-  }
+/** The failing checks of a row, one a line (broken after a dot or an underscore where an id is longer than the column), with the run's errors. */
+function failingCell(e: Entry): string {
+  const r = e.regressed;
+  const regressedCheck = new Map((r?.checks ?? []).map((c) => [c.id, c]));
+  const checkLine = (id: string, status: string): string => {
+    const rc = regressedCheck.get(id);
+    const mark = rc ? ` <span class="regression-mark">&#9650; was ${escapeHtml(rc.old)}</span>` : '';
+    return `<span class="check${rc ? ' regressed' : ''}"><code>${escapeHtml(id).replace(/([._])/g, '$1<wbr>')}</code>${status === 'fail' ? '' : ` (${escapeHtml(status)})`}${mark}</span>`;
+  };
+  const failing = e.failing.map((f) => checkLine(f.id, f.status));
+  // a check that regressed without failing (pass -> warn) is listed too
+  for (const c of r?.checks ?? []) if (!e.failing.some((f) => f.id === c.id)) failing.push(checkLine(c.id, c.new));
+  const errors = (e.device.errors ?? []).length;
+  if (errors) failing.push(`<span class="check">${errors} run error(s)</span>`);
+  return `<td class="failing">${failing.join('') || '<span class="small">none</span>'}</td>`;
+}
 
-  // the table
-  out.push('<h2 id="devices">Devices and driver versions</h2>');
-  out.push('<table class="results" aria-label="Verdict, bandwidths and check statuses of each device with each driver version">');
-  out.push(
+/** One row of the table: a device in one run, what regressed since the run before marked. */
+function entryRow(e: Entry, gi: number, ei: number): string[] {
+  const d = e.device;
+  const r = e.regressed;
+  const runNote = [str(d.id, ''), e.run.incomplete || d.incomplete ? 'incomplete' : ''].filter(Boolean).join(' · ');
+  const gate = e.run.gate ? `<br><span class="gate gate-${e.run.gate.pass ? 'pass' : 'fail'}" title="${escapeHtml(e.run.gate.headline)}">gate ${e.run.gate.pass ? 'PASS' : 'FAIL'}</span>` : '';
+  const was = r?.verdict ? `<br><span class="regression-mark">was ${escapeHtml(r.verdict.old)}</span>` : '';
+  const drop = r?.figure ? `<br><span class="regression-mark" title="${escapeHtml(`registered ${fixed(r.figure.old)} -> ${fixed(r.figure.new)} GB/s, more than the ${pct(r.figure.maxDrop)} allowed`)}">&#9660; ${pct(r.figure.drop)}</span>` : '';
+  return [
+    `<tr class="entry${r ? ' regressed' : ''}" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`,
+    `<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}${r ? '<br><span class="regression-mark">&#9660; regression</span>' : ''}</td>`,
+    `<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}${gate}</td>`,
+    `<td class="verdict v-${verdictClass(d.verdict?.kind)}${r?.verdict ? ' regressed' : ''}">${escapeHtml(verdictText(d))}${was}</td>`,
+    `<td class="num registered${r?.figure ? ' regressed' : ''}">${fixed(e.registered)}${drop}</td>`,
+    `<td class="num staged">${fixed(e.staged)}</td>`,
+    `<td class="num ratio">${fixed(e.ratio)}</td>`,
+    ...STATUSES.map((s) => `<td class="count s-${s}${e.counts[s] ? ' nonzero' : ''}">${e.counts[s]}</td>`),
+    failingCell(e),
+    '</tr>',
+  ];
+}
+
+/** The table of every device x driver version: a row group a device, a row a run. */
+function deviceTable(groups: Group[]): string[] {
+  const colCount = 7 + STATUSES.length;
+  const out = [
+    '<h2 id="devices">Devices and driver versions</h2>',
+    '<table class="results" aria-label="Verdict, bandwidths and check statuses of each device with each driver version">',
     '<thead><tr><th scope="col">driver</th><th scope="col">run</th><th scope="col">verdict</th>' +
       '<th scope="col">registered<br>GB/s</th><th scope="col">staged<br>GB/s</th><th scope="col">ratio</th>' +
       STATUSES.map((s) => `<th scope="col">${s === 'error' ? 'host<br>error' : s}</th>`).join('') +
       '<th scope="col">failing checks</th></tr></thead>',
-  );
-  const colCount = 7 + STATUSES.length;
+  ];
   groups.forEach((g, gi) => {
     out.push(`<tbody class="device" data-device="${gi}">`);
-    out.push(
-      `<tr><th class="device" scope="rowgroup" colspan="${colCount}">${escapeHtml(g.name)} <span class="small">${escapeHtml(
-        [g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '),
-      )}</span></th></tr>`,
-    );
-    g.entries.forEach((e, ei) => {
-      const d = e.device;
-      const r = e.regressed;
-      out.push(`<tr class="entry${r ? ' regressed' : ''}" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`);
-      out.push(`<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}${r ? '<br><span class="regression-mark">&#9660; regression</span>' : ''}</td>`);
-      const runNote = [str(d.id, ''), e.run.incomplete || d.incomplete ? 'incomplete' : ''].filter(Boolean).join(' · ');
-      const gate = e.run.gate ? `<br><span class="gate gate-${e.run.gate.pass ? 'pass' : 'fail'}" title="${escapeHtml(e.run.gate.headline)}">gate ${e.run.gate.pass ? 'PASS' : 'FAIL'}</span>` : '';
-      out.push(`<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}${gate}</td>`);
-      const was = r?.verdict ? `<br><span class="regression-mark">was ${escapeHtml(r.verdict.old)}</span>` : '';
-      out.push(`<td class="verdict v-${verdictClass(d.verdict?.kind)}${r?.verdict ? ' regressed' : ''}">${escapeHtml(verdictText(d))}${was}</td>`);
-      const drop = r?.figure ? `<br><span class="regression-mark" title="${escapeHtml(`registered ${fixed(r.figure.old)} -> ${fixed(r.figure.new)} GB/s, more than the ${pct(r.figure.maxDrop)} allowed`)}">&#9660; ${pct(r.figure.drop)}</span>` : '';
-      out.push(`<td class="num registered${r?.figure ? ' regressed' : ''}">${fixed(e.registered)}${drop}</td>`);
-      out.push(`<td class="num staged">${fixed(e.staged)}</td>`);
-      out.push(`<td class="num ratio">${fixed(e.ratio)}</td>`);
-      for (const s of STATUSES) out.push(`<td class="count s-${s}${e.counts[s] ? ' nonzero' : ''}">${e.counts[s]}</td>`);
-      // one check a line, broken after a dot or an underscore where an id is longer than the column
-      const regressedCheck = new Map((r?.checks ?? []).map((c) => [c.id, c]));
-      const checkLine = (id: string, status: string): string => {
-        const rc = regressedCheck.get(id);
-        const mark = rc ? ` <span class="regression-mark">&#9650; was ${escapeHtml(rc.old)}</span>` : '';
-        return `<span class="check${rc ? ' regressed' : ''}"><code>${escapeHtml(id).replace(/([._])/g, '$1<wbr>')}</code>${status === 'fail' ? '' : ` (${escapeHtml(status)})`}${mark}</span>`;
-      };
-      const failing = e.failing.map((f) => checkLine(f.id, f.status));
-      // a check that regressed without failing (pass -> warn) is listed too
-      for (const c of r?.checks ?? []) if (!e.failing.some((f) => f.id === c.id)) failing.push(checkLine(c.id, c.new));
-      const errors = (d.errors ?? []).length;
-      if (errors) failing.push(`<span class="check">${errors} run error(s)</span>`);
-      out.push(`<td class="failing">${failing.join('') || '<span class="small">none</span>'}</td>`);
-      out.push('</tr>');
-    });
+    out.push(`<tr><th class="device" scope="rowgroup" colspan="${colCount}">${escapeHtml(g.name)} <span class="small">${escapeHtml(placeOf(g, ' · '))}</span></th></tr>`);
+    g.entries.forEach((e, ei) => out.push(...entryRow(e, gi, ei)));
     out.push('</tbody>');
   });
   out.push('</table>');
+  return out;
+}
 
-  // the charts
-  out.push('<h2 id="charts">Bandwidth across driver versions</h2>');
-  out.push(
+/** A device's two charts: the GB/s of its copies, and their ratios with the minimum relative speed. */
+function deviceCharts(g: Group, gi: number): string[] {
+  // every run of the device: one that measured nothing is a gap in the lines
+  const entries = g.entries;
+  const repeated = new Set(entries.map((e) => e.version).filter((v, i, a) => a.indexOf(v) !== i));
+  const xLabels = entries.map((e) => {
+    const m = /^(.*?)\s*(\(.*\))$/.exec(e.version);
+    const lines = m && m[1] ? [m[1], m[2]!] : [e.version];
+    if (repeated.has(e.version)) lines.push(when(e));
+    return lines;
+  });
+  const label = `${g.name} (${placeOf(g, ', ')})`;
+  const gbps = chartSvg({
+    id: `chart-${gi}-gbps`,
+    title: `Registered, page-locked and staged copy speed (GB/s) of ${label} across driver versions`,
+    yLabel: 'GB/s',
+    xLabels,
+    series: [
+      {
+        name: 'registered GB/s',
+        cls: 'registered',
+        values: entries.map((e) => e.registered),
+        regressed: entries.map((e) => (e.regressed?.figure ? `regression: -${pct(e.regressed.figure.drop)} against the run before, more than the ${pct(e.regressed.figure.maxDrop)} allowed` : undefined)),
+      },
+      { name: 'page-locked GB/s', cls: 'locked', values: entries.map((e) => e.pageLocked) },
+      { name: 'staged GB/s', cls: 'staged', values: entries.map((e) => e.staged) },
+    ],
+  });
+  const ratios = chartSvg({
+    id: `chart-${gi}-ratio`,
+    title: `Ratios of registered to staged and to page-locked speed of ${label} across driver versions`,
+    yLabel: 'ratio',
+    xLabels,
+    series: [
+      { name: 'ratio', cls: 'ratio', values: entries.map((e) => e.ratio) },
+      { name: 'registered / page-locked', cls: 'locked', values: entries.map((e) => e.pageLockedRatio) },
+    ],
+    limit: { name: 'min relative speed', values: entries.map((e) => e.minRelativeSpeed) },
+  });
+  return [
+    `<section class="device-charts" data-device="${gi}" aria-label="${escapeHtml(`Charts of ${label}`)}">`,
+    `<h3>${escapeHtml(g.name)} <span class="small">${escapeHtml(placeOf(g, ' · '))}</span></h3>`,
+    '<div class="charts">',
+    ...['<figure class="chart-box">', `<figcaption>Registered, page-locked and staged GB/s</figcaption>`, '<div class="scroll">', gbps, '</div>', '</figure>'],
+    ...['<figure class="chart-box">', `<figcaption>Ratios registered / staged and registered / page-locked</figcaption>`, '<div class="scroll">', ratios, '</div>', '</figure>'],
+    '</div>',
+    '</section>',
+  ];
+}
+
+/** The charts of every device that measured a bandwidth in some run; the others named in one line. */
+function bandwidthCharts(groups: Group[]): string[] {
+  const out = [
+    '<h2 id="charts">Bandwidth across driver versions</h2>',
     '<p class="meta">Registered: the copy straight from the registered file mapping; staged: through a pinned buffer. Best of the runs of each copy, in GB/s; the ratio is registered over staged, the dashed line the minimum relative speed asked for.</p>',
-  );
+  ];
   const charted = groups.map((g, gi) => ({ g, gi })).filter(({ g }) => g.entries.some((e) => e.registered !== undefined || e.staged !== undefined || e.ratio !== undefined));
   const uncharted = groups.filter((g) => !charted.some((c) => c.g === g));
-  for (const { g, gi } of charted) {
-    // every run of the device: one that measured nothing is a gap in the lines
-    const entries = g.entries;
-    const repeated = new Set(entries.map((e) => e.version).filter((v, i, a) => a.indexOf(v) !== i));
-    const xLabels = entries.map((e) => {
-      const m = /^(.*?)\s*(\(.*\))$/.exec(e.version);
-      const lines = m && m[1] ? [m[1], m[2]!] : [e.version];
-      if (repeated.has(e.version)) lines.push(when(e));
-      return lines;
-    });
-    const label = `${g.name} (${[g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(', ')})`;
-    out.push(`<section class="device-charts" data-device="${gi}" aria-label="${escapeHtml(`Charts of ${label}`)}">`);
-    out.push(`<h3>${escapeHtml(g.name)} <span class="small">${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(' · '))}</span></h3>`);
-    out.push('<div class="charts">');
-    out.push('<figure class="chart-box">', `<figcaption>Registered, page-locked and staged GB/s</figcaption>`, '<div class="scroll">');
-    out.push(
-      chartSvg({
-        id: `chart-${gi}-gbps`,
-        title: `Registered, page-locked and staged copy speed (GB/s) of ${label} across driver versions`,
-        yLabel: 'GB/s',
-        xLabels,
-        series: [
-          {
-            name: 'registered GB/s',
-            cls: 'registered',
-            values: entries.map((e) => e.registered),
-            regressed: entries.map((e) => (e.regressed?.figure ? `regression: -${pct(e.regressed.figure.drop)} against the run before, more than the ${pct(e.regressed.figure.maxDrop)} allowed` : undefined)),
-          },
-          { name: 'page-locked GB/s', cls: 'locked', values: entries.map((e) => e.pageLocked) },
-          { name: 'staged GB/s', cls: 'staged', values: entries.map((e) => e.staged) },
-        ],
-      }),
-    );
-    out.push('</div>', '</figure>', '<figure class="chart-box">', `<figcaption>Ratios registered / staged and registered / page-locked</figcaption>`, '<div class="scroll">');
-    out.push(
-      chartSvg({
-        id: `chart-${gi}-ratio`,
-        title: `Ratios of registered to staged and to page-locked speed of ${label} across driver versions`,
-        yLabel: 'ratio',
-        xLabels,
-        series: [
-          { name: 'ratio', cls: 'ratio', values: entries.map((e) => e.ratio) },
-          { name: 'registered / page-locked', cls: 'locked', values: entries.map((e) => e.pageLockedRatio) },
-        ],
-        limit: { name: 'min relative speed', values: entries.map((e) => e.minRelativeSpeed) },
-      }),
-    );
-    out.push('</div>', '</figure>', '</div>', '</section>');
-  }
+  for (const { g, gi } of charted) out.push(...deviceCharts(g, gi));
   if (uncharted.length) {
-    out.push(
-      `<p class="meta">No bandwidth was measured in any run for: ${uncharted
-        .map((g) => `${escapeHtml(g.name)} (${escapeHtml([g.backend, g.where, ...(g.host ? [`host ${g.host}`] : [])].join(', '))})`)
-        .join('; ')}.</p>`,
-    );
+    out.push(`<p class="meta">No bandwidth was measured in any run for: ${uncharted.map((g) => `${escapeHtml(g.name)} (${escapeHtml(placeOf(g, ', '))})`).join('; ')}.</p>`);
   }
-  out.push('</body>', '</html>');
-  return `${out.join('\n')}\n`;
+  return out;
+}
+
+/** The history of `results` (several runs' JSON results) as one self-contained HTML page. */
+export function htmlReport(results: RunResult[], options?: { title?: string }): string {
+  const title = options?.title ?? 'mapped-reg-conformance: results across driver versions';
+  const { groups, hosts } = groupDevices(results);
+  const content = groups.length === 0 ? ['<p>No device in these results.</p>'] : [...deviceTable(groups), ...bandwidthCharts(groups)];
+  return htmlPage({ title, style: CSS, body: [...pageMeta(results, groups, hosts), ...content] });
 }

@@ -1,16 +1,17 @@
-// history report: one self-contained HTML page of the fleet in the store, of a size bounded whatever the fleet.
+// The page of `history report`: one self-contained HTML page of the fleet in the store, of a size bounded whatever the fleet.
 // Per driver version of the GPUs (CUDA and HIP devices; the other backends never register), from each host's
 // latest run with that driver: the devices by verdict, the registered GB/s as percentiles (p1, p50, p99, linear
 // interpolation between closest ranks, as DuckDB's quantile_cont) drawn as a range chart, the checks that failed
 // on some device with how many, and the devices that regressed against the driver version before it (by
 // `history compare`'s rules, so by compare's), grouped by host and capped, with a count of the rest.
-// Like reporters/html.ts: no script, nothing fetched (CSP default-src 'none'), every text from the store escaped.
+// Its shell, what it may load and its escaping are reporters/html-page.ts's: every text from the store is escaped.
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { backendModules } from '../bindings/registry.js';
 import { changeLine, countsLine, failingChanges } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { capComparedDevice } from '../reporters/cap.js';
-import { compareVersions, escapeHtml } from '../reporters/html.js';
+import { escapeHtml, htmlPage, utcMinute as utc } from '../reporters/html-page.js';
+import { compareVersions } from '../results/versions.js';
 import { capText, MESSAGE_CAP, NAME_CAP } from '../reporters/safe-text.js';
 import { asComparison, compareSides, type HistoryComparison, type Side } from './fleet-compare.js';
 import type { Store } from './store.js';
@@ -116,13 +117,8 @@ function capComparison(h: HistoryComparison): HistoryComparison {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-const CSS = `
-:root { color-scheme: light; }
-* { box-sizing: border-box; }
-body { font-family: "DejaVu Sans", "Liberation Sans", "Helvetica Neue", Arial, sans-serif; font-size: 13px; color: #1b1f24; background: #fff; margin: 24px; line-height: 1.4; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-h2 { font-size: 16px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-h3 { font-size: 14px; margin: 18px 0 6px; }
+/** The page's own style, after the shell's (reporters/html-page.ts). */
+const CSS = `h3 { font-size: 14px; margin: 18px 0 6px; }
 p.meta { color: #57606a; margin: 2px 0; }
 code { font-family: "DejaVu Sans Mono", "Liberation Mono", monospace; font-size: 12px; }
 table.t { border-collapse: collapse; margin-top: 6px; }
@@ -202,7 +198,6 @@ function percentileChart(stats: DriverStats[]): string {
   return out.join('\n');
 }
 
-const utc = (t: string): string => (Number.isNaN(Date.parse(t)) ? t : `${new Date(Date.parse(t)).toISOString().slice(0, 16).replace('T', ' ')} UTC`);
 
 /** The regressed devices of a comparison, grouped by host, HOSTS_SHOWN hosts at most. */
 function regressedList(h: HistoryComparison): string {
@@ -242,25 +237,13 @@ export async function historyReport(store: Store, o: { maxDrop: number; expectat
   const totals = (await rows(store.c, `SELECT (SELECT count(*) FROM runs) AS runs, (SELECT count(DISTINCT host) FROM runs) AS hosts, (SELECT count(*) FROM devices) AS devices, (SELECT count(*) FROM devices WHERE backend NOT IN (${GPU_BACKENDS.map((b) => `'${b}'`).join(', ')})) AS others`))[0]!;
   const title = 'mapped-reg-conformance: the fleet across driver versions';
   const out: string[] = [
-    '<!DOCTYPE html>',
-    '<html lang="en">',
-    '<head>',
-    '<meta charset="utf-8">',
-    `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,
-    '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    '<meta name="referrer" content="no-referrer">',
-    `<title>${e(title)}</title>`,
-    `<style>${CSS}</style>`,
-    '</head>',
-    '<body>',
-    `<h1>${e(title)}</h1>`,
     `<p class="meta">The history store holds ${plural(n(totals.runs), 'run')} of ${plural(n(totals.hosts), 'host')}, ${plural(n(totals.devices), 'device')}. Per GPU driver version, each host's latest run with it; ` +
       `${plural(n(totals.others), 'device')} of other backends (OpenCL, Vulkan, CPU: they never register) are not shown. A regression is judged as <code>compare</code> judges it, ` +
       `against the driver version before (a drop of the registered GB/s of more than ${percent(o.maxDrop)}${o.expectations ? `; expectations ${e(capText(o.expectations.file, MESSAGE_CAP))}` : ''}).</p>`,
   ];
   if (stats.length === 0) {
-    out.push('<p>No GPU device in the store.</p>', '</body>', '</html>');
-    return `${out.join('\n')}\n`;
+    out.push('<p>No GPU device in the store.</p>');
+    return htmlPage({ title, style: CSS, body: out });
   }
   const labels = [...new Set(stats.flatMap((d) => d.verdicts.map((v) => v.label)))].sort((a, b) => (a === 'Usable' ? -1 : b === 'Usable' ? 1 : a < b ? -1 : a > b ? 1 : 0));
   out.push('<h2 id="drivers">Driver versions</h2>');
@@ -307,6 +290,5 @@ export async function historyReport(store: Store, o: { maxDrop: number; expectat
     }
     out.push('</section>');
   });
-  out.push('</body>', '</html>');
-  return `${out.join('\n')}\n`;
+  return htmlPage({ title, style: CSS, body: out });
 }

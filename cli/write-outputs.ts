@@ -1,0 +1,49 @@
+// The outputs of a run (reporters/output-formats.ts: JSON, JUnit, the GitHub step summary, the metrics): their
+// files checked before anything runs (cli/outputs.ts), then, once the gate has decided, each rendered from the
+// same result (its `gate` included) and written.
+import type { RunResult } from '../results/types.js';
+import { capResult } from '../reporters/cap.js';
+import { OUTPUT_FORMATS, type OutputName } from '../reporters/output-formats.js';
+import { checkOutputs, type InputRequest, type OutputTarget, writeEveryOutput } from './outputs.js';
+
+/** The outputs of a run, checked: a target for each format asked for. */
+export type OutputTargets = Partial<Record<OutputName, OutputTarget>>;
+
+/** How the command and its errors name a format's target: `--json`, `GITHUB_STEP_SUMMARY`. */
+const labelOf = (f: (typeof OUTPUT_FORMATS)[number]): string => ('option' in f.source ? `--${f.source.option}` : f.source.variable);
+
+/**
+ * Checks the outputs asked for (`values`: yargs' arguments; the environment for a variable) against the command's
+ * `inputs`, before anything runs (cli/outputs.ts says what is refused); `list` checks only what it writes. The
+ * options are checked first, then the environment's outputs.
+ */
+export function checkRunOutputs(values: Partial<Record<string, unknown>>, listOnly: boolean, inputs: InputRequest[]): OutputTargets {
+  const formats = OUTPUT_FORMATS.filter((f) => !listOnly || f.list);
+  const ordered = [...formats.filter((f) => 'option' in f.source), ...formats.filter((f) => 'variable' in f.source)];
+  const requests = ordered.map((f) => {
+    const value = 'option' in f.source ? values[f.source.option] : process.env[f.source.variable] || undefined;
+    return { option: labelOf(f), value: typeof value === 'string' ? value : undefined, append: f.append };
+  });
+  const checked = checkOutputs(requests, inputs);
+  return Object.fromEntries(OUTPUT_FORMATS.flatMap((f) => (checked[labelOf(f)] ? [[f.name, checked[labelOf(f)]]] : [])));
+}
+
+/**
+ * Renders and writes every output asked for (`list` writes no step summary); each one is tried whatever happened
+ * to the others. Returns true when any could not be written (each told on stderr in one line).
+ */
+export async function writeRunOutputs(result: RunResult, targets: OutputTargets, listOnly: boolean, stoppedBy?: string): Promise<boolean> {
+  const t0 = performance.now();
+  const asked = OUTPUT_FORMATS.filter((f) => targets[f.name] && (!listOnly || f.list));
+  // what JUnit and the summary repeat is capped (reporters/cap.ts), the summary as a whole too; the JSON keeps everything
+  const capped = asked.some((f) => f.capped) ? capResult(result) : result;
+  const end = stoppedBy !== undefined ? { stoppedBy } : {};
+  const texts = new Map<OutputName, string>();
+  const render = async (f: (typeof asked)[number]): Promise<void> => {
+    texts.set(f.name, await f.render(f.capped ? capped : result, end));
+  };
+  for (const f of asked.filter((f) => !f.holdsTimings)) await render(f);
+  if (result.phasesMs) result.phasesMs.reports = performance.now() - t0; // building them; the writes follow
+  for (const f of asked.filter((f) => f.holdsTimings)) await render(f);
+  return writeEveryOutput(asked.map((f) => ({ target: targets[f.name]!, text: texts.get(f.name)!, append: f.append })));
+}
