@@ -144,16 +144,6 @@ describe('staticVerdict', () => {
     expect(() => staticVerdict(device('CUDA', 'gpu', () => { throw new Interrupted(); }).d)).toThrow(Interrupted);
   });
 
-  it('the registration policy, not the framework name, makes the model ask: an unlisted name with a policy asks, CUDA without one does not', () => {
-    const asked = device('Level0', 'gpu', () => false);
-    expect(staticVerdict({ ...asked.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Self_test_required' });
-    const failed = device('Level0', 'gpu', () => { throw new Error('query failed'); });
-    expect(decided({ ...failed.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Integrated_gpu' } });
-    expect(decided({ ...failed.d, registration: { failedQuery: 'unknown' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Device_kind_unknown' } });
-    const { registration: _none, ...bare } = device('CUDA', 'gpu', () => false).d;
-    expect(decided(bare).kind === 'Refused' && decided(bare)).toMatchObject({ refusal: { kind: 'Not_measured' } });
-  });
-
   it('GPU OpenCL is Refused Not_measured', () => {
     for (const type of ['gpu', 'accelerator', 'other'] as const) {
       const v = decided(device('OpenCL', type).d);
@@ -168,6 +158,18 @@ describe('staticVerdict', () => {
       expect(v.kind === 'Refused' && v.refusal.kind === 'Not_measured' && v.refusal.reason).toMatch(/neither listed nor a family variant/);
       expect(sharedMemoryQuery).not.toHaveBeenCalled();
     }
+  });
+});
+
+describe('staticVerdict: the registration policy is data', () => {
+  it('the registration policy, not the framework name, makes the model ask: an unlisted name with a policy asks, CUDA without one does not', () => {
+    const asked = device('Level0', 'gpu', () => false);
+    expect(staticVerdict({ ...asked.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Self_test_required' });
+    const failed = device('Level0', 'gpu', () => { throw new Error('query failed'); });
+    expect(decided({ ...failed.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Integrated_gpu' } });
+    expect(decided({ ...failed.d, registration: { failedQuery: 'unknown' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Device_kind_unknown' } });
+    const { registration: _none, ...bare } = device('CUDA', 'gpu', () => false).d;
+    expect(decided(bare).kind === 'Refused' && decided(bare)).toMatchObject({ refusal: { kind: 'Not_measured' } });
   });
 });
 

@@ -5,7 +5,7 @@
  * through it fails wherever the product still decides by a CUDA or HIP code. The engine is common.c's, as for
  * the CUDA and HIP doubles: the same registrations, copies, faults (MAPPED_REG_DOUBLE_FAULTS) and device count.
  *
- * Profiles (MAPPED_REG_DOUBLE_PROFILE): fake (default: a discrete device whose registrations behave), nodevice.
+ * Profile (MAPPED_REG_DOUBLE_PROFILE): fake, the default, a discrete device whose registrations behave.
  * A read-only mapping registers with flags 0 (as on HIP): there is no read-only flag.
  */
 #include "common.h"
@@ -49,199 +49,119 @@ __attribute__((constructor)) static void fake_double_setup(void) {
   g.current_ctx = -1;
 }
 
-static fakeResult code(int r) {
-  switch (r) {
-    case DR_OK: return fakeSuccess;
-    case DR_INVALID_VALUE: return fakeErrorInvalidValue;
-    case DR_OUT_OF_MEMORY: return fakeErrorOutOfMemory;
-    case DR_NOT_INITIALIZED: return fakeErrorNotInitialized;
-    case DR_NO_DEVICE: return fakeErrorNoDevice;
-    case DR_INVALID_DEVICE: return fakeErrorInvalidDevice;
-    case DR_INVALID_CONTEXT: return fakeErrorInvalidContext;
-    case DR_ALREADY_REGISTERED: return fakeErrorAlreadyRegistered;
-    case DR_NOT_REGISTERED: return fakeErrorNotRegistered;
-    case DR_NOT_SUPPORTED: return fakeErrorNotSupported;
-    case DR_INVALID_MEMCPY_DIRECTION: return fakeErrorInvalidDirection;
-    default: return fakeErrorUnknown;
-  }
-}
+/* The engine's neutral results (common.h: DR_*) as the fake's codes. */
+static const fakeResult CODES[] = {
+    [DR_OK] = fakeSuccess,
+    [DR_INVALID_VALUE] = fakeErrorInvalidValue,
+    [DR_OUT_OF_MEMORY] = fakeErrorOutOfMemory,
+    [DR_NOT_INITIALIZED] = fakeErrorNotInitialized,
+    [DR_NO_DEVICE] = fakeErrorNoDevice,
+    [DR_INVALID_DEVICE] = fakeErrorInvalidDevice,
+    [DR_INVALID_CONTEXT] = fakeErrorInvalidContext,
+    [DR_ALREADY_REGISTERED] = fakeErrorAlreadyRegistered,
+    [DR_NOT_REGISTERED] = fakeErrorNotRegistered,
+    [DR_NOT_SUPPORTED] = fakeErrorNotSupported,
+    [DR_UNKNOWN] = fakeErrorUnknown,
+    [DR_INVALID_MEMCPY_DIRECTION] = fakeErrorInvalidDirection,
+};
 
+static fakeResult code(int r) { return r >= 0 && r < (int)(sizeof CODES / sizeof CODES[0]) ? CODES[r] : fakeErrorUnknown; }
+
+/* One profile, "fake" (the default): a discrete device whose registrations behave. Faults come on top of it. */
 static int parse_profile(const char *name, profile_t *p) {
   memset(p, 0, sizeof *p);
   p->api = API_FAKE;
+  p->name = "fake";
   p->valid_flags = FAKE_REGISTER_PORTABLE | FAKE_REGISTER_MAPPED;
   p->unregister_fault_result = DR_NOT_REGISTERED;
   p->integrated_fail_result = DR_NOT_SUPPORTED;
-  if (!name || strcmp(name, "fake") == 0) {
-    p->name = "fake";
-    return 1;
-  }
-  if (strcmp(name, "nodevice") == 0) {
-    p->name = "nodevice";
-    p->nodevice = 1;
-    return 1;
-  }
-  return 0;
+  return !name || strcmp(name, "fake") == 0;
 }
 
-static int ensure_init(void) {
-  if (g.initialized) return DR_OK;
-  return DR_NOT_INITIALIZED;
+/* The fake does nothing before fakeInit succeeded. */
+static int ensure_init(void) { return g.initialized ? DR_OK : DR_NOT_INITIALIZED; }
+
+static int check_device(int dev) { return !g.initialized ? DR_NOT_INITIALIZED : dev < 0 || dev >= g.ndevices ? DR_INVALID_DEVICE : DR_OK; }
+
+/* The body of most calls: the engine's result of `expr`, once the driver is initialized (and `dev` is a device). */
+#define AFTER_INIT(expr) \
+  do {                    \
+    int r_ = ensure_init(); \
+    return code(r_ != DR_OK ? r_ : (expr)); \
+  } while (0)
+#define ON_DEVICE(dev, expr) \
+  do {                        \
+    int r_ = check_device(dev); \
+    return code(r_ != DR_OK ? r_ : (expr)); \
+  } while (0)
+
+/* Writes `value` to `*out` and says DR_OK (for the calls that answer a number). */
+static int put_int(int *out, int value) { return out ? (*out = value, DR_OK) : DR_INVALID_VALUE; }
+
+static int put_pointer(void **out, int (*alloc)(size_t, int, uintptr_t *), size_t size) {
+  if (!out) return DR_INVALID_VALUE;
+  uintptr_t p = 0;
+  int r = alloc(size, g.current_device, &p);
+  if (r == DR_OK) *out = (void *)p;
+  return r;
 }
 
-static int check_device(int dev) {
-  int r = ensure_init();
-  if (r != DR_OK) return r;
-  return dev < 0 || dev >= g.ndevices ? DR_INVALID_DEVICE : DR_OK;
+static int pci_bus_id(char *busid, int len, int dev) {
+  char buf[32];
+  dbl_pci_bus_id(buf, sizeof buf, dev);
+  return dbl_copy_string(busid, len, buf);
 }
+
+static int integrated(int *value) {
+  return g.faults.integrated_query_fails ? g.prof.integrated_fail_result : put_int(value, g.faults.integrated ? 1 : 0);
+}
+
+static int total_mem(size_t *bytes) { return bytes ? (*bytes = DBL_TOTAL_MEM, DR_OK) : DR_INVALID_VALUE; }
+
+static int set_device(int dev) { return g.current_device = dev, DR_OK; }
+
+static int reset_device(int dev) { return dbl_reset_device(dev), DR_OK; }
 
 /* ---------------------------------------------------------------- versions, init, devices */
 
 DBL_API fakeResult fakeDriverVersion(int *version) {
   DBL_ENTER();
-  if (!version) return fakeErrorInvalidValue;
-  *version = 301;
-  return fakeSuccess;
+  return code(put_int(version, 301));
 }
 
 DBL_API fakeResult fakeInit(unsigned int flags) {
   DBL_ENTER();
   if (flags != 0) return fakeErrorInvalidValue;
-  if (g.initialized) return fakeSuccess;
-  return code(dbl_init(API_FAKE, parse_profile));
+  return code(g.initialized ? DR_OK : dbl_init(API_FAKE, parse_profile));
 }
 
-DBL_API fakeResult fakeDeviceCount(int *count) {
-  DBL_ENTER();
-  if (!count) return fakeErrorInvalidValue;
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  *count = g.ndevices;
-  return fakeSuccess;
-}
-
-DBL_API fakeResult fakeDeviceName(char *name, int len, int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_copy_string(name, len, "Double Fake Device"));
-}
-
-DBL_API fakeResult fakeDevicePciBusId(char *busid, int len, int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  char buf[32];
-  dbl_pci_bus_id(buf, sizeof buf, dev);
-  return code(dbl_copy_string(busid, len, buf));
-}
-
-DBL_API fakeResult fakeDeviceTotalMem(size_t *bytes, int dev) {
-  DBL_ENTER();
-  if (!bytes) return fakeErrorInvalidValue;
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  *bytes = DBL_TOTAL_MEM;
-  return fakeSuccess;
-}
-
-DBL_API fakeResult fakeDeviceIntegrated(int *value, int dev) {
-  DBL_ENTER();
-  if (!value) return fakeErrorInvalidValue;
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
-  *value = g.faults.integrated ? 1 : 0;
-  return fakeSuccess;
-}
-
-DBL_API fakeResult fakeSetDevice(int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  g.current_device = dev;
-  return fakeSuccess;
-}
-
-DBL_API fakeResult fakeSynchronize(void) {
-  DBL_ENTER();
-  return code(ensure_init());
-}
-
-DBL_API fakeResult fakeDeviceReset(int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  dbl_reset_device(dev);
-  return fakeSuccess;
-}
+DBL_API fakeResult fakeDeviceCount(int *count) { DBL_ENTER(); AFTER_INIT(put_int(count, g.ndevices)); }
+DBL_API fakeResult fakeDeviceName(char *name, int len, int dev) { DBL_ENTER(); ON_DEVICE(dev, dbl_copy_string(name, len, "Double Fake Device")); }
+DBL_API fakeResult fakeDevicePciBusId(char *busid, int len, int dev) { DBL_ENTER(); ON_DEVICE(dev, pci_bus_id(busid, len, dev)); }
+DBL_API fakeResult fakeDeviceTotalMem(size_t *bytes, int dev) { DBL_ENTER(); ON_DEVICE(dev, total_mem(bytes)); }
+DBL_API fakeResult fakeDeviceIntegrated(int *value, int dev) { DBL_ENTER(); ON_DEVICE(dev, integrated(value)); }
+DBL_API fakeResult fakeSetDevice(int dev) { DBL_ENTER(); ON_DEVICE(dev, set_device(dev)); }
+DBL_API fakeResult fakeSynchronize(void) { DBL_ENTER(); AFTER_INIT(DR_OK); }
+/* The device's registrations and allocations go (common.c: dbl_reset_device). */
+DBL_API fakeResult fakeDeviceReset(int dev) { DBL_ENTER(); ON_DEVICE(dev, reset_device(dev)); }
 
 /* ---------------------------------------------------------------- memory */
 
-DBL_API fakeResult fakeMalloc(void **ptr, size_t size) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  if (!ptr) return fakeErrorInvalidValue;
-  uintptr_t p = 0;
-  r = dbl_dalloc(size, g.current_device, &p);
-  if (r == DR_OK) *ptr = (void *)p;
-  return code(r);
-}
-
-DBL_API fakeResult fakeFree(void *ptr) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return ptr ? code(dbl_dfree((uintptr_t)ptr)) : fakeSuccess;
-}
-
-DBL_API fakeResult fakeHostAlloc(void **ptr, size_t size, unsigned int flags) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  if (!ptr || flags != 0) return fakeErrorInvalidValue;
-  uintptr_t p = 0;
-  r = dbl_halloc(size, g.current_device, &p);
-  if (r == DR_OK) *ptr = (void *)p;
-  return code(r);
-}
-
-DBL_API fakeResult fakeHostFree(void *ptr) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return ptr ? code(dbl_hfree((uintptr_t)ptr)) : fakeSuccess;
-}
-
-DBL_API fakeResult fakeHostRegister(void *ptr, size_t size, unsigned int flags) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_register((uintptr_t)ptr, size, flags, g.current_device));
-}
-
-DBL_API fakeResult fakeHostUnregister(void *ptr) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_unregister((uintptr_t)ptr));
-}
+DBL_API fakeResult fakeMalloc(void **ptr, size_t size) { DBL_ENTER(); AFTER_INIT(put_pointer(ptr, dbl_dalloc, size)); }
+DBL_API fakeResult fakeFree(void *ptr) { DBL_ENTER(); AFTER_INIT(ptr ? dbl_dfree((uintptr_t)ptr) : DR_OK); }
+/* No allocation flag is known: any is refused. */
+DBL_API fakeResult fakeHostAlloc(void **ptr, size_t size, unsigned int flags) { DBL_ENTER(); AFTER_INIT(flags ? DR_INVALID_VALUE : put_pointer(ptr, dbl_halloc, size)); }
+DBL_API fakeResult fakeHostFree(void *ptr) { DBL_ENTER(); AFTER_INIT(ptr ? dbl_hfree((uintptr_t)ptr) : DR_OK); }
+DBL_API fakeResult fakeHostRegister(void *ptr, size_t size, unsigned int flags) { DBL_ENTER(); AFTER_INIT(dbl_register((uintptr_t)ptr, size, flags, g.current_device)); }
+DBL_API fakeResult fakeHostUnregister(void *ptr) { DBL_ENTER(); AFTER_INIT(dbl_unregister((uintptr_t)ptr)); }
 
 DBL_API fakeResult fakeMemcpyHtoD(void *dst, const void *src, size_t size) {
   double entry = dbl_now(); /* paced copies are timed from here */
   DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
+  AFTER_INIT(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
 }
 
-DBL_API fakeResult fakeMemcpyDtoH(void *dst, const void *src, size_t size) {
-  DBL_ENTER();
-  int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
-}
+DBL_API fakeResult fakeMemcpyDtoH(void *dst, const void *src, size_t size) { DBL_ENTER(); AFTER_INIT(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size)); }
 
 /* ---------------------------------------------------------------- errors */
 
