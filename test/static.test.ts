@@ -173,11 +173,13 @@ describe('staticVerdict: the registration policy is data', () => {
   });
 });
 
-describe('probe and withDeviceOps on a device', () => {
-  const region = () => {
-    const map = memHost(randomBytes(4 * UNIT));
-    return { map, reference: map.bytes.slice() };
-  };
+/** A mapping of random bytes, and its reference. */
+const region = () => {
+  const map = memHost(randomBytes(4 * UNIT));
+  return { map, reference: map.bytes.slice() };
+};
+
+describe('probe on a device', () => {
 
   it('decided and refused devices reach no op at all and never read map or reference', () => {
     const cases = [device('Vulkan', 'gpu', () => false), device('OpenCL', 'cpu'), device('CUDA', 'gpu', () => true), device('HIP', 'gpu', () => { throw new Error('x'); }), device('OpenCL', 'gpu'), device('SYCL', 'gpu')];
@@ -240,6 +242,9 @@ describe('probe and withDeviceOps on a device', () => {
     expect(() => probe(d, map, reference)).toThrow(Interrupted);
   });
 
+});
+
+describe('withDeviceOps on a device', () => {
   it('withDeviceOps refuses (throws) a device whose static verdict is Refused, before any op exists', () => {
     for (const { d, withOps } of [device('Vulkan', 'gpu', () => false), device('CUDA', 'gpu', () => true), device('OpenCL', 'gpu')]) {
       const f = vi.fn();
