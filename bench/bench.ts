@@ -11,6 +11,7 @@
 import { rmSync } from 'node:fs';
 import { hostname, release } from 'node:os';
 import { discover } from '../bindings/discovery.js';
+import { backendModules } from '../bindings/registry.js';
 import { errorText } from '../src/index.js';
 import { conformanceRun } from './conformance.js';
 import { benchDevice } from './device.js';
@@ -37,11 +38,12 @@ async function main(argv: string[]): Promise<number> {
     throw e;
   }
   const startedAt = new Date().toISOString();
-  const found = discover(['cuda', 'hip']);
+  const registering = backendModules().filter((m) => m.registers);
+  const found = discover(registering.map((m) => m.id));
   const gpus = found.devices.filter((d) => d.native);
   const unknown = o.devices.filter((id) => !gpus.some((d) => d.id === id));
   if (unknown.length) {
-    process.stderr.write(`bench: unknown device ${unknown.join(', ')} (CUDA/HIP devices found: ${gpus.map((d) => d.id).join(', ') || 'none'})\n`);
+    process.stderr.write(`bench: unknown device ${unknown.join(', ')} (${registering.map((m) => m.framework).join('/')} devices found: ${gpus.map((d) => d.id).join(', ') || 'none'})\n`);
     return 2;
   }
   const selected = gpus.filter((d) => o.devices.length === 0 || o.devices.includes(d.id));

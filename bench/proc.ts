@@ -5,6 +5,7 @@
 // as under some sandboxes, the largest VmRSS seen instead). A peak reached in the last interval of a process's
 // life can be missed; device runners hold their region for seconds, so the interval is far shorter.
 import { readFileSync, readdirSync } from 'node:fs';
+import { backendOfDevice } from '../bindings/registry.js';
 
 export interface ProcessPeak {
   pid: number;
@@ -116,14 +117,14 @@ function deviceOfRunner(pid: number): string | undefined {
 
 /**
  * The devices a runner checked, from its name and the devices of the run's results, as the command decides them
- * (cli/schedule.ts): a discovering runner checked the first CUDA/HIP device of its backends if it found one; with
+ * (cli/schedule.ts): a discovering runner checked the first device of its backends whose driver registers (CUDA, HIP) if it found one; with
  * no GPU in the run, the first discovering runner that found another device checked every device of the run; else
  * nothing (its name stays). A runner started for devices is named by them.
  */
 export function runnerDevices(name: string | undefined, devices: readonly string[]): string[] {
   if (name === undefined) return [];
   if (!name.startsWith(DISCOVERING)) return name.split('+');
-  const gpu = (id: string): boolean => /^(cuda|hip):/.test(id);
+  const gpu = (id: string): boolean => backendOfDevice(id)?.registers === true;
   const group = name.slice(DISCOVERING.length).split('+');
   const offer = devices.filter((id) => group.includes(id.split(':')[0]!)).sort((a, b) => Number(gpu(b)) - Number(gpu(a)))[0];
   if (offer === undefined) return [];

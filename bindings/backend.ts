@@ -2,12 +2,10 @@
 // (registry.ts) and discovery (discovery.ts) share. Kept apart from both so that neither the modules nor the
 // registry import discovery.ts: the import graph stays a tree.
 import { errorText } from '../src/fatal.js';
-import type { Device, DeviceType } from '../src/device.js';
+import type { Device, DeviceType, RegistrationPolicy } from '../src/device.js';
 import type { Backend, BackendReport } from '../results/types.js';
-import type { CudaDriver } from './cuda.js';
 import type { DeviceOps, WithOpsOptions } from './device-ops.js';
 import { DriverError, type DriverApi } from './errors.js';
-import type { HipDriver } from './hip.js';
 
 export interface DiscoveredDevice {
   readonly id: string;
@@ -25,22 +23,41 @@ export interface DiscoveredDevice {
   /** The model's view of the device: what staticVerdict and probe take. */
   readonly device: Device;
   /**
-   * CUDA and HIP only: the driver and the device's raw ops, with the extras the hazard checks need
-   * (registerWithFlags, raw addresses). Registrations made through these are NOT recorded in the model's table:
-   * the caller records them.
+   * A device of a backend that registers (CUDA, HIP, one added to the registry): its ops, with the extras the
+   * hazard checks need (registerWithFlags, raw addresses), and its kit. Registrations made through these are NOT
+   * recorded in the model's table: the caller records them.
    */
   readonly native?: NativeDevice;
 }
 
+/** One result code of a driver, with its name. */
+export interface DriverCode {
+  readonly code: number;
+  readonly name: string;
+}
+
+/**
+ * What a backend whose driver registers host memory states about that driver: the name its messages give it,
+ * the codes the hazard checks compare with, and how the model reads its integrated query.
+ */
+export interface RegisteringDriver {
+  readonly api: DriverApi;
+  /** "Host memory not registered": CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, hipErrorHostMemoryNotRegistered (713 both). */
+  readonly notRegistered: DriverCode;
+  /** "Invalid value": CUDA_ERROR_INVALID_VALUE, hipErrorInvalidValue (1 both). */
+  readonly invalidValue: DriverCode;
+  readonly policy: RegistrationPolicy;
+}
+
 /**
  * What the hazard checks and the bench need of a driver beyond its ops, stated by its backend module so that
- * no caller has to tell CUDA from HIP (a third driver would otherwise be taken for one of them).
+ * no caller has to tell one driver from another.
  */
 export interface NativeKit {
   /** The variable a child process loads this same library from (MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY). */
   readonly libraryEnv: string;
-  /** The driver's name of the "host memory not registered" error, 713 (CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, hipErrorHostMemoryNotRegistered). */
-  readonly notRegisteredName: string;
+  /** The driver's "host memory not registered" (its module's RegisteringDriver.notRegistered). */
+  readonly notRegistered: DriverCode;
   /** The reset of this device's context, registrations included (hazard.context_reset). */
   readonly contextReset: {
     /** The C call, for the check's text: cuDevicePrimaryCtxReset_v2, hipDeviceReset. */
@@ -58,7 +75,12 @@ export interface NativeKit {
   attributeCall(): { readonly call: string; readonly query: () => number };
 }
 
-export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver } | { readonly api: 'HIP'; readonly driver: HipDriver }) & {
+/** A device of a driver that registers, as the hazard checks, the truncation child and the bench use it. */
+export interface NativeDevice {
+  /** The driver's name in its messages (RegisteringDriver.api). */
+  readonly api: DriverApi;
+  /** The driver library loaded: what a child process loads again, named in kit.libraryEnv. */
+  readonly library: string;
   readonly ordinal: number;
   readonly kit: NativeKit;
   /** options.log: where a failed or deliberately skipped release goes (default: a process warning). */
@@ -70,7 +92,7 @@ export type NativeDevice = ({ readonly api: 'CUDA'; readonly driver: CudaDriver 
    * to do). Idempotent. For a process that uses the device until it exits, such as a device's runner.
    */
   keepContext(): void;
-};
+}
 
 /** What one backend's discovery found: its devices and its report. */
 export interface BackendDiscovery {
@@ -78,8 +100,8 @@ export interface BackendDiscovery {
   readonly report: BackendReport;
 }
 
-/** A backend, as the registry holds it: one module per backend (bindings/backends/). */
-export interface BackendModule {
+/** What every backend module states (bindings/backends/). */
+interface BackendFacts {
   readonly id: Backend;
   /** The framework name its devices give the model (src/device.ts: frameworkFamily), e.g. 'CUDA', 'Native'. */
   readonly framework: string;
@@ -90,12 +112,16 @@ export interface BackendModule {
    * other groups: a driver that registers gets a group of its own, so that its process keeps its device.
    */
   readonly group: string;
-  /** A driver that registers host memory (CUDA, HIP): its devices carry native ops and are probed. */
-  readonly registers: boolean;
-  /** How its driver names its errors: the API in their messages, and 713 by name. Absent when it has no codes of its own. */
-  readonly errors?: { readonly api: DriverApi; readonly notRegisteredName: string };
+  /** The form of its device ids, as a regular expression's source: `cuda:\d+`, `cpu` (the schema's id pattern holds them all). */
+  readonly deviceId: string;
   discover(): BackendDiscovery;
 }
+
+/**
+ * A backend, as the registry holds it: one module per backend (bindings/backends/). One whose driver registers
+ * host memory (CUDA, HIP) says how (`driver`): its devices carry native ops and are probed.
+ */
+export type BackendModule = BackendFacts & ({ readonly registers: false } | { readonly registers: true; readonly driver: RegisteringDriver });
 
 // ---- what the modules' discoveries share ----
 

@@ -3,7 +3,7 @@
 // Which backends there are, and how each finds its devices, is the registry's (registry.ts): nothing here names one.
 import { type Backend, BACKENDS, type BackendReport } from '../results/types.js';
 import type { DiscoveredDevice } from './backend.js';
-import { backendIds, backendModules, registersHostMemory } from './registry.js';
+import { backendIds, backendModule, backendModules, registersHostMemory } from './registry.js';
 
 export { type Backend, BACKENDS, type BackendReport };
 export type { DiscoveredDevice, NativeDevice, NativeKit } from './backend.js';
@@ -11,7 +11,7 @@ export type { DiscoveredDevice, NativeDevice, NativeKit } from './backend.js';
 export interface Discovery {
   readonly devices: DiscoveredDevice[];
   readonly backends: BackendReport[];
-  /** True when a driver library that registers (CUDA, HIP) was loaded. */
+  /** True when a driver library that registers (CUDA, HIP, BackendModule.registers) was loaded. */
   readonly gpuDriverFound: boolean;
 }
 
@@ -33,7 +33,7 @@ export function discover(backends: readonly Backend[] = backendIds()): Discovery
 
 // ---- discovery as data: what one process found, handed to another ----
 
-/** True for a device of a GPU driver (CUDA, HIP): one that registers host memory, and whose process runs the probe. */
+/** True for a device of a GPU driver (CUDA, HIP, BackendModule.registers): one that registers host memory, and whose process runs the probe. */
 export const isGpuDriver = (d: Pick<DiscoveredDevice, 'backend'>): boolean => registersHostMemory(d.backend);
 
 /** The JSON-safe part of a discovered device, with its framework. */
@@ -61,10 +61,11 @@ export function plainDiscovery(found: Discovery): PlainDiscovery {
  */
 export function deviceFromPlain(p: PlainDevice): DiscoveredDevice {
   const { framework, ...rest } = p;
-  const asked = isGpuDriver(p);
+  const m = backendModule(p.backend);
   const sharedMemoryQuery = (): boolean => {
     if (p.integrated === null) throw new Error(p.integratedError ?? `${p.id}: the integrated query failed at discovery`);
     return p.integrated;
   };
-  return { ...rest, device: { id: p.id, framework, name: p.name, type: p.type, ...(asked ? { sharedMemoryQuery } : {}) } };
+  const asked = m?.registers ? { sharedMemoryQuery, registration: m.driver.policy } : {};
+  return { ...rest, device: { id: p.id, framework, name: p.name, type: p.type, ...asked } };
 }

@@ -1,11 +1,15 @@
-// What the driver bindings (cuda.ts, hip.ts) throw, and the one piece of loading logic they share: finding
-// the library file and telling "not there" from "there, but not a driver".
+// What the driver bindings (cuda.ts, hip.ts, and a registered backend's) throw, and the loading logic they share:
+// finding the library file, telling "not there" from "there, but not a driver", and declaring its functions.
 
 import { existsSync } from 'node:fs';
 import koffi, { type LibraryHandle } from 'koffi';
 import { oneLine } from '../results/format.js';
 
-export type DriverApi = 'CUDA' | 'HIP';
+/**
+ * The driver's name in its messages ('CUDA', 'HIP'): whatever its backend module says (BackendModule.driver),
+ * not a closed list, so that a backend added to the registry names its own.
+ */
+export type DriverApi = string;
 
 /** None of the library names or paths tried could be found. */
 export class LibraryNotFoundError extends Error {
@@ -101,11 +105,12 @@ export function openLibrary(api: DriverApi, candidates: readonly string[]): { pa
 }
 
 /**
- * Declare every prototype of `prototypes` (name -> C prototype string) in `lib`. A missing symbol unloads the
- * library and throws NotADriverError naming it.
+ * Declares every prototype of `prototypes` (name -> C prototype string) in `lib`: the functions, or, when one
+ * cannot be declared, why (`no symbol X`, or koffi's message), `lib` then unloaded. For a caller that reports
+ * instead of throwing (bindings/gpu-users.ts); declareAll throws.
  * The caller states the shape of the result (`F`): koffi types its functions as `(...args: any[]) => any`.
  */
-export function declareAll<F>(api: DriverApi, path: string, lib: LibraryHandle, prototypes: Record<string, string>): F {
+export function declarePrototypes<F>(lib: LibraryHandle, prototypes: Record<string, string>): { functions: F } | { missing: string } {
   const out: Record<string, unknown> = {};
   for (const [name, prototype] of Object.entries(prototypes)) {
     try {
@@ -113,8 +118,15 @@ export function declareAll<F>(api: DriverApi, path: string, lib: LibraryHandle, 
     } catch (e) {
       lib.unload();
       const message = e instanceof Error ? e.message : String(e);
-      throw new NotADriverError(api, path, /Cannot find function/.test(message) ? `no symbol ${name}` : message);
+      return { missing: /Cannot find function/.test(message) ? `no symbol ${name}` : message };
     }
   }
-  return out as F;
+  return { functions: out as F };
+}
+
+/** declarePrototypes, throwing NotADriverError naming what is missing. */
+export function declareAll<F>(api: DriverApi, path: string, lib: LibraryHandle, prototypes: Record<string, string>): F {
+  const declared = declarePrototypes<F>(lib, prototypes);
+  if ('missing' in declared) throw new NotADriverError(api, path, declared.missing);
+  return declared.functions;
 }

@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 import { cString } from './driver-kit.js';
+import { declarePrototypes } from './errors.js';
 
 export const NVML_LIBRARY = 'libnvidia-ml.so.1';
 export const NVML_LIBRARY_ENV = 'MAPPED_REG_NVML_LIBRARY';
@@ -126,17 +127,10 @@ function bind<F>(label: string, path: string, prototypes: Record<string, string>
     if (/No such file or directory/.test(reason)) return { note: `${label}: ${path} not found` };
     return { note: `${label}: could not load ${path}: ${reason}` };
   }
-  const out: Record<string, unknown> = {};
-  for (const [name, prototype] of Object.entries(prototypes)) {
-    try {
-      out[name] = lib.func(prototype);
-    } catch (e) {
-      lib.unload();
-      return { note: `${label}: ${path} is not ${label} (${/Cannot find function/.test(messageOf(e)) ? `no symbol ${name}` : messageOf(e)})` };
-    }
-  }
-  loaded.set(`${label}\0${path}`, out);
-  return out as F;
+  const declared = declarePrototypes<F>(lib, prototypes);
+  if ('missing' in declared) return { note: `${label}: ${path} is not ${label} (${declared.missing})` };
+  loaded.set(`${label}\0${path}`, declared.functions);
+  return declared.functions;
 }
 
 function libraryPath(env: string, fallback: string): string {
@@ -177,11 +171,8 @@ function commOf(pid: number): string {
   }
 }
 
-function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
-  const path = libraryPath(NVML_LIBRARY_ENV, NVML_LIBRARY);
-  const bound = bind<NvmlFunctions>('NVML', path, NVML_PROTOTYPES);
-  if (isNote(bound)) return bound;
-  const c = bound;
+/** NVML initialized and the device at `pciBusId` found, or why not (NVML then shut down again). */
+function nvmlDevice(c: NvmlFunctions, pciBusId: string): { device: Handle } | { note: string } {
   const init = c.nvmlInit_v2();
   if (init !== NVML_SUCCESS) return { note: `NVML: nvmlInit_v2 failed: ${nvmlError(c, init)}` };
   const handleOut: [Handle] = [null];
@@ -193,7 +184,16 @@ function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
     c.nvmlShutdown();
     return { note: `NVML: no device at ${pciBusId}: nvmlDeviceGetHandleByPciBusId_v2 failed: ${nvmlError(c, found)}` };
   }
-  const device = handleOut[0];
+  return { device: handleOut[0] };
+}
+
+function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
+  const path = libraryPath(NVML_LIBRARY_ENV, NVML_LIBRARY);
+  const c = bind<NvmlFunctions>('NVML', path, NVML_PROTOTYPES);
+  if (isNote(c)) return c;
+  const opened = nvmlDevice(c, pciBusId);
+  if (isNote(opened)) return opened;
+  const { device } = opened;
   // Reused between samples; grown when NVML asks for more room.
   let buffer = Buffer.alloc(32 * PROCESS_INFO_BYTES);
   const nameBuffer = Buffer.alloc(PROCESS_NAME_BYTES);

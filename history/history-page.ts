@@ -6,7 +6,7 @@
 // `history compare`'s rules, so by compare's), grouped by host and capped, with a count of the rest.
 // Its shell, what it may load and its escaping are reporters/html-page.ts's: every text from the store is escaped.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { backendModules } from '../bindings/registry.js';
+import { registeringBackendIds } from '../bindings/registry.js';
 import { changeLine, countsLine, failingChanges } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { capComparedDevice } from '../reporters/cap.js';
@@ -17,7 +17,7 @@ import { asComparison, compareSides, type HistoryComparison, type Side } from '.
 import type { Store } from './store.js';
 import { percent, plural, twoDecimals as f2 } from '../results/format.js';
 
-export const GPU_BACKENDS: readonly string[] = backendModules().filter((m) => m.registers).map((m) => m.id);
+export const GPU_BACKENDS: readonly string[] = registeringBackendIds();
 /** Hosts shown with their regressed devices, per driver version; the rest are counted. */
 export const HOSTS_SHOWN = 50;
 /** Failing changes shown per host; the rest are counted. */

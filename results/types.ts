@@ -7,9 +7,13 @@ import type { CheckStatus } from './status.js';
 export type { CheckStatus } from './status.js';
 export type { VerdictJson } from '../src/verdict.js';
 
-/** The backends a device can be found on, in the order devices are listed. */
-export type Backend = 'cuda' | 'hip' | 'opencl' | 'vulkan' | 'cpu';
-export const BACKENDS: readonly Backend[] = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'];
+/**
+ * The backends a device can be found on, in the order devices are listed: the one list the Backend type derives
+ * from. The registry (bindings/registry.ts) has a module for each; the schema's backend enum and device id
+ * pattern say the same (test/registry.test.ts holds them equal).
+ */
+export const BACKENDS = ['cuda', 'hip', 'opencl', 'vulkan', 'cpu'] as const;
+export type Backend = (typeof BACKENDS)[number];
 
 /** The suite a check belongs to (the JUnit classname is `<device id>.<suite>`). */
 export type SuiteName = 'static' | 'probe' | 'hazards' | 'timing';

@@ -34,6 +34,18 @@ export interface Device {
    * throws. Absent for a backend that cannot register host memory.
    */
   readonly withOps?: <T>(bytes: number, f: (ops: Ops) => T) => T;
+  /**
+   * Present when the device's backend registers host memory: how the model reads its integrated query. Given
+   * by the backend (bindings/backends/), so that the model names no driver: a backend added to the registry
+   * brings its own.
+   */
+  readonly registration?: RegistrationPolicy;
+}
+
+/** What a failed integrated query means on a backend that registers host memory. */
+export interface RegistrationPolicy {
+  /** 'integrated': the driver counts a failed query as an integrated device (HIP); 'unknown': a device of unknown kind (CUDA). */
+  readonly failedQuery: 'integrated' | 'unknown';
 }
 
 /**
@@ -60,19 +72,20 @@ export function frameworkFamily(framework: string): Family | undefined {
   return undefined;
 }
 
-/** What a failed integrated query means, by family: HIP counts it as integrated, CUDA as a device of unknown kind. */
-const FAILED_QUERY: { readonly [F in 'cuda' | 'hip']: Refusal } = { hip: Integrated_gpu, cuda: Device_kind_unknown };
+/** What a failed integrated query is refused as, by the backend's policy. */
+const FAILED_QUERY: { readonly [F in RegistrationPolicy['failedQuery']]: Refusal } = { integrated: Integrated_gpu, unknown: Device_kind_unknown };
 
 /** The opt-in a caller may set to ask for registration on Vulkan. The model ignores it: Vulkan is refused. */
 export const VULKAN_OPT_IN_ENV = 'MAPPED_REG_VULKAN_HOST_REGISTER';
 
 /**
  * Decided from the device and its backend alone; never registers or copies anything.
- * Order: Vulkan first (before any query, whatever the opt-in says); a framework neither listed nor a variant:
- * Not_measured; a CPU device, a Native/CPU backend and Metal: Not_needed; HIP and CUDA ask the integrated query
- * once (integrated: Integrated_gpu; discrete: Self_test_required; no answer: Device_kind_unknown; a failed
- * query: Integrated_gpu on HIP, which counts a failed query as integrated, Device_kind_unknown on CUDA); any
- * other device (GPU OpenCL): Not_measured.
+ * Order: Vulkan first (before any query, whatever the opt-in says); a framework neither listed nor a variant,
+ * on a backend that does not register: Not_measured; a CPU device, a Native/CPU backend and Metal: Not_needed;
+ * a backend that registers (Device.registration: CUDA, HIP, one added to the registry) asks the integrated
+ * query once (integrated: Integrated_gpu; discrete: Self_test_required; no answer: Device_kind_unknown; a
+ * failed query: as its policy says, Integrated_gpu on HIP, Device_kind_unknown on CUDA); any other device (GPU
+ * OpenCL): Not_measured.
  */
 export function staticVerdict(device: Device): Static {
   const family = frameworkFamily(device.framework);
@@ -81,25 +94,28 @@ export function staticVerdict(device: Device): Static {
     const ignored = optIn ? `; ${VULKAN_OPT_IN_ENV}=${optIn} is ignored` : '';
     return Decided(Refused(Kernel_hazard(`registering host memory through Vulkan crashed the Linux kernel on AMD GPUs (kernel oopses, Sarek issues #503/#504), so it is never tried${ignored}`)));
   }
-  if (family === undefined) {
+  if (family === undefined && !device.registration) {
     return Decided(Refused(Not_measured(`framework "${device.framework}" is neither listed nor a family variant of a listed one`)));
   }
   if (device.type === 'cpu' || family === 'native' || family === 'cpu') {
     return Decided(Not_needed('a CPU device reads host memory directly'));
   }
   if (family === 'metal') return Decided(Not_needed('Metal: unified memory, the device reads host memory directly'));
-  if (family === 'cuda' || family === 'hip') {
-    if (!device.sharedMemoryQuery) return Decided(Refused(Device_kind_unknown));
-    let integrated: boolean | undefined;
-    try {
-      integrated = device.sharedMemoryQuery();
-    } catch (e) {
-      if (isFatal(e)) throw e;
-      return Decided(Refused(FAILED_QUERY[family]));
-    }
-    if (integrated === true) return Decided(Refused(Integrated_gpu));
-    if (integrated === false) return Self_test_required;
-    return Decided(Refused(Device_kind_unknown));
-  }
+  if (device.registration) return askedVerdict(device, device.registration);
   return Decided(Refused(Not_measured(`no measurement shows registration of file mappings on ${device.framework} ${device.type} devices`)));
+}
+
+/** The verdict of a device whose backend registers: its integrated query, asked once, read by its policy. */
+function askedVerdict(device: Device, policy: RegistrationPolicy): Static {
+  if (!device.sharedMemoryQuery) return Decided(Refused(Device_kind_unknown));
+  let integrated: boolean | undefined;
+  try {
+    integrated = device.sharedMemoryQuery();
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    return Decided(Refused(FAILED_QUERY[policy.failedQuery]));
+  }
+  if (integrated === true) return Decided(Refused(Integrated_gpu));
+  if (integrated === false) return Self_test_required;
+  return Decided(Refused(Device_kind_unknown));
 }

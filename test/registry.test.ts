@@ -1,47 +1,60 @@
-// The backend registry (bindings/registry.ts): a backend is its module and one registration. Shown with a `fake`
-// backend added here through the registry alone: discovery lists it, and a run's options, discovery groups and
-// selection see it, with no other file edited. For its results to validate, the schema must name it too (its
-// backend enum and the device id pattern): the one other place, shown last.
+// The backend registry (bindings/registry.ts): a backend is its module. Shown with two backends added here through
+// the registry's test extension point alone: `lister`, whose devices are only listed (it never registers), and
+// `fake`, a driver that registers (test/support/fake-backend.ts; the end-to-end run of the model and the hazard
+// checks on it is test/fake-backend.test.ts): discovery lists them, and a run's options, discovery groups and
+// selection see them, with no other file edited. Their results do not validate: the schema names the product's
+// backends, BACKENDS, and this file holds the two equal.
 import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BackendModule, DiscoveredDevice } from '../bindings/backend.js';
 import { apiType } from '../bindings/backends/api.js';
+import { cuda } from '../bindings/backends/cuda.js';
+import { hip } from '../bindings/backends/hip.js';
 import { deviceFromPlain, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
-import { backendGroups, backendIds, backendModule, backendModules, backendRank, isBackend, registerBackend, registersHostMemory } from '../bindings/registry.js';
+import { loadCuda } from '../bindings/cuda.js';
+import { loadHip } from '../bindings/hip.js';
+import { backendGroups, backendIds, backendModule, backendModules, backendOfDevice, backendRank, isBackend, registerTestBackend, registersHostMemory } from '../bindings/registry.js';
 import { runOptions, UsageError } from '../cli/options.js';
 import { discoveryGroups, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select-devices.js';
 import { schemaPath, schemaProblems } from '../results/read.js';
 import { type Backend, BACKENDS } from '../results/types.js';
 import { staticVerdict } from '../src/device.js';
+import { FAKE, fakeBackend } from './support/fake-backend.js';
 
-// A real backend adds 'fake' to Backend (results/types.ts) and to the schema; a test cannot grow a union.
-const FAKE = 'fake' as Backend;
+// Not a member of Backend: that list is the product's (the schema's); a test cannot grow a union.
+const LISTER = 'lister' as Backend;
 
-const fakeDevice = (): DiscoveredDevice => ({
-  id: 'fake:0',
-  backend: FAKE,
-  name: 'Fake accelerator',
+const listerDevice = (): DiscoveredDevice => ({
+  id: 'lister:0',
+  backend: LISTER,
+  name: 'Lister accelerator',
   pciBusId: '0000:42:00.0',
-  driver: { name: 'Fake', version: '1.0' },
+  driver: { name: 'Lister', version: '1.0' },
   integrated: false,
   type: 'accelerator',
-  device: { id: 'fake:0', framework: 'Fake', name: 'Fake accelerator', type: 'accelerator' },
+  device: { id: 'lister:0', framework: 'Lister', name: 'Lister accelerator', type: 'accelerator' },
 });
 
-const fake: BackendModule = {
-  id: FAKE,
-  framework: 'Fake',
-  libraryEnv: 'MAPPED_REG_FAKE_LIBRARY',
-  group: 'fake',
+const lister: BackendModule = {
+  id: LISTER,
+  framework: 'Lister',
+  libraryEnv: 'MAPPED_REG_LISTER_LIBRARY',
+  group: 'lister',
+  deviceId: 'lister:\\d+',
   registers: false,
-  discover: () => ({ devices: [fakeDevice()], report: { backend: FAKE, library: 'libfake.so', devices: 1 } }),
+  discover: () => ({ devices: [listerDevice()], report: { backend: LISTER, library: 'liblister.so', devices: 1 } }),
 };
 
-const unregister = registerBackend(fake);
-afterAll(unregister);
+const undo = [registerTestBackend(lister), registerTestBackend(fakeBackend)];
+// with no library named, the fake finds none: a note
+const savedLibrary = process.env.MAPPED_REG_FAKE_LIBRARY;
+delete process.env.MAPPED_REG_FAKE_LIBRARY;
+afterAll(() => {
+  for (const u of undo) u();
+  if (savedLibrary !== undefined) process.env.MAPPED_REG_FAKE_LIBRARY = savedLibrary;
+});
 
-const noHooks: Selection = { backends: [FAKE], devices: [] };
+const noHooks: Selection = { backends: [LISTER], devices: [] };
 
 describe('the built-in backends', () => {
   it('are the Backend union, in its order, each with one module', () => {
@@ -49,16 +62,31 @@ describe('the built-in backends', () => {
     expect(backendIds().slice(0, BACKENDS.length)).toEqual([...BACKENDS]);
   });
 
-  it('say which of them register, and how their errors name "not registered"', () => {
-    expect(backendModules().filter((m) => m.registers).map((m) => m.id)).toEqual(['cuda', 'hip']);
-    expect(backendModule('cuda')?.errors).toEqual({ api: 'CUDA', notRegisteredName: 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED' });
-    expect(backendModule('hip')?.errors).toEqual({ api: 'HIP', notRegisteredName: 'hipErrorHostMemoryNotRegistered' });
+  it('say which of them register, and what their drivers call "not registered" and "invalid value"', () => {
+    expect(backendModules().filter((m) => m.registers).map((m) => m.id)).toEqual(['cuda', 'hip', 'fake']);
+    const driverOf = (id: string) => {
+      const m = backendModule(id);
+      return m?.registers ? m.driver : undefined;
+    };
+    expect(driverOf('cuda')).toEqual({
+      api: 'CUDA',
+      notRegistered: { code: 713, name: 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED' },
+      invalidValue: { code: 1, name: 'CUDA_ERROR_INVALID_VALUE' },
+      policy: { failedQuery: 'unknown' },
+    });
+    expect(driverOf('hip')).toEqual({
+      api: 'HIP',
+      notRegistered: { code: 713, name: 'hipErrorHostMemoryNotRegistered' },
+      invalidValue: { code: 1, name: 'hipErrorInvalidValue' },
+      policy: { failedQuery: 'integrated' },
+    });
     expect(backendModules().map((m) => m.libraryEnv)).toEqual([
       'MAPPED_REG_CUDA_LIBRARY',
       'MAPPED_REG_HIP_LIBRARY',
       'MAPPED_REG_OPENCL_LIBRARY',
       'MAPPED_REG_VULKAN_LIBRARY',
       null,
+      'MAPPED_REG_LISTER_LIBRARY',
       'MAPPED_REG_FAKE_LIBRARY',
     ]);
   });
@@ -71,100 +99,119 @@ describe('the built-in backends', () => {
   it('are discovered in three groups: each GPU driver alone, the rest together', () => {
     expect(backendGroups([...BACKENDS])).toEqual([['cuda'], ['hip'], ['opencl', 'vulkan', 'cpu']]);
   });
+
+  it('own their device ids, each by its form', () => {
+    expect(['cuda:0', 'hip:12', 'opencl:3', 'vulkan:1', 'cpu', 'lister:0', 'fake:2'].map((id) => backendOfDevice(id)?.id)).toEqual(['cuda', 'hip', 'opencl', 'vulkan', 'cpu', 'lister', 'fake']);
+    for (const id of ['cuda', 'cuda:', 'cuda:x', 'cpu:0', 'hipx:0', 'nope:0']) expect(backendOfDevice(id), id).toBeUndefined();
+  });
 });
 
-describe('a fake backend added through the registry alone', () => {
-  it('is registered after the built-in ones, once', () => {
-    expect(backendIds()).toEqual([...BACKENDS, 'fake']);
-    expect(isBackend('fake')).toBe(true);
-    expect(backendRank('fake')).toBe(BACKENDS.length);
-    expect(backendRank('nope')).toBe(BACKENDS.length + 1);
-    expect(registersHostMemory('fake')).toBe(false);
-    expect(() => registerBackend(fake)).toThrow(/already registered/);
+describe('the schema names the backends BACKENDS lists, by the forms of their modules', () => {
+  const schema = JSON.parse(readFileSync(schemaPath(), 'utf8')) as {
+    definitions: { backend: { enum: string[] }; device: { properties: { id: { pattern: string } } } };
+  };
+
+  it('its backend enum is BACKENDS, in order', () => {
+    expect(schema.definitions.backend.enum).toEqual([...BACKENDS]);
   });
 
-  it('is listed by discovery, last, and alone when asked alone', () => {
+  it("its device id pattern is the built-in modules' forms", () => {
+    expect(schema.definitions.device.properties.id.pattern).toBe(`^(${BACKENDS.map((b) => backendModule(b)!.deviceId).join('|')})$`);
+  });
+});
+
+describe('a backend that only lists, added through the registry alone', () => {
+  it('is registered after the built-in ones, once', () => {
+    expect(backendIds()).toEqual([...BACKENDS, 'lister', 'fake']);
+    expect(isBackend('lister')).toBe(true);
+    expect(backendRank('lister')).toBe(BACKENDS.length);
+    expect(backendRank('nope')).toBe(BACKENDS.length + 2);
+    expect(registersHostMemory('lister')).toBe(false);
+    expect(() => registerTestBackend(lister)).toThrow(/already registered/);
+  });
+
+  it('is listed by discovery, in its place, and alone when asked alone', () => {
     const all = discover();
-    expect(all.devices.at(-1)?.id).toBe('fake:0');
-    expect(all.backends.map((b) => b.backend)).toEqual([...BACKENDS, 'fake']);
-    const only = discover([FAKE]);
-    expect(only.devices.map((d) => d.id)).toEqual(['fake:0']);
-    expect(only.backends).toEqual([{ backend: 'fake', library: 'libfake.so', devices: 1 }]);
+    expect(all.devices.map((d) => d.id)).toContain('lister:0');
+    expect(all.backends.map((b) => b.backend)).toEqual([...BACKENDS, 'lister', 'fake']);
+    const only = discover([LISTER]);
+    expect(only.devices.map((d) => d.id)).toEqual(['lister:0']);
+    expect(only.backends).toEqual([{ backend: 'lister', library: 'liblister.so', devices: 1 }]);
     expect(only.gpuDriverFound).toBe(false);
   });
 
   it('is a backend --backend accepts, and one of every run by default', () => {
     const args = { size: 1, device: [], runs: 1, minRelativeSpeed: 0.8, timeout: 0 };
-    expect(runOptions({ ...args, backend: ['fake'] }, true, {}).backends).toEqual(['fake']);
-    expect(runOptions({ ...args, backend: [] }, true, {}).backends).toEqual([...BACKENDS, 'fake']);
+    expect(runOptions({ ...args, backend: ['lister'] }, true, {}).backends).toEqual(['lister']);
+    expect(runOptions({ ...args, backend: [] }, true, {}).backends).toEqual([...BACKENDS, 'lister', 'fake']);
     expect(() => runOptions({ ...args, backend: ['nope'] }, true, {})).toThrow(UsageError);
-    expect(() => runOptions({ ...args, backend: ['nope'] }, true, {})).toThrow(/known: cuda, hip, opencl, vulkan, cpu, fake/);
+    expect(() => runOptions({ ...args, backend: ['nope'] }, true, {})).toThrow(/known: cuda, hip, opencl, vulkan, cpu, lister, fake/);
   });
 
   it('gets the discovery group its module names', () => {
-    expect(discoveryGroups(['cuda', FAKE, 'cpu'])).toEqual([['cuda'], ['cpu'], ['fake']]);
-    expect(discoveryGroups([FAKE])).toEqual([['fake']]);
+    expect(discoveryGroups(['cuda', LISTER, 'cpu'])).toEqual([['cuda'], ['cpu'], ['lister']]);
+    expect(discoveryGroups([LISTER])).toEqual([['lister']]);
   });
 
   it("is selected, offered and merged in the registry's order", () => {
-    const fakeFound = plainDiscovery(discover([FAKE]));
+    const listerFound = plainDiscovery(discover([LISTER]));
     const cpuFound = plainDiscovery(discover(['cpu']));
-    const merged = mergeDiscoveries([fakeFound, cpuFound]);
-    expect(merged.devices.map((d) => d.id)).toEqual(['cpu', 'fake:0']);
-    expect(merged.backends.map((b) => b.backend)).toEqual(['cpu', 'fake']);
+    const merged = mergeDiscoveries([listerFound, cpuFound]);
+    expect(merged.devices.map((d) => d.id)).toEqual(['cpu', 'lister:0']);
+    expect(merged.backends.map((b) => b.backend)).toEqual(['cpu', 'lister']);
 
-    const s: Selection = { ...noHooks, backends: ['cpu', FAKE], devices: ['fake:0'] };
+    const s: Selection = { ...noHooks, backends: ['cpu', LISTER], devices: ['lister:0'] };
     expect(selectionProblem(merged, s, {})).toBeUndefined();
-    expect(selectDevices(merged, s).map((d) => d.id)).toEqual(['fake:0']);
-    expect(pickDevice(fakeFound, noHooks)?.id).toBe('fake:0');
+    expect(selectDevices(merged, s).map((d) => d.id)).toEqual(['lister:0']);
+    expect(pickDevice(listerFound, noHooks)?.id).toBe('lister:0');
     // it never registers: offered with no GPU, kept; beside a GPU, checked with the others later
-    expect(isGpuDriver({ backend: FAKE })).toBe(false);
-    expect(keeps([fakeFound.devices[0]])).toEqual([true]);
-    expect(validSoFar([{ backends: [FAKE], discovery: fakeFound }], s, {})).toBe(true);
-    expect(selectionProblem(merged, { ...s, devices: ['fake:1'] }, {})).toMatch(/unknown device fake:1/);
+    expect(isGpuDriver({ backend: LISTER })).toBe(false);
+    expect(keeps([listerFound.devices[0]])).toEqual([true]);
+    expect(validSoFar([{ backends: [LISTER], discovery: listerFound }], s, {})).toBe(true);
+    expect(selectionProblem(merged, { ...s, devices: ['lister:1'] }, {})).toMatch(/unknown device lister:1/);
   });
 
-  it("is decided by the model from its framework, as data from another process too", () => {
-    const [plain] = plainDiscovery(discover([FAKE])).devices;
+  it('is decided by the model from its framework, as data from another process too', () => {
+    const [plain] = plainDiscovery(discover([LISTER])).devices;
     const rebuilt = deviceFromPlain(plain!);
     expect(rebuilt.device.sharedMemoryQuery).toBeUndefined();
-    expect(staticVerdict(rebuilt.device)).toEqual(staticVerdict(fakeDevice().device));
+    expect(staticVerdict(rebuilt.device)).toEqual(staticVerdict(listerDevice().device));
     expect(JSON.stringify(staticVerdict(rebuilt.device))).toMatch(/Not_measured/);
+  });
+
+  it('does not validate: the schema names the product backends only', () => {
+    const fixture = JSON.parse(readFileSync(new URL('./fixtures/cuda.json', import.meta.url), 'utf8')) as { devices: Record<string, unknown>[] };
+    expect(schemaProblems(fixture)).toBeUndefined();
+    const run = structuredClone(fixture);
+    run.devices = [{ ...run.devices[0]!, id: 'lister:0', backend: 'lister' }];
+    expect(schemaProblems(run)).toMatch(/backend|pattern|enum/);
   });
 });
 
-describe("the fake backend's results and the schema", () => {
-  const fixture = JSON.parse(readFileSync(new URL('./fixtures/cuda.json', import.meta.url), 'utf8')) as { devices: Record<string, unknown>[]; backends?: Record<string, unknown>[] };
-  const withFake = (): unknown => {
-    const run = structuredClone(fixture);
-    run.devices = [{ ...run.devices[0]!, id: 'fake:0', backend: 'fake' }];
-    return run;
-  };
-
-  it('the fixture validates as it is', () => {
-    expect(schemaProblems(fixture)).toBeUndefined();
+describe('a backend that registers, added through the registry alone', () => {
+  it('registers host memory: a discovery group of its own, its devices probed in their own process', () => {
+    expect(registersHostMemory(FAKE)).toBe(true);
+    expect(isGpuDriver({ backend: FAKE })).toBe(true);
+    expect(discoveryGroups(['cuda', FAKE, 'cpu', LISTER])).toEqual([['cuda'], ['cpu'], ['lister'], ['fake']]);
   });
 
-  it('does not validate until the schema names the backend: its enum and the device id pattern, and nothing else', () => {
-    expect(schemaProblems(withFake())).toMatch(/backend|pattern|enum/);
-    const schema = JSON.parse(readFileSync(schemaPath(), 'utf8')) as {
-      definitions: { backend: { enum: string[] }; device: { properties: { id: { pattern: string } } } };
-    };
-    schema.definitions.backend.enum.push('fake');
-    schema.definitions.device.properties.id.pattern = schema.definitions.device.properties.id.pattern.replace('(cuda|hip|opencl|vulkan)', '(cuda|hip|opencl|vulkan|fake)');
-    const validate = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true }).compile(schema);
-    expect(validate(withFake()), JSON.stringify(validate.errors)).toBe(true);
+  it('with no library there: a note, and no GPU driver found', () => {
+    const found = discover([FAKE]);
+    expect(found.devices).toEqual([]);
+    expect(found.backends[0]?.note).toMatch(/^Fake: libfake_double\.so not found/);
+    expect(found.gpuDriverFound).toBe(false);
   });
 });
 
 describe('the kits of the drivers that register, against their doubles', () => {
-  it('CUDA: its library variable, its 713 by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
+  it('CUDA: its library variable, its not-registered code by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
     const { loadDouble } = await import('./support/drivers.js');
     const native = loadDouble('cuda').discovery.devices.find((d) => d.backend === 'cuda')!.native!;
     const { kit } = native;
     expect(kit.libraryEnv).toBe(backendModule('cuda')?.libraryEnv);
-    expect(kit.notRegisteredName).toBe(native.driver.errorName(713));
-    expect(kit.notRegisteredName).toBe(backendModule('cuda')?.errors?.notRegisteredName);
+    expect(kit.notRegistered.name).toBe(loadCuda(native.library).errorName(kit.notRegistered.code));
+    expect(kit.notRegistered).toEqual(cuda.driver.notRegistered);
+    expect(loadCuda(native.library).errorName(cuda.driver.invalidValue.code)).toBe(cuda.driver.invalidValue.name);
     expect(kit.readOnlyFlag).toBe(0x08);
     const { call, query } = kit.attributeCall();
     expect(call).toBe('cuDeviceGetAttribute');
@@ -176,12 +223,14 @@ describe('the kits of the drivers that register, against their doubles', () => {
     expect(native.withOps(4096, (ops) => ops.bytes)).toBe(4096);
   });
 
-  it('HIP: its library variable, its 713 by the runtime\'s name, hipDeviceReset, nothing kept, no read-only flag', async () => {
+  it('HIP: its library variable, its not-registered code by the runtime\'s name, hipDeviceReset, nothing kept, no read-only flag', async () => {
     const { loadDouble } = await import('./support/drivers.js');
     const native = loadDouble('hip').discovery.devices.find((d) => d.backend === 'hip')!.native!;
     const { kit } = native;
     expect(kit.libraryEnv).toBe(backendModule('hip')?.libraryEnv);
-    expect(kit.notRegisteredName).toBe(native.driver.errorName(713));
+    expect(kit.notRegistered.name).toBe(loadHip(native.library).errorName(kit.notRegistered.code));
+    expect(kit.notRegistered).toEqual(hip.driver.notRegistered);
+    expect(loadHip(native.library).errorName(hip.driver.invalidValue.code)).toBe(hip.driver.invalidValue.name);
     expect(kit.readOnlyFlag).toBeUndefined();
     expect(kit.contextReset.releaseKept).toBeUndefined();
     const { call, query } = kit.attributeCall();

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   type Device,
+  type RegistrationPolicy,
   type Ops,
   type Verdict,
   Interrupted,
@@ -16,12 +17,21 @@ import {
   withDeviceOps,
   windowSize,
 } from '../src/index.js';
+import { backendModule } from '../bindings/registry.js';
 import { MemoryOps, memHost, randomBytes } from './support/memory-ops.js';
 
 /** The spec's unit, written out here so that a change of it in src/ is caught, not followed. */
 const UNIT = 64 * 1024;
 
-/** A device whose query and ops are spies; ops are an in-memory double. */
+/** The policy the backend module of `framework`'s family gives its devices (CUDA's, HIP's); none for the others. */
+function registrationOf(framework: string): RegistrationPolicy | undefined {
+  const m = backendModule(frameworkFamily(framework) ?? '');
+  return m?.registers ? m.driver.policy : undefined;
+}
+
+const CUDA_POLICY = registrationOf('CUDA');
+
+/** A device whose query and ops are spies; ops are an in-memory double, with its backend's registration policy. */
 function device(framework: string, type: Device['type'], query?: () => boolean | undefined) {
   const sharedMemoryQuery = query ? vi.fn(query) : undefined;
   const made: MemoryOps[] = [];
@@ -30,7 +40,8 @@ function device(framework: string, type: Device['type'], query?: () => boolean |
     made.push(ops);
     return f(ops);
   });
-  const d: Device = { id: `${framework.toLowerCase()}:0`, framework, name: `${framework} test device`, type, withOps: withOps as Device['withOps'] & typeof withOps, ...(sharedMemoryQuery ? { sharedMemoryQuery } : {}) };
+  const registration = registrationOf(framework);
+  const d: Device = { id: `${framework.toLowerCase()}:0`, framework, name: `${framework} test device`, type, withOps: withOps as Device['withOps'] & typeof withOps, ...(sharedMemoryQuery ? { sharedMemoryQuery } : {}), ...(registration ? { registration } : {}) };
   return { d, sharedMemoryQuery, withOps, made };
 }
 
@@ -150,11 +161,25 @@ describe('staticVerdict', () => {
   });
 });
 
-describe('probe and withDeviceOps on a device', () => {
-  const region = () => {
-    const map = memHost(randomBytes(4 * UNIT));
-    return { map, reference: map.bytes.slice() };
-  };
+describe('staticVerdict: the registration policy is data', () => {
+  it('the registration policy, not the framework name, makes the model ask: an unlisted name with a policy asks, CUDA without one does not', () => {
+    const asked = device('Level0', 'gpu', () => false);
+    expect(staticVerdict({ ...asked.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Self_test_required' });
+    const failed = device('Level0', 'gpu', () => { throw new Error('query failed'); });
+    expect(decided({ ...failed.d, registration: { failedQuery: 'integrated' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Integrated_gpu' } });
+    expect(decided({ ...failed.d, registration: { failedQuery: 'unknown' } })).toEqual({ kind: 'Refused', refusal: { kind: 'Device_kind_unknown' } });
+    const { registration: _none, ...bare } = device('CUDA', 'gpu', () => false).d;
+    expect(decided(bare).kind === 'Refused' && decided(bare)).toMatchObject({ refusal: { kind: 'Not_measured' } });
+  });
+});
+
+/** A mapping of random bytes, and its reference. */
+const region = () => {
+  const map = memHost(randomBytes(4 * UNIT));
+  return { map, reference: map.bytes.slice() };
+};
+
+describe('probe on a device', () => {
 
   it('decided and refused devices reach no op at all and never read map or reference', () => {
     const cases = [device('Vulkan', 'gpu', () => false), device('OpenCL', 'cpu'), device('CUDA', 'gpu', () => true), device('HIP', 'gpu', () => { throw new Error('x'); }), device('OpenCL', 'gpu'), device('SYCL', 'gpu')];
@@ -204,19 +229,22 @@ describe('probe and withDeviceOps on a device', () => {
 
   it('ops that cannot be opened (no device memory) give Inconclusive; a device with no ops too', () => {
     const { map, reference } = region();
-    const broken: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', sharedMemoryQuery: () => false, withOps: () => { throw new Error('CUDA_ERROR_OUT_OF_MEMORY'); } };
+    const broken: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', registration: CUDA_POLICY, sharedMemoryQuery: () => false, withOps: () => { throw new Error('CUDA_ERROR_OUT_OF_MEMORY'); } };
     const v = probe(broken, map, reference);
     expect(v.kind === 'Inconclusive' && v.reason).toMatch(/OUT_OF_MEMORY/);
-    const none: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', sharedMemoryQuery: () => false };
+    const none: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', registration: CUDA_POLICY, sharedMemoryQuery: () => false };
     expect(probe(none, map, reference).kind).toBe('Inconclusive');
   });
 
   it('a fatal error while opening the ops is rethrown', () => {
     const { map, reference } = region();
-    const d: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', sharedMemoryQuery: () => false, withOps: () => { throw new Interrupted(); } };
+    const d: Device = { id: 'cuda:0', framework: 'CUDA', name: 'x', type: 'gpu', registration: CUDA_POLICY, sharedMemoryQuery: () => false, withOps: () => { throw new Interrupted(); } };
     expect(() => probe(d, map, reference)).toThrow(Interrupted);
   });
 
+});
+
+describe('withDeviceOps on a device', () => {
   it('withDeviceOps refuses (throws) a device whose static verdict is Refused, before any op exists', () => {
     for (const { d, withOps } of [device('Vulkan', 'gpu', () => false), device('CUDA', 'gpu', () => true), device('OpenCL', 'gpu')]) {
       const f = vi.fn();

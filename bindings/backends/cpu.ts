@@ -21,6 +21,7 @@ export const cpu = {
   framework: 'Native',
   libraryEnv: null,
   group: 'discovery-only',
+  deviceId: 'cpu',
   registers: false,
   discover: () => ({ devices: [cpuDevice()], report: { backend: 'cpu', library: null, devices: 1 } }),
 } as const satisfies BackendModule;

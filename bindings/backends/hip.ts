@@ -1,73 +1,44 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
-import { errorText } from '../../src/fatal.js';
-import { type BackendModule, type DiscoveredDevice, type NativeKit, ask, failedToStart, notLoaded, replay } from '../backend.js';
-import type { DeviceOps, WithOpsOptions } from '../device-ops.js';
-import { HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
+import { type BackendModule, type DiscoveredDevice, ask } from '../backend.js';
+import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
+import { discoverRegistering, registeringDevice } from './registering.js';
 
-const NOT_REGISTERED_NAME = 'hipErrorHostMemoryNotRegistered';
-
-function hipKit(driver: HipDriver, ordinal: number): NativeKit {
-  return {
-    libraryEnv: HIP_LIBRARY_ENV,
-    notRegisteredName: NOT_REGISTERED_NAME,
-    contextReset: {
-      call: 'hipDeviceReset',
-      // hipDeviceReset resets the current device: this one first
-      reset: () => {
-        driver.setDevice(ordinal);
-        driver.deviceReset();
+function hipDevice(driver: HipDriver, i: number, version: string): DiscoveredDevice {
+  const integrated = ask(() => driver.integrated(i));
+  return registeringDevice(hip, {
+    ordinal: i,
+    name: driver.name(i),
+    pciBusId: driver.pciBusId(i),
+    totalMemBytes: driver.totalMem(i),
+    integrated,
+    version,
+    library: driver.path,
+    kit: {
+      contextReset: {
+        call: 'hipDeviceReset',
+        // hipDeviceReset resets the current device: this one first
+        reset: () => {
+          driver.setDevice(i);
+          driver.deviceReset();
+        },
+      },
+      attributeCall: () => {
+        const attr = driver.integratedAttribute();
+        return { call: 'hipDeviceGetAttribute', query: () => driver.attribute(i, attr) };
       },
     },
-    attributeCall: () => {
-      const attr = driver.integratedAttribute();
-      return { call: 'hipDeviceGetAttribute', query: () => driver.attribute(ordinal, attr) };
-    },
-  };
+    withOps: (bytes, f, options) => withHipOps(driver, i, bytes, f, options),
+    // HIP keeps its context for the process anyway: nothing to keep
+    keepContext: () => {},
+  });
 }
 
-function discoverHip(): ReturnType<BackendModule['discover']> {
-  let driver: HipDriver;
-  try {
-    driver = loadHip();
-  } catch (e) {
-    return notLoaded('hip', e);
-  }
-  try {
-    const rv = driver.runtimeVersion();
-    const version = `${rv.major}.${rv.minor}.${rv.patch}`;
-    const { count, reason } = driver.devices();
-    const devices: DiscoveredDevice[] = [];
-    for (let i = 0; i < count; i++) {
-      const integrated = ask(() => driver.integrated(i));
-      const name = driver.name(i);
-      const withOps = <T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T => withHipOps(driver, i, bytes, f, options);
-      devices.push({
-        id: `hip:${i}`,
-        backend: 'hip',
-        name,
-        pciBusId: driver.pciBusId(i).toLowerCase(),
-        driver: { name: 'HIP', version },
-        integrated: integrated.ok ? integrated.value : null,
-        ...(integrated.ok ? {} : { integratedError: errorText(integrated.error) }),
-        type: 'gpu',
-        totalMemBytes: driver.totalMem(i),
-        device: {
-          id: `hip:${i}`,
-          framework: 'HIP',
-          name,
-          type: 'gpu',
-          sharedMemoryQuery: replay(integrated),
-          withOps,
-        },
-        // HIP keeps its context for the process anyway: nothing to keep
-        native: { api: 'HIP', driver, ordinal: i, kit: hipKit(driver, i), withOps, keepContext: () => {} },
-      });
-    }
-    const note = reason ? `HIP: ${reason} (${driver.path}, HIP ${version})` : undefined;
-    return { devices, report: { backend: 'hip', library: driver.path, devices: count, ...(note ? { note } : {}) } };
-  } catch (e) {
-    return { devices: [], report: failedToStart('hip', driver.path, e) };
-  }
+function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: string } {
+  const rv = driver.runtimeVersion();
+  const version = `${rv.major}.${rv.minor}.${rv.patch}`;
+  const { count, reason } = driver.devices();
+  const devices = Array.from({ length: count }, (_, i) => hipDevice(driver, i, version));
+  return { devices, ...(reason ? { note: `HIP: ${reason} (${driver.path}, HIP ${version})` } : {}) };
 }
 
 export const hip = {
@@ -75,7 +46,14 @@ export const hip = {
   framework: 'HIP',
   libraryEnv: HIP_LIBRARY_ENV,
   group: 'hip',
+  deviceId: 'hip:\\d+',
   registers: true,
-  errors: { api: 'HIP', notRegisteredName: NOT_REGISTERED_NAME },
-  discover: discoverHip,
+  driver: {
+    api: 'HIP',
+    notRegistered: { code: HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, name: 'hipErrorHostMemoryNotRegistered' },
+    invalidValue: { code: HIP_ERROR_INVALID_VALUE, name: 'hipErrorInvalidValue' },
+    // HIP counts a failed query as an integrated device
+    policy: { failedQuery: 'integrated' },
+  },
+  discover: () => discoverRegistering('hip', loadHip, listHip),
 } as const satisfies BackendModule;

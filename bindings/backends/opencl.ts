@@ -8,6 +8,7 @@ export const opencl = {
   framework: 'OpenCL',
   libraryEnv: OPENCL_LIBRARY_ENV,
   group: 'discovery-only',
+  deviceId: 'opencl:\\d+',
   registers: false,
   discover: () => apiDiscovery('opencl', 'OpenCL', discoverOpenCL()),
 } as const satisfies BackendModule;

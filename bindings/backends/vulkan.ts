@@ -9,6 +9,7 @@ export const vulkan = {
   framework: 'Vulkan',
   libraryEnv: VULKAN_LIBRARY_ENV,
   group: 'discovery-only',
+  deviceId: 'vulkan:\\d+',
   registers: false,
   discover: () => apiDiscovery('vulkan', 'Vulkan', discoverVulkan()),
 } as const satisfies BackendModule;

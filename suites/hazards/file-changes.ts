@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { pwrite } from '../../bindings/libc.js';
 import type { CheckContext, Observation } from '../check.js';
-import { MiB, hazard, hex, nothingTo, ok, registerOrNothingTo, serve, servedText, session, sizeText, text, withFile, withMappedFile } from './harness.js';
+import { MiB, hazard, hex, nothingTo, succeeded, registerOrNothingTo, serveCopy, servedText, withHeld, sizeText, codeText, withFile, withMappedFile } from './harness.js';
 import { TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, type TruncateLine, copyOutcome, runTruncateChild, truncateChildScript } from './truncate.js';
 
 /** hazard.truncate_contained: the mapping, the length it is cut to, and the two copies from the cut tail. */
@@ -14,21 +14,21 @@ const TRUNCATE_SMALL_BYTES = 4096;
 
 export const coherentAfterWrite = hazard('hazard.coherent_after_write', 'a pwrite into the file after registration is seen by the device', (ctx) =>
   withMappedFile(ctx, {}, (m, bytes, ops, fd) =>
-    session(ops, (held) => {
+    withHeld(ops, (held) => {
       const expected = "the device copies the file's new bytes";
       const reg = registerOrNothingTo(held, m, { expected, nothingTo: 'copy from' });
       if (nothingTo(reg)) return reg.refused;
-      const before = serve(ops, m, bytes);
+      const before = serveCopy(ops, m, bytes);
       // Every byte changes, so a stale copy cannot pass for a fresh one anywhere.
       const fresh = bytes.map((b) => b ^ 0xff);
       for (let done = 0; done < fresh.length; ) done += pwrite(fd, fresh.subarray(done), done);
-      const after = serve(ops, m, fresh, bytes);
+      const after = serveCopy(ops, m, fresh, bytes);
       const un = held.unregister(m);
-      const good = before.diff === -1 && after.diff === -1 && ok(un);
+      const good = before.diff === -1 && after.diff === -1 && succeeded(un);
       return {
         status: good ? 'pass' : 'fail',
         expected,
-        observed: `register 0; before the write: ${servedText(before)}; after a pwrite of ${sizeText(fresh.length)}: ${after.diff === -1 ? 'the new bytes' : servedText(after)}; unregister ${text(un)}`,
+        observed: `register 0; before the write: ${servedText(before)}; after a pwrite of ${sizeText(fresh.length)}: ${after.diff === -1 ? 'the new bytes' : servedText(after)}; unregister ${codeText(un)}`,
         ...(good ? {} : { message: before.diff !== -1 ? 'wrong bytes before the write' : after.diff !== -1 ? 'the device did not see the write' : 'the release failed' }),
         data: { register: 0, before: before.diff, after: after.diff, stale: after.stale, unregister: un.code },
       };

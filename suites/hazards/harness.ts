@@ -6,6 +6,7 @@
 // hold), every registration made is unregistered before the check returns (a failure is part of what it saw),
 // every mapping goes back through releaseMapping (which keeps a range still in the table mapped) and every file
 // is removed.
+import type { DriverCode } from '../../bindings/backend.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { type DriverResult, driverResult } from '../../bindings/errors.js';
 import { MAP_SHARED, PROT_READ, type Mapping } from '../../bindings/libc.js';
@@ -18,23 +19,22 @@ export { MiB };
 /** The file of the byte checks: small, many pages. */
 export const FILE_BYTES = MiB;
 
-/** Same number in CUDA and HIP. */
-export const INVALID_VALUE = 1;
-export const NOT_REGISTERED = 713;
-
 // ---- driver results ----
 
 export type Code = DriverResult;
-export const call = driverResult;
+export const driverCall = driverResult;
+
+/** The device's driver's "host memory not registered" (its module says which code: 713 on CUDA and HIP). */
+export const notRegistered = (ctx: CheckContext): DriverCode => ctx.device.native!.kit.notRegistered;
 
 /** `0`, or `712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`. */
-export function text(c: Code): string {
+export function codeText(c: Code): string {
   return c.code === 0 ? '0' : `${c.code} ${c.name}`;
 }
 
-export const ok = (c: Code | undefined): boolean => c !== undefined && c.code === 0;
+export const succeeded = (c: Code | undefined): boolean => c !== undefined && c.code === 0;
 export const hex = (n: number): string => `0x${n.toString(16)}`;
-export const addr = (h: Host): string => `0x${h.address.toString(16)}`;
+export const addressText = (h: Host): string => `0x${h.address.toString(16)}`;
 export const sizeText = (n: number): string => (n >= MiB && n % MiB === 0 ? `${n / MiB} MiB` : n >= 1024 && n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);
 
 // ---- bytes ----
@@ -49,21 +49,21 @@ export interface Served {
 }
 
 /** Round trip of `host` through the device into a page-locked buffer, compared with `expected` (and `old`). */
-export function serve(ops: DeviceOps, host: Host, expected: Uint8Array, old?: Uint8Array): Served {
+export function serveCopy(ops: DeviceOps, host: Host, expected: Uint8Array, old?: Uint8Array): Served {
   const into = ops.allocHost(host.bytes.length);
   try {
-    const copy = call(() => ops.roundTrip(host, into));
+    const copy = driverCall(() => ops.roundTrip(host, into));
     if (copy.code !== 0) return { copy, diff: null, zeros: false, stale: false };
     const diff = firstDifference(into.bytes, expected);
     return { copy, diff, zeros: diff !== -1 && into.bytes.every((b) => b === 0), stale: diff !== -1 && old !== undefined && firstDifference(into.bytes, old) === -1 };
   } finally {
     // A buffer that will not free now is freed (or reported) by withOps when it returns.
-    call(() => ops.freeHost(into));
+    driverCall(() => ops.freeHost(into));
   }
 }
 
 export function servedText(s: Served): string {
-  if (s.diff === null) return `copy ${text(s.copy)}`;
+  if (s.diff === null) return `copy ${codeText(s.copy)}`;
   if (s.diff === -1) return 'bytes equal';
   if (s.stale) return 'stale bytes (the old ones)';
   return `bytes differ at offset ${s.diff}${s.zeros ? ' (all zeros)' : ''}`;
@@ -77,13 +77,13 @@ export class Held {
   constructor(readonly ops: DeviceOps) {}
 
   register(host: Host, flags: number): Code {
-    const c = call(() => this.ops.registerWithFlags(host, flags));
+    const c = driverCall(() => this.ops.registerWithFlags(host, flags));
     if (c.code === 0) this.live.push(host);
     return c;
   }
 
   unregister(host: Host): Code {
-    const c = call(() => this.ops.unregister(host));
+    const c = driverCall(() => this.ops.unregister(host));
     if (c.code === 0) {
       const i = this.live.indexOf(host);
       if (i >= 0) this.live.splice(i, 1);
@@ -101,7 +101,7 @@ export class Held {
  * Runs `body` with the check's registrations, then releases what it left registered. A release here that
  * fails is added to the observation and makes it fail: the range stays in the model's table, mapped.
  */
-export function session(ops: DeviceOps, body: (held: Held) => Observation): Observation {
+export function withHeld(ops: DeviceOps, body: (held: Held) => Observation): Observation {
   const held = new Held(ops);
   let o: Observation | undefined;
   try {
@@ -112,8 +112,8 @@ export function session(ops: DeviceOps, body: (held: Held) => Observation): Obse
       const failed = left.filter((l) => l.code.code !== 0);
       o = {
         ...o,
-        observed: `${o.observed}; release at the end: ${left.map((l) => `unregister ${addr(l.host)} ${text(l.code)}`).join(', ')}`,
-        data: { ...o.data, cleanup: left.map((l) => ({ address: addr(l.host), code: l.code.code, name: l.code.name })) },
+        observed: `${o.observed}; release at the end: ${left.map((l) => `unregister ${addressText(l.host)} ${codeText(l.code)}`).join(', ')}`,
+        data: { ...o.data, cleanup: left.map((l) => ({ address: addressText(l.host), code: l.code.code, name: l.code.name })) },
         ...(failed.length > 0
           ? {
               status: 'fail' as const,
@@ -143,8 +143,8 @@ export function registerOrNothingTo(
   o: { expected: string; nothingTo: string; label?: string; key?: string; flags?: number },
 ): Code | NothingTo {
   const c = held.register(host, o.flags ?? held.ops.registerFlags);
-  if (ok(c)) return c;
-  return { refused: { status: 'fail', expected: o.expected, observed: `${o.label ?? 'register'} ${text(c)}`, message: `nothing to ${o.nothingTo}`, data: { [o.key ?? 'register']: c.code } } };
+  if (succeeded(c)) return c;
+  return { refused: { status: 'fail', expected: o.expected, observed: `${o.label ?? 'register'} ${codeText(c)}`, message: `nothing to ${o.nothingTo}`, data: { [o.key ?? 'register']: c.code } } };
 }
 
 /** Whether the opening found nothing to do (see registerOrNothingTo). */
@@ -166,7 +166,7 @@ export function withMapping<T>(ctx: CheckContext, fd: number, size: number, prot
   try {
     return f(m);
   } finally {
-    if (!releaseMapping(m)) ctx.log(`mapping ${addr(m)} (+${m.length}) kept mapped: the driver may still hold it`);
+    if (!releaseMapping(m)) ctx.log(`mapping ${addressText(m)} (+${m.length}) kept mapped: the driver may still hold it`);
   }
 }
 
@@ -184,7 +184,7 @@ export function withMappedFile(
 
 // ---- applies ----
 
-/** The hazard checks need registration: CUDA and HIP devices. */
+/** The hazard checks need registration: the devices of a driver that registers (CUDA, HIP), which carry native ops. */
 export function hasRegistration(ctx: CheckContext): true | string {
   if (ctx.device.native) return true;
   const s = staticVerdict(ctx.device.device);
@@ -206,14 +206,14 @@ export interface Trial {
 
 export function registerServeRelease(held: Held, host: Host, bytes: Uint8Array, flags: number): Trial {
   const register = held.register(host, flags);
-  if (!ok(register)) return { flags, register };
-  const served = serve(held.ops, host, bytes);
+  if (!succeeded(register)) return { flags, register };
+  const served = serveCopy(held.ops, host, bytes);
   return { flags, register, served, unregister: held.unregister(host) };
 }
 
 export function trialText(t: Trial): string {
-  if (!t.served || !t.unregister) return `register ${text(t.register)}`;
-  return `register 0; ${servedText(t.served)}; unregister ${text(t.unregister)}`;
+  if (!t.served || !t.unregister) return `register ${codeText(t.register)}`;
+  return `register 0; ${servedText(t.served)}; unregister ${codeText(t.unregister)}`;
 }
 
 export function trialData(t: Trial): Record<string, unknown> {
@@ -230,8 +230,8 @@ export function trialData(t: Trial): Record<string, unknown> {
 export function servesOrRefuses(held: Held, host: Host, bytes: Uint8Array, flags: number, what: string): Observation {
   const expected = `${what}: refused, or registered (flags ${hex(flags)}) serving the file's bytes and released at the first try`;
   const t = registerServeRelease(held, host, bytes, flags);
-  if (!ok(t.register)) return { expected, observed: `refused: register ${text(t.register)}`, data: trialData(t) };
-  const good = t.served?.diff === -1 && ok(t.unregister);
+  if (!succeeded(t.register)) return { expected, observed: `refused: register ${codeText(t.register)}`, data: trialData(t) };
+  const good = t.served?.diff === -1 && succeeded(t.unregister);
   return {
     status: good ? 'pass' : 'fail',
     expected,

@@ -4,7 +4,7 @@
 import { randomFillSync } from 'node:crypto';
 import { MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, closeFd, memfdCreate, pwrite, statfs } from '../../bindings/libc.js';
 import { withTrackedOps } from '../context.js';
-import { FILE_BYTES, hazard, servesOrRefuses, session, withMappedFile, withMapping } from './harness.js';
+import { FILE_BYTES, hazard, servesOrRefuses, withHeld, withMappedFile, withMapping } from './harness.js';
 
 /** Where tmpfs is. */
 const TMPFS_DIR = '/dev/shm';
@@ -17,7 +17,7 @@ export const tmpfsBytes = hazard('hazard.tmpfs_bytes', 'a file on tmpfs: refused
     fs = e instanceof Error ? e.message : String(e);
   }
   if (fs !== 'tmpfs') return { status: 'warn', expected: `a tmpfs at ${TMPFS_DIR}`, observed: `not measured: ${TMPFS_DIR} is ${fs}` };
-  return withMappedFile(ctx, { dir: TMPFS_DIR }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, `PROT_READ MAP_SHARED file on tmpfs (${TMPFS_DIR})`)));
+  return withMappedFile(ctx, { dir: TMPFS_DIR }, (m, bytes, ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, `PROT_READ MAP_SHARED file on tmpfs (${TMPFS_DIR})`)));
 });
 
 export const memfdBytes = hazard('hazard.memfd_bytes', 'a memfd mapped read-write and shared: refused, or registered serving its bytes', (ctx) => {
@@ -29,7 +29,7 @@ export const memfdBytes = hazard('hazard.memfd_bytes', 'a memfd mapped read-writ
     for (let done = 0; done < size; ) done += pwrite(fd, bytes.subarray(done), done);
     // Writable memory registers without the read-only flag.
     return withMapping(ctx, fd, size, PROT_READ | PROT_WRITE, MAP_SHARED, (m) =>
-      withTrackedOps(ctx, size, (ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
+      withTrackedOps(ctx, size, (ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
     );
   } finally {
     closeFd(fd);
@@ -37,5 +37,5 @@ export const memfdBytes = hazard('hazard.memfd_bytes', 'a memfd mapped read-writ
 });
 
 export const privateMappingBytes = hazard('hazard.private_mapping_bytes', 'a private read-only file mapping: refused, or registered serving its bytes', (ctx) =>
-  withMappedFile(ctx, { flags: MAP_PRIVATE }, (m, bytes, ops) => session(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
+  withMappedFile(ctx, { flags: MAP_PRIVATE }, (m, bytes, ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
 );

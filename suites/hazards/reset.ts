@@ -5,12 +5,13 @@ import { MAP_SHARED, PROT_READ } from '../../bindings/libc.js';
 import { registrations } from '../../src/index.js';
 import type { CheckContext, Observation } from '../check.js';
 import { withTrackedOps } from '../context.js';
-import { type Code, FILE_BYTES, NOT_REGISTERED, addr, call, hazard, ok, text, withFile, withMapping } from './harness.js';
+import { type Code, FILE_BYTES, addressText, driverCall, hazard, notRegistered, succeeded, codeText, withFile, withMapping } from './harness.js';
 
 function contextReset(ctx: CheckContext): Observation {
   const native = ctx.device.native!;
   const how = native.kit.contextReset.call;
-  const expected = `after ${how} while registered, unregister says not registered (${NOT_REGISTERED}) and the range registers and releases again`;
+  const notRegisteredCode = notRegistered(ctx).code;
+  const expected = `after ${how} while registered, unregister says not registered (${notRegisteredCode}) and the range registers and releases again`;
   return withFile(ctx.options.scratchDir, FILE_BYTES, (file) =>
     withMapping(ctx, file.fd, FILE_BYTES, PROT_READ, MAP_SHARED, (m) => {
       // Left registered on purpose. withCudaOps then keeps its primary context retain (the last release would
@@ -18,42 +19,42 @@ function contextReset(ctx: CheckContext): Observation {
       let flags = 0;
       const first = withTrackedOps(ctx, FILE_BYTES, (ops) => {
         flags = ops.registerFlags;
-        return call(() => ops.registerWithFlags(m, flags));
+        return driverCall(() => ops.registerWithFlags(m, flags));
       });
       if (first.code !== 0) {
-        return { status: 'fail', expected, observed: `register ${text(first)}: nothing to reset under`, data: { register: first.code, registerName: first.name } };
+        return { status: 'fail', expected, observed: `register ${codeText(first)}: nothing to reset under`, data: { register: first.code, registerName: first.name } };
       }
-      const reset = call(() => native.kit.contextReset.reset());
+      const reset = driverCall(() => native.kit.contextReset.reset());
       const after = withTrackedOps(ctx, FILE_BYTES, (ops) => {
-        const unregister = call(() => ops.unregister(m));
+        const unregister = driverCall(() => ops.unregister(m));
         if (unregister.code === 0) return { unregister };
-        const again = call(() => ops.registerWithFlags(m, flags));
-        const release = ok(again) ? call(() => ops.unregister(m)) : undefined;
+        const again = driverCall(() => ops.registerWithFlags(m, flags));
+        const release = succeeded(again) ? driverCall(() => ops.unregister(m)) : undefined;
         // Not released at the first try: once more, as any check cleans up (first-try release is judged elsewhere).
-        const retry = release && !ok(release) ? call(() => ops.unregister(m)) : undefined;
+        const retry = release && !succeeded(release) ? driverCall(() => ops.unregister(m)) : undefined;
         return { unregister, again, release, retry };
       });
       // The driver said it no longer held the range, then took it again and released it: the entry of the first
       // registration, whose unregister failed, is stale. Otherwise it stays (and the mapping with it).
-      const gone = after.unregister.code !== 0 && ok(after.again) && (ok(after.release) || ok(after.retry));
+      const gone = after.unregister.code !== 0 && succeeded(after.again) && (succeeded(after.release) || succeeded(after.retry));
       if (gone) registrations.remove(m);
       let retain: Code | undefined;
       const releaseKept = native.kit.contextReset.releaseKept;
       if (releaseKept) {
         // (CUDA) The retain withCudaOps kept for the first registration: a reset does not release it. Given back once
         // nothing of this range is held any more (else the last release could drop what the table still holds).
-        if (!registrations.isPinned(m)) retain = call(releaseKept);
-        else ctx.log(`the primary context retain kept for ${addr(m)} stays: the range may still be registered`);
+        if (!registrations.isPinned(m)) retain = driverCall(releaseKept);
+        else ctx.log(`the primary context retain kept for ${addressText(m)} stays: the range may still be registered`);
       }
-      const good = ok(reset) && after.unregister.code === NOT_REGISTERED && gone && ok(after.release);
+      const good = succeeded(reset) && after.unregister.code === notRegisteredCode && gone && succeeded(after.release);
       const parts = [
         `register 0`,
-        `${how} ${text(reset)}`,
-        `unregister after the reset ${text(after.unregister)}`,
-        ...(after.again ? [`registered again ${text(after.again)}`] : []),
-        ...(after.release ? [`released ${text(after.release)}`] : []),
-        ...(after.retry ? [`released on a retry ${text(after.retry)}`] : []),
-        ...(retain ? [`the kept context retain released ${text(retain)}`] : []),
+        `${how} ${codeText(reset)}`,
+        `unregister after the reset ${codeText(after.unregister)}`,
+        ...(after.again ? [`registered again ${codeText(after.again)}`] : []),
+        ...(after.release ? [`released ${codeText(after.release)}`] : []),
+        ...(after.retry ? [`released on a retry ${codeText(after.retry)}`] : []),
+        ...(retain ? [`the kept context retain released ${codeText(retain)}`] : []),
       ];
       return {
         status: good ? 'pass' : 'fail',
@@ -62,11 +63,11 @@ function contextReset(ctx: CheckContext): Observation {
         ...(good
           ? {}
           : {
-              message: !ok(reset)
+              message: !succeeded(reset)
                 ? `${how} failed`
                 : after.unregister.code === 0
                   ? 'the registration survived the reset'
-                  : after.unregister.code !== NOT_REGISTERED
+                  : after.unregister.code !== notRegisteredCode
                     ? 'unregister after the reset failed with another code than not registered'
                     : 'the range could not be registered and released again',
             }),

@@ -5,7 +5,8 @@
 // parent reads what happened from the lines printed here and from how the process ended.
 //
 // Run as `node dist/suites/hazards/truncate-child.js '<TruncateArgs as JSON>'`, with the driver library to load in
-// MAPPED_REG_CUDA_LIBRARY / MAPPED_REG_HIP_LIBRARY (the parent passes the one it loaded). The parent made the
+// its backend's variable (NativeKit.libraryEnv: MAPPED_REG_CUDA_LIBRARY, MAPPED_REG_HIP_LIBRARY; the parent passes
+// the one it loaded). It knows the built-in backends only (bindings/registry.ts). The parent made the
 // file and removes it, whatever happens here. Every step prints one JSON line (a TruncateLine) on stdout with a
 // synchronous write, before ("begin") and after a copy, so a line is never lost to a signal. The lines and the
 // arguments are the protocol of ./truncate.ts, which starts this process and reads them.
@@ -13,7 +14,7 @@
 // No Vitest here (suites/check.ts imports it): bindings and the model only.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { discover } from '../../bindings/discovery.js';
-import { isBackend } from '../../bindings/registry.js';
+import { backendOfDevice } from '../../bindings/registry.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
 import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
@@ -50,8 +51,8 @@ function copyStep(step: 'large' | 'small', ops: DeviceOps, host: Host, old: Uint
 }
 
 function main(args: TruncateArgs): number {
-  const backend = args.device.split(':')[0] ?? '';
-  if (!isBackend(backend)) throw new Error(`unknown backend in device id ${args.device}`);
+  const backend = backendOfDevice(args.device)?.id;
+  if (backend === undefined) throw new Error(`unknown backend in device id ${args.device}`);
   const found = discover([backend]);
   const device = found.devices.find((d) => d.id === args.device);
   const native = device?.native;
@@ -59,7 +60,7 @@ function main(args: TruncateArgs): number {
     const note = found.backends.find((b) => b.backend === backend)?.note;
     throw new Error(`device ${args.device} ${device ? 'has no registration ops' : 'not found'}${note ? `: ${note}` : ''}`);
   }
-  say({ step: 'ready', device: args.device, api: native.api, library: native.driver.path });
+  say({ step: 'ready', device: args.device, api: native.api, library: native.library });
   const fd = openSync(args.file, 'r+');
   try {
     const old = new Uint8Array(args.size - args.cut);

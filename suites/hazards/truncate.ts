@@ -67,7 +67,7 @@ export function runTruncateChild(script: string, native: NonNullable<CheckContex
   const libraryEnv = native.kit.libraryEnv;
   const started = performance.now();
   const r = spawnSync(process.execPath, [script, JSON.stringify(args)], {
-    env: { ...process.env, [libraryEnv]: native.driver.path },
+    env: { ...process.env, [libraryEnv]: native.library },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: TRUNCATE_CHILD_TIMEOUT_MS,

@@ -24,6 +24,8 @@ export interface DoublePaths {
   cuda: string;
   /** libamdhip64_double.so: the ABI of libamdhip64.so. */
   hip: string;
+  /** libfake_double.so: the driver of the test-only fake backend (test/support/fake-backend.ts), with its own ABI and codes. */
+  fake: string;
   /** libnvidia-ml_double.so: the ABI of libnvidia-ml.so.1 for the calls bindings/gpu-users.ts makes. */
   nvml: string;
   /** libhost_busy_double.so: an LD_PRELOAD library pacing large memmove calls ("host memory busy"). */
@@ -49,6 +51,7 @@ interface Target {
 const TARGETS: Record<keyof DoublePaths, Target> = {
   cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
   hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
@@ -174,5 +177,5 @@ function compile(
  */
 export function buildDoubles(): DoublePaths {
   const cc = compiler();
-  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), nvml: buildOne(TARGETS.nvml, cc), hostBusy: buildOne(TARGETS.hostBusy, cc) };
+  return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), fake: buildOne(TARGETS.fake, cc), nvml: buildOne(TARGETS.nvml, cc), hostBusy: buildOne(TARGETS.hostBusy, cc) };
 }

@@ -1,0 +1,87 @@
+// What the modules of the drivers that register host memory (cuda.ts, hip.ts, one added to the registry) do
+// alike: discovery around loading the driver (a library not there is a note, a driver that then fails is the
+// run's error), and each device as discovery lists it, carrying its module's policy, codes and kit.
+import { errorText } from '../../src/fatal.js';
+import type { Backend } from '../../results/types.js';
+import {
+  type Answer,
+  type BackendDiscovery,
+  type DiscoveredDevice,
+  type NativeKit,
+  type RegisteringDriver,
+  failedToStart,
+  notLoaded,
+  replay,
+} from '../backend.js';
+import type { DeviceOps, WithOpsOptions } from '../device-ops.js';
+
+/** What a registering backend's devices carry of its module. */
+export interface RegisteringBackend {
+  readonly id: Backend;
+  readonly framework: string;
+  readonly libraryEnv: string;
+  readonly driver: RegisteringDriver;
+}
+
+/** One device of a driver that registers, as its module reads it from the driver. */
+export interface RegisteringDeviceFacts {
+  readonly ordinal: number;
+  readonly name: string;
+  readonly pciBusId: string;
+  readonly totalMemBytes: number;
+  /** The integrated query, asked once here and replayed to the model. */
+  readonly integrated: Answer;
+  readonly attributes?: Readonly<Record<string, number | string>>;
+  /** The driver's version, as the report shows it. */
+  readonly version: string;
+  /** The library loaded. */
+  readonly library: string;
+  /** The kit, but what the module states for every device (its library variable, its "not registered"). */
+  readonly kit: Omit<NativeKit, 'libraryEnv' | 'notRegistered'>;
+  withOps<T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T;
+  keepContext(): void;
+}
+
+/** The device `f` of backend `b`: its id `<backend>:<ordinal>`, the model's Device and its native ops. */
+export function registeringDevice(b: RegisteringBackend, f: RegisteringDeviceFacts): DiscoveredDevice {
+  const id = `${b.id}:${f.ordinal}`;
+  const withOps = <T>(bytes: number, g: (ops: DeviceOps) => T, options?: WithOpsOptions): T => f.withOps(bytes, g, options);
+  const kit: NativeKit = { ...f.kit, libraryEnv: b.libraryEnv, notRegistered: b.driver.notRegistered };
+  return {
+    id,
+    backend: b.id,
+    name: f.name,
+    pciBusId: f.pciBusId.toLowerCase(),
+    driver: { name: b.framework, version: f.version },
+    integrated: f.integrated.ok ? f.integrated.value : null,
+    ...(f.integrated.ok ? {} : { integratedError: errorText(f.integrated.error) }),
+    type: 'gpu',
+    totalMemBytes: f.totalMemBytes,
+    ...(f.attributes ? { attributes: f.attributes } : {}),
+    device: { id, framework: b.framework, name: f.name, type: 'gpu', sharedMemoryQuery: replay(f.integrated), withOps, registration: b.driver.policy },
+    native: { api: b.driver.api, library: f.library, ordinal: f.ordinal, kit, withOps, keepContext: () => f.keepContext() },
+  };
+}
+
+/**
+ * The discovery of backend `id`: its driver loaded (`load` throwing: not loaded, a note), then its devices
+ * listed (`list` throwing: the run's error, naming the library).
+ */
+export function discoverRegistering<D extends { readonly path: string }>(
+  id: Backend,
+  load: () => D,
+  list: (driver: D) => { devices: DiscoveredDevice[]; note?: string },
+): BackendDiscovery {
+  let driver: D;
+  try {
+    driver = load();
+  } catch (e) {
+    return notLoaded(id, e);
+  }
+  try {
+    const { devices, note } = list(driver);
+    return { devices, report: { backend: id, library: driver.path, devices: devices.length, ...(note ? { note } : {}) } };
+  } catch (e) {
+    return { devices: [], report: failedToStart(id, driver.path, e) };
+  }
+}
