@@ -4,7 +4,7 @@
 // discovers, one JSON line on its stdin. Encoding and decoding are here and nowhere else. It sits with the suites,
 // the lowest layer that knows a device's options (SuiteOptions); no Vitest and no driver is loaded here, since the
 // command imports it.
-import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import type { QuietOptions } from './measure.js';
@@ -138,30 +138,34 @@ export function encodeEvent(event: RunnerEvent): string {
 
 let channel: number | null | undefined;
 
-/** fd 3 when the command opened it for us; otherwise events are not written (a plain `vitest run suites/`). */
-function eventChannel(): number | null {
-  if (channel === undefined) {
-    try {
-      fstatSync(3);
-      channel = 3;
-    } catch {
-      channel = process.env.MAPPED_REG_EVENTS ? openSync(process.env.MAPPED_REG_EVENTS, 'a') : null;
-    }
-    if (channel !== null && channel !== 3) {
-      const fd = channel;
-      process.on('exit', () => closeSync(fd));
-    }
-  }
-  return channel;
+/** MAPPED_REG_EVENTS's file when it is set (closed at exit), else null: events are not written (a plain `vitest run suites/`). */
+function fallbackChannel(): number | null {
+  const path = process.env.MAPPED_REG_EVENTS;
+  if (!path) return null;
+  const fd = openSync(path, 'a');
+  process.on('exit', () => closeSync(fd));
+  return fd;
 }
 
 /**
- * Writes an event on the run's channel, synchronously: a check that kills its process still leaves the lines it
- * wrote before behind.
+ * Writes an event on the run's channel, synchronously (a check that kills its process still leaves the lines it
+ * wrote before behind): fd 3 when the command opened it for us, else the fallback. fd 3 is probed by the first write
+ * (EBADF: not open), not with fstatSync: in a runner, an fstatSync before Vitest is loaded makes Vite's start fail
+ * ("pm is not a function").
  */
 export function writeEvent(event: RunnerEvent): void {
-  const fd = eventChannel();
-  if (fd !== null) writeSync(fd, encodeEvent(event));
+  const line = encodeEvent(event);
+  if (channel === undefined) {
+    try {
+      writeSync(3, line);
+      channel = 3;
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EBADF') throw e;
+      channel = fallbackChannel();
+    }
+  }
+  if (channel !== null) writeSync(channel, line);
 }
 
 /** The command's answer to a discovering runner: the devices it checks (none: it exits). */
