@@ -9,7 +9,7 @@ import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings
 import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { RUNNER_OPTIONS_ENV, type RunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
+import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
@@ -50,7 +50,7 @@ if (!raw) {
 setParentDeathSignal(9);
 const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
-const spec = JSON.parse(raw) as RunnerOptions;
+const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
 let vitestModule: Promise<typeof import('vitest/node')> | undefined;
 if (spec.discover) {

@@ -27,6 +27,7 @@ import {
   type SuiteOptions,
   answerLine,
   decodeEvent,
+  encodeRunnerOptions,
 } from '../suites/protocol.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
@@ -112,7 +113,7 @@ function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
     // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
     // (and a runner ends itself when the command dies: MAPPED_REG_PARENT_PID, cli/device-runner.ts)
     detached: true,
-    env: { ...process.env, ...o.env, [RUNNER_OPTIONS_ENV]: JSON.stringify(spec), MAPPED_REG_PARENT_PID: String(process.pid) },
+    env: { ...process.env, ...o.env, [RUNNER_OPTIONS_ENV]: encodeRunnerOptions(spec), MAPPED_REG_PARENT_PID: String(process.pid) },
   });
   live.add(child);
   if (interrupted) child.kill('SIGKILL');

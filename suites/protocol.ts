@@ -74,6 +74,16 @@ export interface RunnerOptions {
   discover?: Selection;
 }
 
+/** A runner's options as RUNNER_OPTIONS_ENV carries them. */
+export function encodeRunnerOptions(spec: RunnerOptions): string {
+  return JSON.stringify(spec);
+}
+
+/** A runner's options from RUNNER_OPTIONS_ENV's text (throws on text that is not JSON). */
+export function decodeRunnerOptions(text: string): RunnerOptions {
+  return JSON.parse(text) as RunnerOptions;
+}
+
 // ---- what a runner tells the command ----
 
 export interface StartEvent {
@@ -138,34 +148,31 @@ export function encodeEvent(event: RunnerEvent): string {
 
 let channel: number | null | undefined;
 
-/** MAPPED_REG_EVENTS's file when it is set (closed at exit), else null: events are not written (a plain `vitest run suites/`). */
-function fallbackChannel(): number | null {
+/**
+ * fd 3 in a runner the command started (its options are in RUNNER_OPTIONS_ENV: the command opened fd 3 for it);
+ * elsewhere, MAPPED_REG_EVENTS's file when it is set (closed at exit), else none: events are not written (a plain
+ * `vitest run suites/`). Not probed with fstatSync: fd 3 of a process that was given none is one of Node's own, and
+ * in a runner an fstatSync before Vitest is loaded makes Vite's start fail ("pm is not a function").
+ */
+function eventChannel(): number | null {
+  if (channel !== undefined) return channel;
   const path = process.env.MAPPED_REG_EVENTS;
-  if (!path) return null;
-  const fd = openSync(path, 'a');
-  process.on('exit', () => closeSync(fd));
-  return fd;
+  if (process.env[RUNNER_OPTIONS_ENV] !== undefined) channel = 3;
+  else if (path) {
+    const fd = openSync(path, 'a');
+    process.on('exit', () => closeSync(fd));
+    channel = fd;
+  } else channel = null;
+  return channel;
 }
 
 /**
- * Writes an event on the run's channel, synchronously (a check that kills its process still leaves the lines it
- * wrote before behind): fd 3 when the command opened it for us, else the fallback. fd 3 is probed by the first write
- * (EBADF: not open), not with fstatSync: in a runner, an fstatSync before Vitest is loaded makes Vite's start fail
- * ("pm is not a function").
+ * Writes an event on the run's channel, synchronously: a check that kills its process still leaves the lines it
+ * wrote before behind.
  */
 export function writeEvent(event: RunnerEvent): void {
-  const line = encodeEvent(event);
-  if (channel === undefined) {
-    try {
-      writeSync(3, line);
-      channel = 3;
-      return;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EBADF') throw e;
-      channel = fallbackChannel();
-    }
-  }
-  if (channel !== null) writeSync(channel, line);
+  const fd = eventChannel();
+  if (fd !== null) writeSync(fd, encodeEvent(event));
 }
 
 /** The command's answer to a discovering runner: the devices it checks (none: it exits). */

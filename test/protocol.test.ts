@@ -1,11 +1,47 @@
 // The messages between the command and its runner processes (suites/protocol.ts): the lines as they go on the wire,
 // read back as the command reads them; and the runner's reporter (reporters/events.ts) for a check that ended
 // without writing its own result.
-import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { TestCase } from 'vitest/node';
 import { EventsReporter } from '../reporters/events.js';
 import { checkPlan } from '../suites/plan.js';
-import { EventLines, type RunnerEvent, answerLine, decodeEvent, encodeEvent, readAnswer } from '../suites/protocol.js';
+import { EventLines, type RunnerEvent, answerLine, decodeEvent, decodeRunnerOptions, encodeEvent, encodeRunnerOptions, readAnswer } from '../suites/protocol.js';
+import { ROOT, cleanEnv } from './support/command.js';
+
+describe('the event channel', () => {
+  const work = mkdtempSync(join(tmpdir(), 'mapped-reg-protocol-'));
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  const protocol = join(ROOT, 'dist', 'suites', 'protocol.js');
+  // a process writes two events as a runner does, with fd 3 open for it or not (then fd 3 is one of Node's own)
+  const script = `const p = await import(${JSON.stringify(protocol)}); p.writeEvent({ type: 'error', message: 'one' }); p.writeEvent({ type: 'end', durationMs: 2 });`;
+  const run = (fd3: boolean, env: Record<string, string> = {}): ReturnType<typeof spawnSync> =>
+    spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe', fd3 ? 'pipe' : 'ignore'] });
+
+  it('is fd 3 in a runner the command started (its options in its environment)', () => {
+    const r = run(true, { MAPPED_REG_SUITE_OPTIONS: '{"devices":[]}', MAPPED_REG_EVENTS: join(work, 'unused.jsonl') });
+    expect(r.stderr.toString()).toBe('');
+    expect(r.output[3]!.toString()).toBe('{"type":"error","message":"one"}\n{"type":"end","durationMs":2}\n');
+    expect(() => readFileSync(join(work, 'unused.jsonl'))).toThrow(/ENOENT/);
+  });
+
+  it("is MAPPED_REG_EVENTS's file in any other process, and nothing without it", () => {
+    const file = join(work, 'events.jsonl');
+    expect(run(false, { MAPPED_REG_EVENTS: file }).status).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('{"type":"error","message":"one"}\n{"type":"end","durationMs":2}\n');
+    const none = run(false);
+    expect([none.status, none.stderr.toString()]).toEqual([0, '']);
+  });
+
+  it("carries a runner's options in its environment", () => {
+    const spec = { devices: [], discover: { backends: ['cuda' as const], devices: ['cuda:1'] } };
+    expect(encodeRunnerOptions(spec)).toBe('{"devices":[],"discover":{"backends":["cuda"],"devices":["cuda:1"]}}');
+    expect(decodeRunnerOptions(encodeRunnerOptions(spec))).toEqual(spec);
+  });
+});
 
 describe('the event lines', () => {
   it('are one JSON object a line, read back whole however the channel splits them', () => {
