@@ -139,7 +139,7 @@ export interface RestartEvent {
   message: string;
 }
 
-// ---- encode (a runner's side) ----
+// ---- encode: a runner's events, and the command's answer ----
 
 /** One event as its line on the channel. */
 export function encodeEvent(event: RunnerEvent): string {
@@ -180,7 +180,7 @@ export function answerLine(devices: readonly SuiteOptions[]): string {
   return `${JSON.stringify({ devices })}\n`;
 }
 
-// ---- decode (the command's side, and the runner's answer) ----
+// ---- decode: the command reads the events, a runner its answer ----
 
 /** A runner's line as its event, or the reason it is not one (blank lines are skipped before: see EventLines). */
 export function decodeEvent(line: string): RunnerEvent | { unreadable: string } {
