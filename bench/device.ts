@@ -4,7 +4,7 @@
 import type { DiscoveredDevice } from '../bindings/discovery.js';
 import { makeScratchRegion } from '../bindings/scratch.js';
 import { errorText, registrations } from '../src/index.js';
-import { AFTER_RELEASE, CALLS, COPIES, REGISTRATION } from './measurements/index.js';
+import { MEASUREMENTS } from './measurements/index.js';
 import { measure } from './measurements/measurement.js';
 import type { NativeBinary } from './native/native.js';
 import type { Options } from './bench-options.js';
@@ -43,18 +43,18 @@ export function benchDevice(d: DiscoveredDevice, o: Options, nativeBinary: Nativ
     n.withOps(bytes, (ops) => {
       result.registerFlags = ops.registerFlags;
       const s = new DeviceSession(c, ops);
-      measure(s, REGISTRATION);
+      measure(s, MEASUREMENTS.registration);
       say(`${d.id}: copies, best and median of ${o.runs}`);
       step('page-locked buffer', () => s.allocPinned());
-      measure(s, COPIES);
+      measure(s, MEASUREMENTS.copies);
       if (s.pinned) step('page-locked buffer release', () => s.freePinned());
-      measure(s, CALLS);
+      measure(s, MEASUREMENTS.calls);
     });
   } catch (e) {
     result.errors.push(`device ops: ${errorText(e)}`);
   }
   // Nothing of the bench holds the device now (withOps released it).
-  measure(c, AFTER_RELEASE);
+  measure(c, MEASUREMENTS.afterRelease);
   for (const m of c.kept) result.errors.push(`a mapping at 0x${m.address.toString(16)} is still registered: kept mapped`);
   region.close(registrations);
   return result;

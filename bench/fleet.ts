@@ -1,4 +1,4 @@
-// A simulated fleet for the history store (issue 16): N hosts of 8 GPUs each, one results file per host and per
+// A simulated fleet for the history store: N hosts of 8 GPUs each, one results file per host and per
 // driver version, as `mapped-reg-conformance --json` writes them, and the regressions it planted (truth.json).
 //
 // Each host's file starts from a real one (the two-H200 run of docs/results/, pretty-printed as `run` writes it):
@@ -19,6 +19,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { PROBE_VERDICT } from '../suites/checks/probe.js';
 
 export const OLD_DRIVER = { name: 'CUDA', version: '13.0 (kernel module 580.159.04)' };
 export const NEW_DRIVER = { name: 'CUDA', version: '13.1 (kernel module 590.44.01)' };
@@ -60,6 +61,8 @@ export interface FleetTruth {
 }
 
 const TEMPLATE_NAME = 'h200x2-cuda13.0-580.159.04.json';
+/** The new side runs a day after the old. */
+const DAY_MS = 86_400_000;
 
 /** The real results file the hosts are made from (docs/results/, beside dist/ or this source). */
 function template(): RunResult {
@@ -85,15 +88,10 @@ export const hostName = (n: number): string => `gpu-node-${String(n).padStart(5,
 
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T;
 
-/** Writes the fleet; returns what was planted. */
-export function generateFleet(o: FleetOptions): FleetTruth {
-  const rnd = random(o.seed ?? 16);
-  const base = template();
-  const gpu = base.devices.find((d) => d.id === 'cuda:0')!;
-  const others = o.cpu === false ? [] : base.devices.filter((d) => d.backend === 'cpu');
-  const first = o.firstHost ?? 1;
-  const hosts = Array.from({ length: o.hosts }, (_, i) => hostName(first + i));
-  // each planted kind on hosts of its own, drawn without repeats
+type Side = 'old' | 'new';
+
+/** Which hosts get each planted regression (hosts of their own, drawn without repeats), and which are not upgraded. */
+function drawHosts(hosts: readonly string[], o: FleetOptions, rnd: () => number): { plantedOn: Map<string, PlantedKind>; notUpgraded: Set<string> } {
   const order = hosts.slice();
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1));
@@ -112,71 +110,104 @@ export function generateFleet(o: FleetOptions): FleetTruth {
     const n = o.planted?.[kind] ?? defaults[kind];
     for (let k = 0; k < n && next < order.length; k++) plantedOn.set(order[next++]!, kind);
   }
-  const notUpgraded = new Set(order.slice(next, next + (o.notUpgraded ?? 0)));
+  return { plantedOn, notUpgraded: new Set(order.slice(next, next + (o.notUpgraded ?? 0))) };
+}
 
+/** A host of the fleet: its kernel, and each GPU's figures, the same on both sides but for the noise of a run. */
+interface FleetHost {
+  name: string;
+  kernel: string;
+  registered: number[];
+  staged: number[];
+}
+
+/** What each side's files are made from: the template's run, its cuda:0 and the devices kept beside the GPUs. */
+interface Template {
+  base: RunResult;
+  gpu: DeviceResult;
+  others: DeviceResult[];
+}
+
+/** The host's GPUs on one side, made from the template's cuda:0, with the side's planted regression on `victim`. */
+function gpuDevices(gpu: DeviceResult, h: FleetHost, driver: DeviceResult['driver'], planted: PlantedKind | undefined, victim: number, rnd: () => number): DeviceResult[] {
+  const devices: DeviceResult[] = [];
+  BUS_IDS.forEach((bus, k) => {
+    if (planted === 'missing' && k === victim) return;
+    const d = clone(gpu);
+    d.id = `cuda:${devices.length}`;
+    d.pciBusId = bus;
+    d.driver = { ...driver };
+    d.scratch = { ...d.scratch, dir: '/local/scratch' };
+    const noise = 1 + (rnd() - 0.5) * 0.02;
+    const reg = h.registered[k]! * noise * (planted === 'bandwidth' && k === victim ? 0.75 : 1);
+    const stg = h.staged[k]! * (1 + (rnd() - 0.5) * 0.3);
+    d.timing = { ...d.timing!, registeredGBps: reg, stagedGBps: stg, ratio: reg / stg };
+    for (const c of d.checks) c.durationMs = c.durationMs * (0.8 + rnd() * 0.4);
+    if (planted === 'status' && k === victim) fail(d.checks, 'hazard.tmpfs_bytes', 'register 0; bytes differ at offset 0 (zeros); unregister 0');
+    if (planted === 'verdict' && k === victim) {
+      d.verdict = { kind: 'Refused', refusal: 'Wrong_bytes', reason: 'window 2: bytes differ at offset 4096', text: 'Refused (Wrong_bytes (window 2: bytes differ at offset 4096))' } as DeviceResult['verdict'];
+      fail(d.checks, PROBE_VERDICT, 'Refused (Wrong_bytes); window 1: bytes equal, window 2: bytes differ at offset 4096');
+    }
+    devices.push(d);
+  });
+  return devices;
+}
+
+/** The CUDA backend's report on a side: no device at all where the driver is `gone`, else the GPUs kept. */
+function cudaBackends(backends: RunResult['backends'], planted: PlantedKind | undefined, devices: readonly DeviceResult[]): RunResult['backends'] {
+  return (backends ?? []).map((b) =>
+    b.backend !== 'cuda'
+      ? b
+      : planted === 'gone'
+        ? { backend: 'cuda', library: 'libcuda.so.1', devices: 0, initError: { message: 'cuInit returned 999 CUDA_ERROR_UNKNOWN', call: 'cuInit', code: 999, codeName: 'CUDA_ERROR_UNKNOWN' } }
+        : { ...b, devices: devices.filter((d) => d.backend === 'cuda').length },
+  );
+}
+
+/** Host number `i`'s run on one side (its start `startMs`), and what was planted in it. */
+function sideRun(t: Template, h: FleetHost, i: number, side: Side, planted: PlantedKind | undefined, startMs: number, rnd: () => number): { run: RunResult; planted?: Planted } {
+  const driver = side === 'old' ? OLD_DRIVER : NEW_DRIVER;
+  const started = startMs + (side === 'new' ? DAY_MS : 0) + i * 7_000 + Math.floor(rnd() * 5_000);
+  const victim = Math.floor(rnd() * BUS_IDS.length);
+  const r = clone(t.base);
+  r.host = { hostname: h.name, kernel: h.kernel, platform: 'linux-x64' };
+  r.startedAt = new Date(started).toISOString();
+  r.finishedAt = new Date(started + 3_000 + Math.floor(rnd() * 2_000)).toISOString();
+  r.options = { ...r.options, scratchDir: '/local/scratch' };
+  delete r.gate;
+  const devices = planted === 'gone' ? [] : gpuDevices(t.gpu, h, driver, planted, victim, rnd);
+  const truth: Planted | undefined =
+    planted === 'gone' ? { kind: 'gone', host: h.name } : planted ? { kind: planted, host: h.name, pciBusId: BUS_IDS[victim]!, ...(planted === 'status' ? { check: 'hazard.tmpfs_bytes' } : {}) } : undefined;
+  for (const d of t.others) {
+    const c = clone(d);
+    if (c.backend === 'cpu') c.driver = { ...c.driver, version: `Linux ${h.kernel}` };
+    devices.push(c);
+  }
+  r.devices = devices;
+  r.backends = cudaBackends(r.backends, planted, devices);
+  return { run: r, ...(truth ? { planted: truth } : {}) };
+}
+
+/** Writes the fleet; returns what was planted. */
+export function generateFleet(o: FleetOptions): FleetTruth {
+  const rnd = random(o.seed ?? 16);
+  const base = template();
+  const t: Template = { base, gpu: base.devices.find((d) => d.id === 'cuda:0')!, others: o.cpu === false ? [] : base.devices.filter((d) => d.backend === 'cpu') };
+  const first = o.firstHost ?? 1;
+  const hosts = Array.from({ length: o.hosts }, (_, i) => hostName(first + i));
+  const { plantedOn, notUpgraded } = drawHosts(hosts, o, rnd);
   mkdirSync(join(o.out, 'old'), { recursive: true });
   mkdirSync(join(o.out, 'new'), { recursive: true });
   const truth: FleetTruth = { hosts: o.hosts, files: { old: 0, new: 0 }, bytes: 0, oldDriver: OLD_DRIVER.version, newDriver: NEW_DRIVER.version, planted: [], notUpgraded: [...notUpgraded].sort() };
-  const t0 = Date.parse('2026-12-01T00:00:00.000Z');
-  const day = 86_400_000;
-
-  hosts.forEach((host, i) => {
-    const kernel = `6.8.0-${40 + (i % 7)}-generic`;
-    // each GPU's figures, the same on both sides but for the noise of a run
-    const registered = BUS_IDS.map(() => 54 + rnd() * 1.4);
-    const staged = BUS_IDS.map(() => 6 + rnd() * 2.5);
+  const startMs = Date.parse('2026-12-01T00:00:00.000Z');
+  hosts.forEach((name, i) => {
+    const h: FleetHost = { name, kernel: `6.8.0-${40 + (i % 7)}-generic`, registered: BUS_IDS.map(() => 54 + rnd() * 1.4), staged: BUS_IDS.map(() => 6 + rnd() * 2.5) };
     for (const side of ['old', 'new'] as const) {
-      if (side === 'new' && notUpgraded.has(host)) continue;
-      const driver = side === 'old' ? OLD_DRIVER : NEW_DRIVER;
-      const started = t0 + (side === 'new' ? day : 0) + i * 7_000 + Math.floor(rnd() * 5_000);
-      const planted = side === 'new' ? plantedOn.get(host) : undefined;
-      const victim = Math.floor(rnd() * BUS_IDS.length);
-      const r = clone(base);
-      r.host = { hostname: host, kernel, platform: 'linux-x64' };
-      r.startedAt = new Date(started).toISOString();
-      r.finishedAt = new Date(started + 3_000 + Math.floor(rnd() * 2_000)).toISOString();
-      r.options = { ...r.options, scratchDir: '/local/scratch' };
-      delete r.gate;
-      const devices: DeviceResult[] = [];
-      if (planted !== 'gone') {
-        BUS_IDS.forEach((bus, k) => {
-          if (planted === 'missing' && k === victim) return;
-          const d = clone(gpu);
-          d.id = `cuda:${devices.length}`;
-          d.pciBusId = bus;
-          d.driver = { ...driver };
-          d.scratch = { ...d.scratch, dir: '/local/scratch' };
-          const noise = 1 + (rnd() - 0.5) * 0.02;
-          const reg = registered[k]! * noise * (planted === 'bandwidth' && k === victim ? 0.75 : 1);
-          const stg = staged[k]! * (1 + (rnd() - 0.5) * 0.3);
-          d.timing = { ...d.timing!, registeredGBps: reg, stagedGBps: stg, ratio: reg / stg };
-          for (const c of d.checks) c.durationMs = c.durationMs * (0.8 + rnd() * 0.4);
-          if (planted === 'status' && k === victim) fail(d.checks, 'hazard.tmpfs_bytes', 'register 0; bytes differ at offset 0 (zeros); unregister 0');
-          if (planted === 'verdict' && k === victim) {
-            d.verdict = { kind: 'Refused', refusal: 'Wrong_bytes', reason: 'window 2: bytes differ at offset 4096', text: 'Refused (Wrong_bytes (window 2: bytes differ at offset 4096))' } as DeviceResult['verdict'];
-            fail(d.checks, 'probe.verdict', 'Refused (Wrong_bytes); window 1: bytes equal, window 2: bytes differ at offset 4096');
-          }
-          devices.push(d);
-        });
-        if (planted) truth.planted.push({ kind: planted, host, pciBusId: BUS_IDS[victim]!, ...(planted === 'status' ? { check: 'hazard.tmpfs_bytes' } : {}) });
-      } else {
-        truth.planted.push({ kind: 'gone', host });
-      }
-      for (const d of others) {
-        const c = clone(d);
-        if (c.backend === 'cpu') c.driver = { ...c.driver, version: `Linux ${kernel}` };
-        devices.push(c);
-      }
-      r.devices = devices;
-      r.backends = (r.backends ?? []).map((b) =>
-        b.backend !== 'cuda'
-          ? b
-          : planted === 'gone'
-            ? { backend: 'cuda', library: 'libcuda.so.1', devices: 0, initError: { message: 'cuInit returned 999 CUDA_ERROR_UNKNOWN', call: 'cuInit', code: 999, codeName: 'CUDA_ERROR_UNKNOWN' } }
-            : { ...b, devices: devices.filter((d) => d.backend === 'cuda').length },
-      );
-      const text = `${JSON.stringify(r, null, 2)}\n`;
-      writeFileSync(join(o.out, side, `results-${host}.json`), text);
+      if (side === 'new' && notUpgraded.has(name)) continue;
+      const { run, planted } = sideRun(t, h, i, side, side === 'new' ? plantedOn.get(name) : undefined, startMs, rnd);
+      if (planted) truth.planted.push(planted);
+      const text = `${JSON.stringify(run, null, 2)}\n`;
+      writeFileSync(join(o.out, side, `results-${name}.json`), text);
       truth.files[side]++;
       truth.bytes += Buffer.byteLength(text);
     }

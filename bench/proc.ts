@@ -6,6 +6,7 @@
 // life can be missed; device runners hold their region for seconds, so the interval is far shorter.
 import { readFileSync, readdirSync } from 'node:fs';
 import { backendOfDevice } from '../bindings/registry.js';
+import { RUNNER_OPTIONS_ENV, decodeRunnerOptions } from '../suites/protocol.js';
 
 export interface ProcessPeak {
   pid: number;
@@ -99,13 +100,14 @@ const maxOf = (a: number | undefined, b: number | undefined): number | undefined
 /** The device of a discovering runner, as the sampler names it: this, then its backends joined by '+'. */
 export const DISCOVERING = 'discovering:';
 
-/** A runner's device(s) from its options (cli/protocol.ts RunnerOptions): the ids joined by '+', or DISCOVERING and its backends. */
+/** A runner's device(s) from its options (suites/protocol.ts RunnerOptions): the ids joined by '+', or DISCOVERING and its backends. */
 function deviceOfRunner(pid: number): string | undefined {
   const environ = readText(`/proc/${pid}/environ`);
-  const entry = environ?.split('\0').find((e) => e.startsWith('MAPPED_REG_SUITE_OPTIONS='));
+  const entry = environ?.split('\0').find((e) => e.startsWith(`${RUNNER_OPTIONS_ENV}=`));
   if (!entry) return undefined;
   try {
-    const o = JSON.parse(entry.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { devices?: { device?: unknown }[]; discover?: { backends?: unknown } };
+    // another process's environment: its shape is checked, not trusted
+    const o = decodeRunnerOptions(entry.slice(RUNNER_OPTIONS_ENV.length + 1)) as { devices?: { device?: unknown }[]; discover?: { backends?: unknown } };
     // a discovering runner is given its devices later: named by its backends until the caller knows which they were
     if (Array.isArray(o.discover?.backends)) return `${DISCOVERING}${o.discover.backends.join('+')}`;
     const ids = (o.devices ?? []).map((d) => d.device).filter((d): d is string => typeof d === 'string');

@@ -25,16 +25,11 @@ export interface DeviceContext {
   readonly kept: Mapping[];
 }
 
-/** A device's context while its ops are held (inside withOps). */
-export class DeviceSession implements DeviceContext {
-  readonly device: DiscoveredDevice;
-  readonly native: NativeDevice;
-  readonly options: Options;
-  readonly bytes: number;
-  readonly region: ScratchRegion;
-  readonly nativeBinary: NativeBinary;
-  readonly result: DeviceBench;
-  readonly kept: Mapping[];
+/** A device's context while its ops are held (inside withOps): the context's fields, and the copy machinery. */
+// the context's fields are the interface's, copied in by the constructor (declaring them again would be a second list)
+export interface DeviceSession extends DeviceContext {}
+
+export class DeviceSession {
   /** The page-locked buffer of the region's size (staging and the page-locked copy), once allocated. */
   pinned?: Host;
   private readonly tracked: Ops;
@@ -43,14 +38,7 @@ export class DeviceSession implements DeviceContext {
     c: DeviceContext,
     readonly ops: DeviceOps,
   ) {
-    this.device = c.device;
-    this.native = c.native;
-    this.options = c.options;
-    this.bytes = c.bytes;
-    this.region = c.region;
-    this.nativeBinary = c.nativeBinary;
-    this.result = c.result;
-    this.kept = c.kept;
+    Object.assign(this, c);
     // registrations go through the model's table, as the probe's do, so that a mapping still held is known
     this.tracked = trackedOps(ops);
   }

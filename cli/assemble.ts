@@ -5,30 +5,13 @@ import type { DiscoveredDevice, PlainDiscovery } from '../bindings/discovery.js'
 import { SCHEMA_VERSION } from '../results/read.js';
 import type { DeviceResult, RunResult, VerdictJson } from '../results/types.js';
 import { Inconclusive, type Verdict, cacheable, staticVerdict, staticToString, verdictFromJson, verdictJson } from '../src/index.js';
+import { PROBE_VERDICT, probeData } from '../suites/checks/probe.js';
+import { linkOf } from '../suites/checks/timing.js';
 import type { DeviceRun } from './orchestrate.js';
 
 /** A verdict as the results carry it, with the model's cacheable; `text` replaces the verdict's own text. */
 function judged(v: Verdict, text?: string): { verdict: VerdictJson; cacheable: boolean } {
   return { verdict: text === undefined ? verdictJson(v) : { ...verdictJson(v), text }, cacheable: cacheable(v) };
-}
-
-/** What probe.verdict's data holds for the result (suites/checks/probe.ts). */
-interface ProbeData {
-  verdict?: VerdictJson;
-  /** src/probe.ts TimingReport: the control figures are null where the clock gave no valid duration. */
-  timing?: Omit<NonNullable<DeviceResult['timing']>, 'linkGBps' | 'pageLockedGBps' | 'pageLockedRatio' | 'hostCopyGBps'> & {
-    pageLockedGBps?: number | null;
-    pageLockedRatio?: number | null;
-    hostCopyGBps?: number | null;
-  };
-  scratch?: DeviceResult['scratch'];
-  load?: DeviceResult['load'];
-  numa?: DeviceResult['numa'];
-}
-
-/** What timing.link's data holds (suites/checks/timing.ts). */
-interface LinkData {
-  link?: { gts: number; width: number; gbps: number; maxGts: number | null; maxWidth: number | null; downtrained: boolean; downtrainedText?: string };
 }
 
 /**
@@ -38,8 +21,8 @@ interface LinkData {
  */
 function verdictOf(d: DiscoveredDevice, run: DeviceRun | undefined): { verdict: VerdictJson; cacheable: boolean } {
   const s = staticVerdict(d.device);
-  const probe = run?.checks.find((c) => c.id === 'probe.verdict');
-  const reported = (probe?.data as ProbeData | undefined)?.verdict;
+  const probe = run?.checks.find((c) => c.id === PROBE_VERDICT);
+  const reported = run && probeData(run.checks)?.verdict;
   // the probe's own verdict, as it wrote it
   if (reported) return { verdict: reported, cacheable: cacheable(verdictFromJson(reported)) };
   // a probe that ran and reported no verdict (it crashed, timed out, the host failed it)
@@ -68,10 +51,10 @@ export function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, sc
     scratch,
   };
   if (!run) return result;
-  const data = run.checks.find((c) => c.id === 'probe.verdict')?.data as ProbeData | undefined;
+  const data = probeData(run.checks);
   if (data?.timing) {
     const t = data.timing;
-    const link = (run.checks.find((c) => c.id === 'timing.link')?.data as LinkData | undefined)?.link;
+    const link = linkOf(run.checks);
     const some = <K extends string>(key: K, x: number | null | undefined): Partial<Record<K, number>> => (x === null || x === undefined ? {} : ({ [key]: x } as Record<K, number>));
     result.timing = {
       registeredGBps: t.registeredGBps,

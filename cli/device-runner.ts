@@ -1,16 +1,15 @@
 // The conformance run of one device, or of several that never register, in a process of its own: the suites
-// (dist/suites/*.suite.js) through Vitest's Node API, with the options in MAPPED_REG_SUITE_OPTIONS (cli/protocol.ts).
-// Events go out on file descriptor 3 as JSON lines (suites/check.ts, reporters/events.ts). The command
+// (dist/suites/*.suite.js) through Vitest's Node API, with the options in MAPPED_REG_SUITE_OPTIONS. What it reads
+// and writes (its events on file descriptor 3, the command's answer) is suites/protocol.ts's. The command
 // (cli/orchestrate.ts) starts these, and another for the checks left when one dies.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
-import { writeSync } from 'node:fs';
 import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
-import { type DiscoveryEvent, EventsReporter, type PlanEvent } from '../reporters/events.js';
+import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { RUNNER_OPTIONS_ENV, type RunnerOptions, readAnswer } from './protocol.js';
+import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
@@ -51,7 +50,7 @@ if (!raw) {
 setParentDeathSignal(9);
 const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
-const spec = JSON.parse(raw) as RunnerOptions;
+const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
 let vitestModule: Promise<typeof import('vitest/node')> | undefined;
 if (spec.discover) {
@@ -69,8 +68,7 @@ if (spec.discover) {
   const t0 = performance.now();
   const found = plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
-  const event: DiscoveryEvent = { type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null };
-  writeSync(3, `${JSON.stringify(event)}\n`);
+  writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
   vitestModule = loadVitest();
   vitestModule.catch(() => {}); // awaited below, unless the command says stop
@@ -78,8 +76,8 @@ if (spec.discover) {
   if (devices.length === 0) process.exit(0);
 }
 // the checks of each device, for the command, before the first one starts
-const plan: PlanEvent = { type: 'plan', checks: await (await import('../suites/plan.js')).checkPlan() };
-writeSync(3, `${JSON.stringify(plan)}\n`);
+const plan = await (await import('../suites/plan.js')).checkPlan();
+writeEvent({ type: 'plan', checks: plan });
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (devices.some((d) => d.forceHang === '@runner')) for (;;);
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
@@ -88,8 +86,9 @@ if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`readi
 // The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 const { startProbeScratch } = await import('../suites/context.js');
+const { PROBE_VERDICT } = await import('../suites/checks/probe.js');
 for (const d of devices) {
-  if (isGpuDriver({ backend: d.device.split(':')[0] as Backend }) && !d.skip.includes('probe.verdict')) startProbeScratch(d);
+  if (isGpuDriver({ backend: d.device.split(':')[0] as Backend }) && !d.skip.includes(PROBE_VERDICT)) startProbeScratch(d);
 }
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
@@ -125,7 +124,7 @@ const vitest = await startVitest(
     testTimeout: 0,
     hookTimeout: 0,
     provide: { mappedReg: devices },
-    reporters: [new EventsReporter()],
+    reporters: [new EventsReporter(plan)],
     sequence: { sequencer: SuiteOrder },
     // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
     // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and

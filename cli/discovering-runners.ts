@@ -6,11 +6,10 @@
 // could make the selection invalid have reported (validSoFar).
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
-import type { DiscoveryEvent } from '../reporters/events.js';
-import type { SuiteOptions } from '../suites/check.js';
+import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
 import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
-import { type Selection, deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select-devices.js';
+import { deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select-devices.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}

@@ -8,7 +8,7 @@ import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
-import type { SuiteOptions } from '../suites/check.js';
+import type { SuiteOptions } from '../suites/protocol.js';
 import { DEFAULT_QUIET_WAIT_S, type QuietOptions } from '../suites/measure.js';
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';

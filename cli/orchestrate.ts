@@ -13,10 +13,22 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
-import type { ResultEvent, StartEvent, SuiteOptions } from '../suites/check.js';
-import type { DiscoveryEvent, PlanEvent, RestartEvent, RunnerEvent } from '../reporters/events.js';
-import { RUNNER_OPTIONS_ENV, type RunnerOptions, answerLine } from './protocol.js';
-import type { Selection } from './select-devices.js';
+import {
+  type DiscoveryEvent,
+  EventLines,
+  type PlanEvent,
+  type PlannedCheck,
+  type RestartEvent,
+  type ResultEvent,
+  RUNNER_OPTIONS_ENV,
+  type RunnerEvent,
+  type RunnerOptions,
+  type Selection,
+  type SuiteOptions,
+  answerLine,
+  decodeEvent,
+  encodeRunnerOptions,
+} from '../suites/protocol.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
 /**
@@ -58,7 +70,7 @@ export function interruptAll(): void {
 }
 
 /** What the command hears of a device: its runner's events, and the restarts the command makes. */
-export type DeviceEvent = Exclude<RunnerEvent, DiscoveryEvent | PlanEvent> | StartEvent | RestartEvent;
+export type DeviceEvent = Exclude<RunnerEvent, DiscoveryEvent | PlanEvent> | RestartEvent;
 
 export interface OrchestrateOptions {
   /** Seconds one check may run before it is killed (0: never). */
@@ -68,8 +80,6 @@ export interface OrchestrateOptions {
   /** Extra environment for the runners. */
   env?: NodeJS.ProcessEnv;
 }
-
-type Incoming = RunnerEvent | StartEvent;
 
 /** How one runner process went. */
 interface Attempt {
@@ -89,102 +99,128 @@ interface Attempt {
   /** What a discovering runner found, and the device it offered. */
   discovery?: DiscoveryEvent;
   /** The checks of each of its devices, as the runner listed them before its first check. */
-  plan?: PlanEvent['checks'];
+  plan?: PlannedCheck[];
+}
+
+/** Hears a discovering runner's discovery, with the function that answers it (the devices it checks; none: it exits). */
+type OnDiscovery = (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void;
+
+/** Starts a runner process with `spec`, in a session of its own, counted among the live ones. */
+function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
+  const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
+    // a discovering runner waits for the command's word on its stdin
+    stdio: [spec.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
+    // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
+    // (and a runner ends itself when the command dies: MAPPED_REG_PARENT_PID, cli/device-runner.ts)
+    detached: true,
+    env: { ...process.env, ...o.env, [RUNNER_OPTIONS_ENV]: encodeRunnerOptions(spec), MAPPED_REG_PARENT_PID: String(process.pid) },
+  });
+  live.add(child);
+  if (interrupted) child.kill('SIGKILL');
+  return child;
+}
+
+/** Keeps the last lines a runner prints (stdout and stderr) in its attempt, for a crash's context. */
+function keepOutput(child: ChildProcess, a: Attempt): void {
+  const keep = (chunk: Buffer): void => {
+    a.output = (a.output + chunk.toString()).slice(-8000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+}
+
+/** Hands a discovering runner's discovery to `onDiscovery` with the function that answers it once (no one to hear it: none). */
+function answerDiscovery(child: ChildProcess, a: Attempt, e: DiscoveryEvent, onDiscovery: OnDiscovery | undefined): void {
+  a.discovery = e;
+  let answered = false;
+  const answer = (devices: SuiteOptions[]): void => {
+    if (answered) return;
+    answered = true;
+    a.devices = devices;
+    child.stdin?.end(answerLine(devices));
+  };
+  child.stdin?.on('error', () => {}); // a runner that exited first: nothing to tell it
+  if (onDiscovery) onDiscovery(e, answer);
+  else answer([]);
+}
+
+/** Records one of a runner's events in its attempt, and passes on what the command hears of each device. */
+function hear(e: RunnerEvent, a: Attempt, o: OrchestrateOptions, onDiscoveryEvent: (e: DiscoveryEvent) => void): void {
+  /** A process's own event (an error outside any check, its end): each of its devices hears it. */
+  const toEach = (d: DeviceEvent): void => a.devices.forEach((x) => o.onEvent?.(x.device, d));
+  switch (e.type) {
+    case 'plan':
+      a.plan = e.checks;
+      return;
+    case 'discovery':
+      onDiscoveryEvent(e);
+      return;
+    case 'start':
+      a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
+      o.onEvent?.(e.device, e);
+      return;
+    case 'result':
+      a.results.push(e);
+      if (a.unfinished?.id === e.id && a.unfinished.device === e.device) delete a.unfinished;
+      o.onEvent?.(e.device, e);
+      return;
+    case 'error':
+      a.errors.push(e.message);
+      toEach(e);
+      return;
+    case 'end':
+      a.ended = true;
+      toEach(e);
+  }
+}
+
+/**
+ * Kills a runner whose check runs past --timeout, or that makes no progress outside any check for --timeout plus
+ * STALL_GRACE_S (starting Vitest, between two checks); none when --timeout is 0.
+ */
+function watchdog(child: ChildProcess, a: Attempt, timeoutS: number, lastEvent: () => number): NodeJS.Timeout | undefined {
+  if (timeoutS <= 0) return undefined;
+  return setInterval(() => {
+    const now = performance.now();
+    if (a.unfinished && now - a.unfinished.startedAt > timeoutS * 1000) {
+      a.timedOut = true;
+      child.kill('SIGKILL');
+    } else if (!a.unfinished && !a.ended && now - lastEvent() > (timeoutS + STALL_GRACE_S) * 1000) {
+      a.stalled = true;
+      child.kill('SIGKILL');
+    }
+  }, 100);
 }
 
 /**
  * Starts a runner with `spec` and follows it to its end. A discovering runner's discovery goes to `onDiscovery`
  * with the function that answers it (the devices it checks, with their options; none: it exits).
  */
-function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void): Promise<Attempt> {
+function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: OnDiscovery): Promise<Attempt> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
-      // a discovering runner waits for the command's word on its stdin
-      stdio: [spec.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
-      // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
-      // (and a runner ends itself when the command dies: MAPPED_REG_PARENT_PID, cli/device-runner.ts)
-      detached: true,
-      env: { ...process.env, ...o.env, [RUNNER_OPTIONS_ENV]: JSON.stringify(spec), MAPPED_REG_PARENT_PID: String(process.pid) },
-    });
-    live.add(child);
-    if (interrupted) child.kill('SIGKILL');
+    const child = spawnRunner(spec, o);
     const a: Attempt = { devices: spec.devices, results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
+    keepOutput(child, a);
     let lastEvent = performance.now();
-    const keep = (chunk: Buffer): void => {
-      a.output = (a.output + chunk.toString()).slice(-8000);
+    const onDiscoveryEvent = (e: DiscoveryEvent): void => {
+      if (!spec.discover || a.discovery) a.errors.push('a discovery from a runner that was not asked for one');
+      else answerDiscovery(child, a, e, onDiscovery);
     };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-    /** A process's own event (an error outside any check, its end): each of its devices hears it. */
-    const toEach = (e: DeviceEvent): void => a.devices.forEach((d) => o.onEvent?.(d.device, e));
-    let pending = '';
-    const events = child.stdio[3] as NodeJS.ReadableStream;
-    const take = (line: string): void => {
-      if (!line.trim()) return;
-      let e: Incoming;
-      try {
-        e = JSON.parse(line) as Incoming;
-      } catch {
-        a.errors.push(`unreadable event: ${line.slice(0, 200)}`);
+    const lines = new EventLines((line) => {
+      const e = decodeEvent(line);
+      if ('unreadable' in e) {
+        a.errors.push(e.unreadable);
         return;
       }
       lastEvent = performance.now();
-      if (e.type === 'plan') a.plan = e.checks;
-      else if (e.type === 'discovery') {
-        if (!spec.discover || a.discovery) {
-          a.errors.push('a discovery from a runner that was not asked for one');
-          return;
-        }
-        a.discovery = e;
-        let answered = false;
-        const answer = (devices: SuiteOptions[]): void => {
-          if (answered) return;
-          answered = true;
-          a.devices = devices;
-          child.stdin?.end(answerLine(devices));
-        };
-        child.stdin?.on('error', () => {}); // a runner that exited first: nothing to tell it
-        if (onDiscovery) onDiscovery(e, answer);
-        else answer([]);
-      } else if (e.type === 'start') {
-        a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
-        o.onEvent?.(e.device, e);
-      } else if (e.type === 'result') {
-        a.results.push(e);
-        if (a.unfinished?.id === e.id && a.unfinished.device === e.device) delete a.unfinished;
-        o.onEvent?.(e.device, e);
-      } else if (e.type === 'error') {
-        a.errors.push(e.message);
-        toEach(e);
-      } else if (e.type === 'end') {
-        a.ended = true;
-        toEach(e);
-      }
-    };
-    events.on('data', (chunk: Buffer) => {
-      pending += chunk.toString();
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      lines.forEach(take);
+      hear(e, a, o, onDiscoveryEvent);
     });
-    const watchdog =
-      o.timeoutS > 0
-        ? setInterval(() => {
-            const now = performance.now();
-            if (a.unfinished && now - a.unfinished.startedAt > o.timeoutS * 1000) {
-              a.timedOut = true;
-              child.kill('SIGKILL');
-            } else if (!a.unfinished && !a.ended && now - lastEvent > (o.timeoutS + STALL_GRACE_S) * 1000) {
-              // stuck outside any check (starting Vitest, between two checks): the same limit applies
-              a.stalled = true;
-              child.kill('SIGKILL');
-            }
-          }, 100)
-        : undefined;
+    (child.stdio[3] as NodeJS.ReadableStream).on('data', (chunk: Buffer) => lines.push(chunk.toString()));
+    const timer = watchdog(child, a, o.timeoutS, () => lastEvent);
     child.on('close', (code, signal) => {
       live.delete(child);
-      if (watchdog) clearInterval(watchdog);
-      take(pending);
+      if (timer) clearInterval(timer);
+      lines.end();
       a.code = code;
       a.signal = signal;
       resolve(a);
@@ -201,7 +237,7 @@ class DeviceState {
   readonly killedOnce = new Map<string, number>();
   /** How the processes that died outside any check without reporting a check ended, in a row. */
   barren: string[] = [];
-  plan: PlanEvent['checks'] | undefined;
+  plan: PlannedCheck[] | undefined;
 
   constructor(
     readonly options: SuiteOptions,
@@ -351,7 +387,7 @@ export interface DiscoveringRun {
  * answers: the devices it checks, with their options, or none), then checks the devices answered as runTogether
  * does, its process counting as their first.
  */
-export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void }): Promise<DiscoveringRun> {
+export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: OnDiscovery }): Promise<DiscoveringRun> {
   let states: DeviceState[] = [];
   const a = await attempt({ devices: [], discover: selection }, o, (e, answer) =>
     o.onDiscovery(e, (devices) => {

@@ -11,7 +11,9 @@ import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups }
 import { type RunOptions, UsageError, resultOptions, suiteBase } from './options.js';
 import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
-import { type Selection, selectDevices, selectionProblem } from './select-devices.js';
+import { selectDevices, selectionProblem } from './select-devices.js';
+import { PROBE_VERDICT } from '../suites/checks/probe.js';
+import type { Selection } from '../suites/protocol.js';
 import { onStop } from './signals.js';
 
 export { DiscoveryError } from './discovering-runners.js';
@@ -56,7 +58,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     // the device processes' events, held until the progress is drawn; a GPU's probe result frees the other devices
     const probes = new Probes();
     const events = new Relay((device, e) => {
-      if (e.type === 'result' && e.id === 'probe.verdict') probes.over(device);
+      if (e.type === 'result' && e.id === PROBE_VERDICT) probes.over(device);
     });
     const orchestrate = { timeoutS: o.timeoutS, onEvent: events.take, stop: stop.signal };
 

@@ -5,11 +5,11 @@
 // GPU, the discovering process that offered one of them checks them all at once.
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { CheckResult } from '../results/types.js';
-import type { SuiteOptions } from '../suites/check.js';
+import type { Selection, SuiteOptions } from '../suites/protocol.js';
 import type { Group } from './discovering-runners.js';
 import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, runDevice, runTogether } from './orchestrate.js';
-import { type Selection, deviceOptions, isGpuDriver, keeps } from './select-devices.js';
+import { deviceOptions, isGpuDriver, keeps } from './select-devices.js';
 
 export interface Checking {
   /** Every device's run, once all are over (only those started when a signal stopped the run). */

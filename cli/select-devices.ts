@@ -4,21 +4,11 @@ import { type Backend, type PlainDevice, type PlainDiscovery, isGpuDriver } from
 import { backendGroups, backendModules, backendRank } from '../bindings/registry.js';
 
 export { isGpuDriver };
-import type { SuiteOptions } from '../suites/check.js';
+import type { Selection, SuiteOptions } from '../suites/protocol.js';
 import { type SuiteBase, quietFor } from './options.js';
 import { hookFor } from '../suites/hooks.js';
 
 export { hookFor };
-
-/** What the user asked for, as the command's options give it. */
-export interface Selection {
-  backends: Backend[];
-  /** Device ids (`--device`); empty: every device found. */
-  devices: string[];
-  /** Test hooks (MAPPED_REG_FORCE_CRASH / MAPPED_REG_FORCE_HANG): `device/check-id` or `check-id`. */
-  forceCrash?: string;
-  forceHang?: string;
-}
 
 /** The variables naming a driver library that must load when set (a GPU driver's), with their backend. */
 const libraryEnv = (): [string, Backend][] => backendModules().flatMap((m) => (m.registers && m.libraryEnv ? [[m.libraryEnv, m.id] as [string, Backend]] : []));

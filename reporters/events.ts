@@ -2,47 +2,21 @@
 // start and result lines (suites/check.ts), with its device (a process may check several); this reporter adds the
 // errors Vitest saw outside any check (a suite file that failed to load, an unhandled error: the process's, not a
 // device's) and a result for a check whose test case ended without writing one (a Vitest timeout), so that the
-// command never loses a check silently.
-import { writeSync } from 'node:fs';
+// command never loses a check silently. Its lines are the protocol's (suites/protocol.ts).
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
-import type { PlainDiscovery } from '../bindings/discovery.js';
-import type { ResultEvent } from '../suites/check.js';
-// The plan is the suites' (suites/plan.ts makes it): a suite never imports a reporter.
-import type { PlanEvent } from '../suites/plan.js';
-
-export type { PlanEvent };
-
-export interface ErrorEvent {
-  type: 'error';
-  message: string;
-}
-
-export interface EndEvent {
-  type: 'end';
-  durationMs: number;
-}
-
-/** A discovering runner's discovery (before any check): what it found, and the device it offers to check (null: none, it exits). */
-export interface DiscoveryEvent {
-  type: 'discovery';
-  durationMs: number;
-  discovery: PlainDiscovery;
-  device: string | null;
-}
-
-
-/** Not from a runner: the command started a new process for a device's checks left (cli/orchestrate.ts), and why. */
-export interface RestartEvent {
-  type: 'restart';
-  message: string;
-}
-
-export type RunnerEvent = ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent | PlanEvent;
+import { type PlannedCheck, type RunnerEvent, writeEvent } from '../suites/protocol.js';
 
 export class EventsReporter implements Reporter {
   readonly #started = performance.now();
+  readonly #planned: ReadonlyMap<string, PlannedCheck>;
 
-  constructor(private readonly write: (event: RunnerEvent) => void = (e) => writeSync(3, `${JSON.stringify(e)}\n`)) {}
+  /** `plan`: every check the process may run (the catalog), for the suite of a check that wrote no result. */
+  constructor(
+    plan: readonly PlannedCheck[],
+    private readonly write: (event: RunnerEvent) => void = writeEvent,
+  ) {
+    this.#planned = new Map(plan.map((c) => [c.id, c]));
+  }
 
   onTestCaseResult(test: TestCase): void {
     if (test.meta().check || test.meta().resumed) return; // the check reported itself, or did earlier
@@ -50,14 +24,21 @@ export class EventsReporter implements Reporter {
     if (r.state === 'pending') return;
     const message = r.state === 'skipped' ? (r.note ?? 'skipped') : (r.errors ?? []).map((e) => e.message).join('; ');
     const timedOut = /timed out/i.test(message);
+    const status = r.state === 'skipped' ? 'skip' : r.state === 'passed' ? 'pass' : timedOut ? 'timeout' : 'fail';
+    const planned = this.#planned.get(test.name);
+    if (!planned) {
+      // no check of the catalog: a result would have to invent its suite, so the process reports it as its own error
+      this.write({ type: 'error', message: `${test.name}, not a check of the catalog, ended without a result: ${status}${message ? ` (${message})` : ''}` });
+      return;
+    }
     this.write({
       type: 'result',
       // the suite each device's checks are in is named by the device's id (suites/check.ts)
       device: test.parent.type === 'suite' ? test.parent.name : '',
       id: test.name,
-      suite: 'hazards',
+      suite: planned.suite,
       title: test.name,
-      status: r.state === 'skipped' ? 'skip' : r.state === 'passed' ? 'pass' : timedOut ? 'timeout' : 'fail',
+      status,
       durationMs: test.diagnostic()?.duration ?? 0,
       ...(message ? { message } : {}),
     });

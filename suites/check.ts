@@ -1,17 +1,16 @@
 // A check, in the shape of nvbandwidth's test cases: a stable id, a title, applies(device) and run(). Each check
 // becomes one Vitest test case. What it saw is written, synchronously, as a JSON line on the run's event
-// channel (file descriptor 3 when the command started this process), before and after it runs: a check that
-// kills its process still leaves its "start" line behind, so the command can name it and report `crash`.
-import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
+// channel (suites/protocol.ts), before and after it runs: a check that kills its process still leaves its "start"
+// line behind, so the command can name it and report `crash`.
 import { describe, inject, it } from 'vitest';
-import type { DiscoveredDevice, PlainDevice } from '../bindings/discovery.js';
+import type { DiscoveredDevice } from '../bindings/discovery.js';
 import { hookFor } from './hooks.js';
 import { isHostFault } from '../bindings/host-fault.js';
 import { readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
-import type { QuietOptions } from './measure.js';
+import { type ResultEvent, type SuiteOptions, writeEvent } from './protocol.js';
 
-import type { CheckResult, SuiteName } from '../results/types.js';
+import type { SuiteName } from '../results/types.js';
 
 export type { CheckStatus } from '../results/status.js';
 export type { SuiteName } from '../results/types.js';
@@ -52,85 +51,11 @@ export interface Check {
   run(ctx: CheckContext): Observation;
 }
 
-/**
- * The options of one device's checks. A runner process gets those of each device it checks (cli/protocol.ts), and
- * gives them to the suites with Vitest's provide/inject (key `mappedReg`, the devices in order).
- */
-export interface SuiteOptions {
-  /** The device's id. */
-  device: string;
-  /**
-   * What the command's discovery found of a device that never registers (OpenCL, Vulkan, CPU): such a device is
-   * rebuilt from this instead of being discovered again (its checks need no driver, and the process that checks
-   * it need not load its ICD). CUDA and HIP devices are always discovered again, for their ops.
-   */
-  discovered?: PlainDevice;
-  scratchDir: string;
-  sizeMiB: number;
-  runs: number;
-  minRelativeSpeed: number;
-  /** Checks not to run (already reported by an earlier process of this device's run). */
-  skip: string[];
-  /** --quiet-wait, --max-drop and the baseline's figures of this device: how long a busy machine is waited for (suites/measure.ts). */
-  quiet?: QuietOptions;
-  /**
-   * Checks the user's selection leaves out (--check, --skip, --skips-file: cli/select-checks.ts), each with the
-   * reason it is reported `skip` with (e.g. "skipped by --skip hazard.context_reset"). Not run, not even asked
-   * whether it applies.
-   */
-  deselected?: Record<string, string>;
-  /** Which process of the device's run this is (1: the first; more after a crash, a timeout or a kill). */
-  attempt?: number;
-  /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
-  forceCrash?: string;
-  /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns); `@runner`: the runner itself, before any check. */
-  forceHang?: string;
-}
-
-
 declare module 'vitest' {
   interface ProvidedContext {
     /** The devices this process checks, in order. */
     mappedReg: SuiteOptions[];
   }
-}
-
-export interface StartEvent {
-  type: 'start';
-  /** The device whose check it is. */
-  device: string;
-  id: string;
-  suite: SuiteName;
-  title: string;
-}
-
-/** A check's result, as its process writes it on the event channel (with the device whose check it is). */
-export type ResultEvent = { type: 'result'; device: string } & CheckResult;
-
-export type CheckEvent = StartEvent | ResultEvent;
-
-let channel: number | null | undefined;
-
-/** fd 3 when the command opened it for us; otherwise events are not written (a plain `vitest run suites/`). */
-function eventChannel(): number | null {
-  if (channel === undefined) {
-    try {
-      fstatSync(3);
-      channel = 3;
-    } catch {
-      channel = process.env.MAPPED_REG_EVENTS ? openSync(process.env.MAPPED_REG_EVENTS, 'a') : null;
-    }
-    if (channel !== null && channel !== 3) {
-      const fd = channel;
-      process.on('exit', () => closeSync(fd));
-    }
-  }
-  return channel;
-}
-
-export function emit(event: CheckEvent): void {
-  const fd = eventChannel();
-  if (fd !== null) writeSync(fd, `${JSON.stringify(event)}\n`);
 }
 
 /** Raised into Vitest when a check fails, with what was expected and observed. */
@@ -171,7 +96,7 @@ function defineDeviceChecks(checks: readonly Check[], options: SuiteOptions, con
     }
     it(check.id, (t) => {
       const started = performance.now();
-      emit({ type: 'start', device, id: check.id, suite: check.suite, title: check.title });
+      writeEvent({ type: 'start', device, id: check.id, suite: check.suite, title: check.title });
       const lines: string[] = [];
       const heldBefore = registrations.held().length;
       const finish = (r: Omit<ResultEvent, 'type' | 'device' | 'id' | 'suite' | 'title' | 'durationMs'>): void => {
@@ -183,7 +108,7 @@ function defineDeviceChecks(checks: readonly Check[], options: SuiteOptions, con
         }
         const event: ResultEvent = { type: 'result', device, id: check.id, suite: check.suite, title: check.title, durationMs: performance.now() - started, ...r, ...(lines.length ? { log: lines } : {}) };
         t.task.meta.check = event;
-        emit(event);
+        writeEvent(event);
         if (killAfter === check.id) process.kill(process.pid, 'SIGKILL');
       };
       let o: Observation | string;

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { deviceFromPlain } from '../bindings/discovery.js';
-import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar, type Selection } from '../cli/select-devices.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar } from '../cli/select-devices.js';
+import type { Selection } from '../suites/protocol.js';
 import { staticVerdict } from '../src/index.js';
 
 const dev = (id: string, extra: Partial<PlainDevice> = {}): PlainDevice => {

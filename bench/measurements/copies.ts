@@ -9,39 +9,61 @@ import { type Measurement, always } from './measurement.js';
 
 const hasPinned = (s: DeviceSession): boolean => s.pinned !== undefined;
 
-export const pageable: Measurement<DeviceSession> = {
-  key: 'copies.pageable',
+/**
+ * A copy of the whole region, timed over the options' runs, into copies[key]. `timed` prepares the copy (outside
+ * the timing) and returns it.
+ */
+function wholeRegionCopy(
+  key: 'pageable' | 'staged' | 'pageLocked',
+  m: Pick<Measurement<DeviceSession>, 'title' | 'description' | 'applies'> & { label: string; task: string; timed(s: DeviceSession): () => void },
+): Measurement<DeviceSession> {
+  return {
+    key: `copies.${key}`,
+    title: m.title,
+    description: m.description,
+    applies: m.applies,
+    run(s) {
+      s.result.copies[key] = copy(m.label, s.bytes, time(m.task, m.timed(s), { iterations: s.options.runs }));
+    },
+  };
+}
+
+export const pageable = wholeRegionCopy('pageable', {
   title: 'pageable copy',
   description: 'the copy from the mapping, not registered: the driver stages it itself',
   applies: always,
-  run(s) {
+  label: 'pageable (not registered)',
+  task: 'pageable',
+  timed(s) {
     const map = s.region.map;
-    s.result.copies.pageable = copy('pageable (not registered)', s.bytes, time('pageable', () => s.ops.upload(map), { iterations: s.options.runs }));
+    return () => s.ops.upload(map);
   },
-};
+});
 
-export const staged: Measurement<DeviceSession> = {
-  key: 'copies.staged',
+export const staged = wholeRegionCopy('staged', {
   title: 'staged copy',
   description: 'Uint8Array.set of the mapping into page-locked memory, then the copy from there; the mapping not registered',
   applies: hasPinned,
-  run(s) {
+  label: 'staged: memcpy into page-locked + copy',
+  task: 'staged',
+  timed(s) {
     const map = s.region.map;
     const p = s.pinned!;
-    s.result.copies.staged = copy('staged: memcpy into page-locked + copy', s.bytes, time('staged', () => s.stage(map, p), { iterations: s.options.runs }));
+    return () => s.stage(map, p);
   },
-};
+});
 
-export const pageLocked: Measurement<DeviceSession> = {
-  key: 'copies.pageLocked',
+export const pageLocked = wholeRegionCopy('pageLocked', {
   title: 'page-locked copy',
   description: 'the copy from the page-locked buffer alone: what the link and the copy engine give',
   applies: hasPinned,
-  run(s) {
+  label: 'page-locked alone',
+  task: 'page-locked',
+  timed(s) {
     const p = s.pinned!;
-    s.result.copies.pageLocked = copy('page-locked alone', s.bytes, time('page-locked', () => s.ops.upload(p), { iterations: s.options.runs }));
+    return () => s.ops.upload(p);
   },
-};
+});
 
 export const registered: Measurement<DeviceSession> = {
   key: 'copies.registered',

@@ -9,14 +9,19 @@ import { nativeReference } from './native.js';
 import { registrationCold, registrationWarm } from './registration.js';
 import type { DeviceContext, DeviceSession } from '../session.js';
 
-/** With the device's ops, before the page-locked buffer is allocated. */
-export const REGISTRATION: readonly Measurement<DeviceSession>[] = [registrationCold, registrationWarm];
-/** With the device's ops and the page-locked buffer (those that stage need it: without it they do not apply). */
-export const COPIES: readonly Measurement<DeviceSession>[] = [pageable, staged, pageLocked, registered, stagedHalf];
-/** With the device's ops, the page-locked buffer released. */
-export const CALLS: readonly Measurement<DeviceSession>[] = [driverCall];
-/** Once the device is released: the link, and the native reference in its own process. */
-export const AFTER_RELEASE: readonly Measurement<DeviceContext>[] = [link, nativeReference];
-
-/** Every measurement, in order. */
-export const MEASUREMENTS: readonly Measurement<DeviceSession>[] = [...REGISTRATION, ...COPIES, ...CALLS, ...AFTER_RELEASE];
+/** The measurements of each phase of a device's bench (bench/device.ts), each list in order. */
+export const MEASUREMENTS: {
+  /** With the device's ops, before the page-locked buffer is allocated. */
+  readonly registration: readonly Measurement<DeviceSession>[];
+  /** With the device's ops and the page-locked buffer (those that stage need it: without it they do not apply). */
+  readonly copies: readonly Measurement<DeviceSession>[];
+  /** With the device's ops, the page-locked buffer released. */
+  readonly calls: readonly Measurement<DeviceSession>[];
+  /** Once the device is released: the link, and the native reference in its own process. */
+  readonly afterRelease: readonly Measurement<DeviceContext>[];
+} = {
+  registration: [registrationCold, registrationWarm],
+  copies: [pageable, staged, pageLocked, registered, stagedHalf],
+  calls: [driverCall],
+  afterRelease: [link, nativeReference],
+};

@@ -48,32 +48,26 @@ export const registrationCold: Measurement<DeviceSession> = {
       else if (m) s.kept.push(m);
       m = undefined;
     };
-    const reg = time('register (cold)', () => s.register(m!), {
-      iterations: o.runs,
-      warmup: false,
-      hooks: {
-        beforeEach: () => {
-          m = fresh();
-        },
-        afterEach: () => {
-          try {
-            if (m && registrations.isPinned(m)) s.unregister(m);
-          } finally {
-            drop();
-          }
-        },
+    // no warm-up: each iteration needs its own fresh mapping, dropped from the page cache
+    const timeCold = (task: string, f: () => void, hooks: { beforeEach: () => void; afterEach: () => void }): Stat => time(task, f, { iterations: o.runs, warmup: false, hooks });
+    const reg = timeCold('register (cold)', () => s.register(m!), {
+      beforeEach: () => {
+        m = fresh();
+      },
+      afterEach: () => {
+        try {
+          if (m && registrations.isPinned(m)) s.unregister(m);
+        } finally {
+          drop();
+        }
       },
     });
-    const unreg = time('unregister (cold)', () => s.unregister(m!), {
-      iterations: o.runs,
-      warmup: false,
-      hooks: {
-        beforeEach: () => {
-          m = fresh();
-          s.register(m);
-        },
-        afterEach: drop,
+    const unreg = timeCold('unregister (cold)', () => s.unregister(m!), {
+      beforeEach: () => {
+        m = fresh();
+        s.register(m);
       },
+      afterEach: drop,
     });
     s.result.registration.cold = { ...cost(bytes, reg, unreg), eviction: { methods: [...methods], failures: [...failures], ...(residentAfterMax !== undefined ? { residentAfterMax } : {}) } };
   },

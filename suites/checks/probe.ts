@@ -1,7 +1,32 @@
 // probe.verdict and probe.release: the self-test on a scratch file of --size MiB, and its releases.
-import { staticVerdict, verdictJson, verdictToString, type Verdict } from '../../src/index.js';
+import type { CheckResult, VerdictJson } from '../../results/types.js';
+import { staticVerdict, verdictJson, verdictToString, type ProbeReport, type TimingReport, type Verdict } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
-import { probeOnce } from '../context.js';
+import { type Probed, probeOnce } from '../context.js';
+
+export const PROBE_VERDICT = 'probe.verdict';
+export const PROBE_RELEASE = 'probe.release';
+
+/** What probe.verdict's data holds (through JSON: a control figure of `timing` the clock gave no duration for is null). */
+export type ProbeData = {
+  verdict: VerdictJson;
+  windows: ProbeReport['windows'];
+  /** null when the self-test ended before its timed copies. */
+  timing: TimingReport | null;
+  scratch: Probed['scratch'];
+  phasesMs: Probed['phasesMs'];
+  load?: Probed['load'];
+  numa?: Probed['numa'];
+};
+
+/**
+ * probe.verdict's data among a device's checks, when the check itself reported it (a probe.verdict the command
+ * reported, crashed or timed out, has none).
+ */
+export function probeData(checks: readonly CheckResult[]): ProbeData | undefined {
+  const data = checks.find((c) => c.id === PROBE_VERDICT)?.data;
+  return data && 'verdict' in data ? (data as ProbeData) : undefined;
+}
 
 /** The self-test applies to devices whose static verdict asks for it. */
 export function needsSelfTest({ device }: CheckContext): true | string {
@@ -18,7 +43,7 @@ function statusOf(v: Verdict): 'pass' | 'warn' | 'fail' {
 
 export const probeChecks: Check[] = [
   {
-    id: 'probe.verdict',
+    id: PROBE_VERDICT,
     suite: 'probe',
     title: 'the self-test on a scratch file: bytes of both windows, verdict',
     applies: needsSelfTest,
@@ -26,19 +51,20 @@ export const probeChecks: Check[] = [
       const { report, scratch, phasesMs, load, numa } = probeOnce(ctx);
       const windows = report.windows.map((w, i) => `window ${i + 1}: ${w.equal === null ? 'not compared' : w.equal ? 'bytes equal' : `bytes differ at offset ${w.firstDifference}`}`);
       for (const line of report.log) ctx.log(line);
+      const data: ProbeData = { verdict: verdictJson(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs, ...(load ? { load } : {}), ...(numa ? { numa } : {}) };
       return {
         status: statusOf(report.verdict),
         expected: 'Usable',
         observed: `${verdictToString(report.verdict)}; ${windows.join(', ')}`,
-        data: { verdict: verdictJson(report.verdict), windows: report.windows, timing: report.timing, scratch, phasesMs, ...(load ? { load } : {}), ...(numa ? { numa } : {}) },
+        data,
       };
     },
   },
   {
-    id: 'probe.release',
+    id: PROBE_RELEASE,
     suite: 'probe',
     title: 'both windows released at the first try',
-    needs: ['probe.verdict'],
+    needs: [PROBE_VERDICT],
     applies: needsSelfTest,
     run: (ctx) => {
       const { report } = probeOnce(ctx);

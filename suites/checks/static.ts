@@ -2,6 +2,11 @@
 import { probe, staticToString, staticVerdict, verdictToString } from '../../src/index.js';
 import type { Check } from '../check.js';
 
+export const STATIC_VERDICT = 'static.verdict';
+
+/** What static.verdict's data holds: the static verdict, its kind, and for a refused device the ops opened (0). */
+export type StaticData = { static: string; kind: string; opsOpened?: number };
+
 /** A map that throws when read: a probe that reads it has gone past the static verdict. */
 const untouchable = {
   address: 0n,
@@ -12,14 +17,14 @@ const untouchable = {
 
 export const staticChecks: Check[] = [
   {
-    id: 'static.verdict',
+    id: STATIC_VERDICT,
     suite: 'static',
     title: 'the static verdict; a refused device reaches no op',
     applies: () => true,
     run: ({ device }) => {
       const s = staticVerdict(device.device);
       const text = staticToString(s);
-      const data = { static: text, kind: s.kind === 'Decided' ? s.verdict.kind : 'Self_test_required' };
+      const data: StaticData = { static: text, kind: s.kind === 'Decided' ? s.verdict.kind : 'Self_test_required' };
       if (s.kind === 'Self_test_required' || s.verdict.kind !== 'Refused') {
         return { expected: 'a static verdict', observed: text, data };
       }
@@ -32,7 +37,7 @@ export const staticChecks: Check[] = [
         status: opened === 0 && same ? 'pass' : 'fail',
         expected: `${text}, with no op reached and the map not read`,
         observed: `${verdictToString(v)}; ops opened ${opened} time(s)`,
-        data: { ...data, opsOpened: opened },
+        data: { ...data, opsOpened: opened } satisfies StaticData,
       };
     },
   },

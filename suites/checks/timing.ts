@@ -1,8 +1,25 @@
 // timing.margin (the spec's margin) and timing.link (the registered copy against the PCIe link's limit).
 import { type Link, readLink } from '../../bindings/pci.js';
+import type { CheckResult } from '../../results/types.js';
+import type { TimingReport } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
 import { probeOnce } from '../context.js';
-import { needsSelfTest } from './probe.js';
+import { PROBE_VERDICT, needsSelfTest } from './probe.js';
+
+export const TIMING_MARGIN = 'timing.margin';
+export const TIMING_LINK = 'timing.link';
+
+/** What timing.margin's data holds: the self-test's timing. */
+export type MarginData = TimingReport;
+
+/** What timing.link's data holds: the link, and the registered copy's share of it (none without the self-test's timing). */
+export type LinkData = { link: Link; registeredGBps?: number; share?: number };
+
+/** The link timing.link read, among a device's checks (none when it did not run, or the command reported it). */
+export function linkOf(checks: readonly CheckResult[]): Link | undefined {
+  const data = checks.find((c) => c.id === TIMING_LINK)?.data;
+  return data && 'link' in data ? (data as LinkData).link : undefined;
+}
 
 /**
  * Below this share of the PCIe link's limit the registered copy is a `warn`: a discrete GPU copying from
@@ -29,10 +46,10 @@ function linkApplies(ctx: CheckContext): true | string {
 
 export const timingChecks: Check[] = [
   {
-    id: 'timing.margin',
+    id: TIMING_MARGIN,
     suite: 'timing',
     // the timing of probe.verdict's self-test
-    needs: ['probe.verdict'],
+    needs: [PROBE_VERDICT],
     title: 'registered copy at least the margin of the staged one (best of N against best of N)',
     applies: needsSelfTest,
     run: (ctx) => {
@@ -44,22 +61,22 @@ export const timingChecks: Check[] = [
         status: t.ratio >= t.minRelativeSpeed ? 'pass' : 'fail',
         expected,
         observed: `registered ${t.registeredGBps.toFixed(2)} GB/s, staged ${t.stagedGBps.toFixed(2)} GB/s, ratio ${t.ratio.toFixed(3)}`,
-        data: { ...t },
+        data: { ...t } satisfies MarginData,
       };
     },
   },
   {
-    id: 'timing.link',
+    id: TIMING_LINK,
     suite: 'timing',
     // the timing of probe.verdict's self-test
-    needs: ['probe.verdict'],
+    needs: [PROBE_VERDICT],
     title: `registered copy against the PCIe link's limit (warn below ${LINK_WARN_FRACTION * 100}%, or on a link trained below its maximum)`,
     applies: linkApplies,
     run: (ctx) => {
       const link = readLink(ctx.device.pciBusId!) as Link;
       const t = probeOnce(ctx).report.timing;
       const expected = `registered >= ${LINK_WARN_FRACTION * 100}% of the link (${link.gbps.toFixed(1)} GB/s: ${link.gts} GT/s x${link.width})`;
-      if (!t) return { status: 'warn', expected, observed: 'no timing from the self-test', data: { link } };
+      if (!t) return { status: 'warn', expected, observed: 'no timing from the self-test', data: { link } satisfies LinkData };
       const share = t.registeredGBps / link.gbps;
       // a link trained below its maximum (a loose card, a riser, a BIOS setting) makes every copy slower
       const trained = link.downtrained ? `; the link is ${link.downtrainedText ?? 'trained below its maximum'}` : '';
@@ -67,7 +84,7 @@ export const timingChecks: Check[] = [
         status: share >= LINK_WARN_FRACTION && !link.downtrained ? 'pass' : 'warn',
         expected: `${expected}, at its maximum speed and width`,
         observed: `registered ${t.registeredGBps.toFixed(2)} GB/s = ${(share * 100).toFixed(1)}% of ${link.gbps.toFixed(1)} GB/s${trained}`,
-        data: { link, registeredGBps: t.registeredGBps, share },
+        data: { link, registeredGBps: t.registeredGBps, share } satisfies LinkData,
       };
     },
   },
