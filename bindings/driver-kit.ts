@@ -107,6 +107,9 @@ export interface HostFunctions {
   unregister: readonly [call: string, fn: (p: bigint) => number];
   alloc: readonly [call: string, fn: (out: Out<Pointer>, bytes: number, flags: number) => number];
   free: readonly [call: string, fn: (p: bigint) => number];
+  /** Synchronous copies between a device address and a host address. */
+  htod: readonly [call: string, fn: (dst: bigint, src: bigint, bytes: number) => number];
+  dtoh: readonly [call: string, fn: (dst: bigint, src: bigint, bytes: number) => number];
 }
 
 /** The host-memory methods of a driver object (CudaDriver's memHostAlloc/memFreeHost are alloc/free here). */
@@ -117,8 +120,9 @@ export interface HostCalls {
   hostUnregisterAddress(address: bigint): void;
   alloc(bytes: number, flags?: number): Host;
   free(host: Host): void;
-  /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
-  copyLength(call: string, host: Host, length: number | undefined): number;
+  /** Synchronous copies of `length` bytes (default: the whole Host). */
+  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
+  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
 }
 
 /** `ready` runs first in each (the driver initialized, and not one that said there is no device). */
@@ -127,6 +131,14 @@ export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void,
   const [unregisterCall, unregister] = fns.unregister;
   const [allocCall, alloc] = fns.alloc;
   const [freeCall, free] = fns.free;
+  const [htodCall, htod] = fns.htod;
+  const [dtohCall, dtoh] = fns.dtoh;
+  /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
+  const copyLength = (call: string, host: Host, length: number | undefined): number => {
+    const n = checkSize(`${call} size`, length ?? host.bytes.length);
+    if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
+    return n;
+  };
   const registerAddress = (address: bigint, length: number, flags: number): void => {
     ready();
     check(registerCall, register(address, checkSize(`${registerCall} size`, length), flags >>> 0));
@@ -156,10 +168,15 @@ export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void,
       ready();
       check(freeCall, free(hostAddress(api, freeCall, host)));
     },
-    copyLength(call, host, length) {
-      const n = checkSize(`${call} size`, length ?? host.bytes.length);
-      if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
-      return n;
+    memcpyHtoD(dst, src, length) {
+      ready();
+      const n = copyLength(htodCall, src, length);
+      check(htodCall, htod(dst, hostAddress(api, htodCall, src), n));
+    },
+    memcpyDtoH(dst, src, length) {
+      ready();
+      const n = copyLength(dtohCall, dst, length);
+      check(dtohCall, dtoh(hostAddress(api, dtohCall, dst), src, n));
     },
   };
 }
