@@ -6,14 +6,14 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type Held, type IntLike, type Out, type Pointer, checker, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
-import { deviceCounter, deviceQueries, outNumber } from './driver-queries.js';
+import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
-export const CUDA_LIBRARY = 'libcuda.so.1';
+const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
 // CUdevice_attribute (cuda.h)
@@ -28,7 +28,7 @@ export const PORTABLE = 0x01;
 /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
 export const READ_ONLY = 0x08;
 
-export const CUDA_SUCCESS = 0;
+const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_INVALID_VALUE = 1;
 export const CUDA_ERROR_NO_DEVICE = 100;
 export const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
@@ -191,7 +191,7 @@ export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunction
 );
 
 /** cuGetErrorName, else the table, else `UNKNOWN_<code>`; and cuGetErrorString. */
-function cudaErrorTexts(c: CudaFunctions): { errorName: (code: number) => string; errorString: (code: number) => string | undefined } {
+function cudaErrorTexts(c: CudaFunctions): ErrorTexts {
   return {
     errorName(code) {
       const out: Out<string | null> = [null];
@@ -259,16 +259,9 @@ function contextCalls(c: CudaFunctions, { check }: Checker, ready: () => void, d
 }
 
 function makeDriver(path: string, c: CudaFunctions): CudaDriver {
-  const { errorName, errorString } = cudaErrorTexts(c);
-  const checks = checker(CudaError, errorName, errorString);
-  const { devices, ready } = deviceCounter('CUDA', checks, errorName, {
-    init: ['cuInit', () => c.cuInit(0)],
-    count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)],
-    noDeviceCode: CUDA_ERROR_NO_DEVICE,
-    noDeviceFrom: ['cuInit'],
-  });
+  const { errorName, errorString, checks, devices, ready } = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
   const dev = deviceHandles(c, checks, ready);
-  const host = hostCalls('CUDA', checks, ready, {
+  const { alloc: memHostAlloc, free: memFreeHost, ...hostMethods } = hostCalls('CUDA', checks, ready, {
     register: ['cuMemHostRegister_v2', c.cuMemHostRegister_v2],
     unregister: ['cuMemHostUnregister', c.cuMemHostUnregister],
     alloc: ['cuMemHostAlloc', c.cuMemHostAlloc],
@@ -279,6 +272,8 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
   return {
     api: 'CUDA',
     path,
+    errorName,
+    errorString,
     driverVersion: () => outNumber(checks, 'cuDriverGetVersion', (out) => c.cuDriverGetVersion(out)),
     devices: () => ({ ...devices() }),
     deviceCount: () => devices().count,
@@ -289,16 +284,9 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
       attribute: ['cuDeviceGetAttribute', c.cuDeviceGetAttribute],
     }),
     ...contextCalls(c, checks, ready, dev),
-    memHostAlloc: host.alloc,
-    memFreeHost: host.free,
-    hostRegister: host.hostRegister,
-    hostUnregister: host.hostUnregister,
-    hostRegisterAddress: host.hostRegisterAddress,
-    hostUnregisterAddress: host.hostUnregisterAddress,
-    memcpyHtoD: host.memcpyHtoD,
-    memcpyDtoH: host.memcpyDtoH,
-    errorName,
-    errorString,
+    memHostAlloc,
+    memFreeHost,
+    ...hostMethods,
   };
 }
 
@@ -354,17 +342,7 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
       },
       malloc: (n) => driver.memAlloc(n),
       free: (buffer) => driver.memFree(buffer),
-      calls: {
-        hostRegister: (host, flags) => driver.hostRegister(host, flags),
-        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-        hostUnregister: (host) => driver.hostUnregister(host),
-        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-        allocPinned: (n) => driver.memHostAlloc(n),
-        freePinned: (host) => driver.memFreeHost(host),
-        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-        synchronize: () => driver.ctxSynchronize(),
-      },
+      calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize()),
     },
     ordinal,
     bytes,

@@ -211,6 +211,27 @@ export interface OpsDriver {
   readonly calls: Omit<OpsCalls, 'makeCurrent' | 'registered' | 'unregistered'>;
 }
 
+/** A driver object's host-memory methods that both APIs name alike. */
+export type SharedHostMethods = Pick<HostCalls, 'hostRegister' | 'hostRegisterAddress' | 'hostUnregister' | 'hostUnregisterAddress' | 'memcpyHtoD' | 'memcpyDtoH'>;
+
+/**
+ * The ops' driver calls, through `driver`'s methods as they are when called (a test may replace one), with the
+ * API's own page-locked allocation and synchronization.
+ */
+export function driverCalls(driver: SharedHostMethods, pinned: { alloc(n: number): Host; free(host: Host): void }, synchronize: () => void): OpsDriver['calls'] {
+  return {
+    hostRegister: (host, flags) => driver.hostRegister(host, flags),
+    hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+    hostUnregister: (host) => driver.hostUnregister(host),
+    hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+    allocPinned: (n) => pinned.alloc(n),
+    freePinned: (host) => pinned.free(host),
+    memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+    memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+    synchronize,
+  };
+}
+
 /**
  * Run f on ops backed by device `ordinal` and a device buffer of `bytes` bytes. When f returns or throws (or
  * its promise settles), every step of the release runs, whatever the others did (device-ops.ts: withRelease):

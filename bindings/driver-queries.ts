@@ -3,7 +3,7 @@
 // fill an out parameter or a NUL-terminated buffer. cuda.ts and hip.ts name their C calls and keep their quirks.
 
 import type { DriverApi } from './errors.js';
-import { type Checker, type IntLike, type Out, cString } from './driver-kit.js';
+import { type Checker, type DriverErrorClass, type IntLike, type Out, checker, cString } from './driver-kit.js';
 
 /** What the driver's initialization said about this machine: devices, or none with the reason. */
 export interface DeviceCount {
@@ -62,6 +62,23 @@ export function deviceCounter(api: DriverApi, { fail, check }: Checker, errorNam
       if (noDevice !== undefined) throw fail(noDevice, fns.noDeviceCode);
     },
   };
+}
+
+/** How a driver names and describes its result codes. */
+export interface ErrorTexts {
+  errorName(code: number): string;
+  errorString(code: number): string | undefined;
+}
+
+/** What every call of a driver object starts from: its error texts, the checker of its result codes, its device count. */
+export interface DriverBase extends ErrorTexts, DeviceCounter {
+  checks: Checker;
+}
+
+export function driverBase(api: DriverApi, ErrorClass: DriverErrorClass, texts: ErrorTexts, count: CountFunctions): DriverBase {
+  const { errorName, errorString } = texts;
+  const checks = checker(ErrorClass, errorName, errorString);
+  return { errorName, errorString, checks, ...deviceCounter(api, checks, errorName, count) };
 }
 
 /** The per-device queries, by C name; `dev` turns an ordinal into the handle the calls take (after `ready`). */

@@ -6,8 +6,8 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, checker, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
-import { deviceCounter, deviceQueries, outNumber } from './driver-queries.js';
+import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -20,10 +20,10 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
 
-export const HIP_MEMCPY_HOST_TO_DEVICE = 1;
-export const HIP_MEMCPY_DEVICE_TO_HOST = 2;
+const HIP_MEMCPY_HOST_TO_DEVICE = 1;
+const HIP_MEMCPY_DEVICE_TO_HOST = 2;
 
-export const HIP_ERROR_NO_DEVICE = 100;
+const HIP_ERROR_NO_DEVICE = 100;
 
 /**
  * The value of hipDeviceAttributeIntegrated, which depends on the runtime's major version: HIP 5.0 reordered
@@ -206,7 +206,7 @@ export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, 
 );
 
 /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
-function hipErrorTexts(c: HipFunctions): { errorName: (code: number) => string; errorString: (code: number) => string | undefined } {
+function hipErrorTexts(c: HipFunctions): ErrorTexts {
   return {
     errorName(code) {
       const name = c.hipGetErrorName(code);
@@ -246,14 +246,7 @@ function deviceCalls(c: HipFunctions, { check }: Checker, ready: () => void, dev
 }
 
 function makeDriver(path: string, c: HipFunctions): HipDriver {
-  const { errorName, errorString } = hipErrorTexts(c);
-  const checks = checker(HipError, errorName, errorString);
-  const { devices, ready } = deviceCounter('HIP', checks, errorName, {
-    init: ['hipInit', () => c.hipInit(0)],
-    count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)],
-    noDeviceCode: HIP_ERROR_NO_DEVICE,
-    noDeviceFrom: ['hipInit', 'hipGetDeviceCount'],
-  });
+  const { errorName, errorString, checks, devices, ready } = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
   // HIP's calls take the ordinal itself
   const dev = (ordinal: number): number => {
     checkOrdinal('HIP', ordinal);
@@ -269,7 +262,7 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
   });
   let integratedAttr: number | undefined;
   const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
-  const host = hostCalls('HIP', checks, ready, {
+  const { alloc: hostMalloc, free: hostFree, ...hostMethods } = hostCalls('HIP', checks, ready, {
     register: ['hipHostRegister', c.hipHostRegister],
     unregister: ['hipHostUnregister', c.hipHostUnregister],
     alloc: ['hipHostMalloc', c.hipHostMalloc],
@@ -280,6 +273,8 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
   return {
     api: 'HIP',
     path,
+    errorName,
+    errorString,
     runtimeVersion,
     hipDriverVersion: () => outNumber(checks, 'hipDriverGetVersion', (out) => c.hipDriverGetVersion(out)),
     devices: () => ({ ...devices() }),
@@ -288,16 +283,9 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     integratedAttribute,
     integrated: (ordinal) => queries.attribute(ordinal, integratedAttribute()) !== 0,
     ...deviceCalls(c, checks, ready, dev),
-    hostMalloc: host.alloc,
-    hostFree: host.free,
-    hostRegister: host.hostRegister,
-    hostUnregister: host.hostUnregister,
-    hostRegisterAddress: host.hostRegisterAddress,
-    hostUnregisterAddress: host.hostUnregisterAddress,
-    memcpyHtoD: host.memcpyHtoD,
-    memcpyDtoH: host.memcpyDtoH,
-    errorName,
-    errorString,
+    hostMalloc,
+    hostFree,
+    ...hostMethods,
   };
 }
 
@@ -329,17 +317,7 @@ export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number,
       registerFlags: () => HOST_REGISTER_DEFAULT,
       malloc: (n) => driver.malloc(n),
       free: (buffer) => driver.free(buffer),
-      calls: {
-        hostRegister: (host, flags) => driver.hostRegister(host, flags),
-        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-        hostUnregister: (host) => driver.hostUnregister(host),
-        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-        allocPinned: (n) => driver.hostMalloc(n),
-        freePinned: (host) => driver.hostFree(host),
-        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-        synchronize: () => driver.deviceSynchronize(),
-      },
+      calls: driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize()),
     },
     ordinal,
     bytes,
