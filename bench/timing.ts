@@ -1,6 +1,7 @@
 // How a figure is timed (docs/bench.md, "How a figure is timed"): one tinybench task, run synchronously, with
 // exactly N samples; best (min), median (p50) and mean. A copy's GB/s is its bytes / seconds / 10^9.
 import { Bench, type Fn, type FnOptions } from 'tinybench';
+import { gbps } from '../src/probe.js';
 
 export interface Stat {
   bestMs: number;
@@ -19,8 +20,6 @@ export function time(name: string, fn: Fn, o: { iterations: number; timeMs?: num
   if (r.state !== 'completed') throw new Error(`${name}: tinybench ended ${r.state}`);
   return { bestMs: r.latency.min, medianMs: r.latency.p50, meanMs: r.latency.mean, samples: r.latency.samplesCount };
 }
-
-const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
 
 export interface Copy extends Stat {
   label: string;

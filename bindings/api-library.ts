@@ -62,6 +62,26 @@ function messageOf(e: unknown): string {
 /** Bound libraries by the name they were loaded under: loaded once, kept for the life of the process. */
 const bound = new Map<string, unknown>();
 
+/**
+ * Discovery through `library` (OpenCL, Vulkan): loads it from `libraryPath`, else its candidates, and lets `list`
+ * fill the devices and the errors. Never throws: an unexpected failure is one more error, and the errors come
+ * back in `error` after the library's label, with every device `list` could still describe.
+ */
+export function discoverWith<Api>(library: ApiLibrary<Api>, libraryPath: string | undefined, list: (api: Api, devices: ApiDevice[], errors: string[]) => void): ApiDiscovery {
+  const loaded = loadApi(library, candidates(library, libraryPath));
+  if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? `${library.label}: not loaded` };
+  const devices: ApiDevice[] = [];
+  const errors: string[] = [];
+  try {
+    list(loaded.api, devices, errors);
+  } catch (e) {
+    errors.push(`unexpected failure: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const result: ApiDiscovery = { library: loaded.library, tried: loaded.tried, devices };
+  if (errors.length > 0) result.error = `${library.label}: ${errors.join('; ')}`;
+  return result;
+}
+
 /** The first of `names` that loads and binds. */
 export function loadApi<Api>(library: ApiLibrary<Api>, names: string[]): Loaded<Api> {
   const tried: string[] = [];

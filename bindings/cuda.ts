@@ -5,14 +5,15 @@
 // hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
 
 import type { Host } from '../src/ops.js';
-import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize, hostAddress } from './device-ops.js';
-import { type Held, type IntLike, type Out, type Pointer, checker, cString, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
+import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
-export const CUDA_LIBRARY = 'libcuda.so.1';
+const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
 // CUdevice_attribute (cuda.h)
@@ -24,12 +25,10 @@ export const READ_ONLY_HOST_REGISTER_SUPPORTED = 113;
 
 // cuMemHostRegister flags (CU_MEMHOSTREGISTER_*)
 export const PORTABLE = 0x01;
-export const DEVICEMAP = 0x02;
-export const IOMEMORY = 0x04;
 /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
 export const READ_ONLY = 0x08;
 
-export const CUDA_SUCCESS = 0;
+const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_INVALID_VALUE = 1;
 export const CUDA_ERROR_NO_DEVICE = 100;
 export const CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
@@ -191,44 +190,25 @@ export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunction
   (path, c) => makeDriver(path, c),
 );
 
-function makeDriver(path: string, c: CudaFunctions): CudaDriver {
-  const errorName = (code: number): string => {
-    const out: Out<string | null> = [null];
-    if (c.cuGetErrorName(code, out) === CUDA_SUCCESS && out[0]) return out[0];
-    return CUDA_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
+/** cuGetErrorName, else the table, else `UNKNOWN_<code>`; and cuGetErrorString. */
+function cudaErrorTexts(c: CudaFunctions): ErrorTexts {
+  return {
+    errorName(code) {
+      const out: Out<string | null> = [null];
+      if (c.cuGetErrorName(code, out) === CUDA_SUCCESS && out[0]) return out[0];
+      return CUDA_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
+    },
+    errorString(code) {
+      const out: Out<string | null> = [null];
+      return c.cuGetErrorString(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
+    },
   };
-  const errorString = (code: number): string | undefined => {
-    const out: Out<string | null> = [null];
-    return c.cuGetErrorString(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
-  };
-  const checks = checker(CudaError, errorName, errorString);
-  const { fail, check } = checks;
+}
 
-  let initState: CudaDevices | undefined;
-  /** Set when cuInit said there is no device: every device call then throws cuInit's error again. */
-  let noDevice = false;
-  const devices = (): CudaDevices => {
-    if (initState === undefined) {
-      const code = c.cuInit(0);
-      if (code === CUDA_ERROR_NO_DEVICE) {
-        noDevice = true;
-        initState = { count: 0, reason: `no CUDA device here: cuInit returned ${code} ${errorName(code)}` };
-      } else {
-        check('cuInit', code);
-        const out: Out<number> = [0];
-        check('cuDeviceGetCount', c.cuDeviceGetCount(out));
-        initState = out[0] > 0 ? { count: out[0] } : { count: 0, reason: 'no CUDA device here: cuDeviceGetCount reported 0' };
-      }
-    }
-    return initState;
-  };
-  const ready = (): void => {
-    devices();
-    if (noDevice) throw fail('cuInit', CUDA_ERROR_NO_DEVICE);
-  };
+/** The CUdevice of an ordinal (cuDeviceGet, cached), after cuInit. */
+function deviceHandles(c: CudaFunctions, { check }: Checker, ready: () => void): (ordinal: number) => number {
   const handles = new Map<number, number>();
-  /** The CUdevice of an ordinal (cuDeviceGet), after cuInit. */
-  const dev = (ordinal: number): number => {
+  return (ordinal) => {
     checkOrdinal('CUDA', ordinal);
     ready();
     let handle = handles.get(ordinal);
@@ -240,91 +220,73 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     }
     return handle;
   };
-  const host = hostCalls('CUDA', checks, ready, {
-    register: ['cuMemHostRegister_v2', c.cuMemHostRegister_v2],
-    unregister: ['cuMemHostUnregister', c.cuMemHostUnregister],
-    alloc: ['cuMemHostAlloc', c.cuMemHostAlloc],
-    free: ['cuMemFreeHost', c.cuMemFreeHost],
-  });
+}
 
+/** The primary context and the device memory. */
+function contextCalls(c: CudaFunctions, { check }: Checker, ready: () => void, dev: (ordinal: number) => number) {
   return {
-    api: 'CUDA',
-    path,
-    driverVersion() {
-      const out: Out<number> = [0];
-      check('cuDriverGetVersion', c.cuDriverGetVersion(out));
-      return out[0];
-    },
-    devices: () => ({ ...devices() }),
-    deviceCount: () => devices().count,
-    name(ordinal) {
-      const buf = Buffer.alloc(256);
-      check('cuDeviceGetName', c.cuDeviceGetName(buf, buf.length, dev(ordinal)));
-      return cString(buf);
-    },
-    pciBusId(ordinal) {
-      const buf = Buffer.alloc(64);
-      check('cuDeviceGetPCIBusId', c.cuDeviceGetPCIBusId(buf, buf.length, dev(ordinal)));
-      return cString(buf);
-    },
-    totalMem(ordinal) {
-      const out: Out<IntLike> = [0];
-      check('cuDeviceTotalMem_v2', c.cuDeviceTotalMem_v2(out, dev(ordinal)));
-      return Number(out[0]);
-    },
-    attribute(ordinal, attrib) {
-      const out: Out<number> = [0];
-      check('cuDeviceGetAttribute', c.cuDeviceGetAttribute(out, attrib, dev(ordinal)));
-      return out[0];
-    },
-    primaryCtxRetain(ordinal) {
+    primaryCtxRetain(ordinal: number): bigint {
       const out: Out<Pointer> = [null];
       check('cuDevicePrimaryCtxRetain', c.cuDevicePrimaryCtxRetain(out, dev(ordinal)));
       if (out[0] === null) throw new Error('CUDA: cuDevicePrimaryCtxRetain succeeded but gave a NULL context');
       return out[0];
     },
-    primaryCtxRelease(ordinal) {
+    primaryCtxRelease(ordinal: number): void {
       check('cuDevicePrimaryCtxRelease_v2', c.cuDevicePrimaryCtxRelease_v2(dev(ordinal)));
     },
-    primaryCtxReset(ordinal) {
+    primaryCtxReset(ordinal: number): void {
       check('cuDevicePrimaryCtxReset_v2', c.cuDevicePrimaryCtxReset_v2(dev(ordinal)));
     },
-    ctxSetCurrent(ctx) {
+    ctxSetCurrent(ctx: bigint | null): void {
       ready();
       check('cuCtxSetCurrent', c.cuCtxSetCurrent(ctx));
     },
-    ctxSynchronize() {
+    ctxSynchronize(): void {
       ready();
       check('cuCtxSynchronize', c.cuCtxSynchronize());
     },
-    memAlloc(bytes) {
+    memAlloc(bytes: number): bigint {
       ready();
       const out: Out<IntLike> = [0];
       check('cuMemAlloc_v2', c.cuMemAlloc_v2(out, checkSize('cuMemAlloc_v2 size', bytes)));
       return BigInt(out[0]);
     },
-    memFree(dptr) {
+    memFree(dptr: bigint): void {
       ready();
       check('cuMemFree_v2', c.cuMemFree_v2(dptr));
     },
-    memHostAlloc: host.alloc,
-    memFreeHost: host.free,
-    hostRegister: host.hostRegister,
-    hostUnregister: host.hostUnregister,
-    hostRegisterAddress: host.hostRegisterAddress,
-    hostUnregisterAddress: host.hostUnregisterAddress,
-    memcpyHtoD(dst, src, length) {
-      ready();
-      const n = host.copyLength('cuMemcpyHtoD_v2', src, length);
-      check('cuMemcpyHtoD_v2', c.cuMemcpyHtoD_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoD_v2', src), n));
-    },
-    memcpyDtoH(dst, src, length) {
-      ready();
-      const n = host.copyLength('cuMemcpyDtoH_v2', dst, length);
-      check('cuMemcpyDtoH_v2', c.cuMemcpyDtoH_v2(hostAddress('CUDA', 'cuMemcpyDtoH_v2', dst), src, n));
-    },
+  };
+}
+
+function makeDriver(path: string, c: CudaFunctions): CudaDriver {
+  const { errorName, errorString, checks, devices, ready } = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
+  const dev = deviceHandles(c, checks, ready);
+  const { alloc: memHostAlloc, free: memFreeHost, ...hostMethods } = hostCalls('CUDA', checks, ready, {
+    register: ['cuMemHostRegister_v2', c.cuMemHostRegister_v2],
+    unregister: ['cuMemHostUnregister', c.cuMemHostUnregister],
+    alloc: ['cuMemHostAlloc', c.cuMemHostAlloc],
+    free: ['cuMemFreeHost', c.cuMemFreeHost],
+    htod: ['cuMemcpyHtoD_v2', c.cuMemcpyHtoD_v2],
+    dtoh: ['cuMemcpyDtoH_v2', c.cuMemcpyDtoH_v2],
+  });
+  return {
+    api: 'CUDA',
+    path,
     errorName,
     errorString,
+    driverVersion: () => outNumber(checks, 'cuDriverGetVersion', (out) => c.cuDriverGetVersion(out)),
+    devices: () => ({ ...devices() }),
+    deviceCount: () => devices().count,
+    ...deviceQueries(checks, dev, {
+      name: ['cuDeviceGetName', c.cuDeviceGetName],
+      pciBusId: ['cuDeviceGetPCIBusId', c.cuDeviceGetPCIBusId],
+      totalMem: ['cuDeviceTotalMem_v2', c.cuDeviceTotalMem_v2],
+      attribute: ['cuDeviceGetAttribute', c.cuDeviceGetAttribute],
+    }),
+    ...contextCalls(c, checks, ready, dev),
+    memHostAlloc,
+    memFreeHost,
+    ...hostMethods,
   };
 }
 
@@ -380,17 +342,7 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
       },
       malloc: (n) => driver.memAlloc(n),
       free: (buffer) => driver.memFree(buffer),
-      calls: {
-        hostRegister: (host, flags) => driver.hostRegister(host, flags),
-        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-        hostUnregister: (host) => driver.hostUnregister(host),
-        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-        allocPinned: (n) => driver.memHostAlloc(n),
-        freePinned: (host) => driver.memFreeHost(host),
-        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-        synchronize: () => driver.ctxSynchronize(),
-      },
+      calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize()),
     },
     ordinal,
     bytes,

@@ -184,32 +184,12 @@ export function checkBufferBytes(owner: string, bytes: number): number {
   return bytes;
 }
 
-/**
- * The ops of one device on its device buffer `buffer` of `bytes` bytes: each call checks that `owner` (the
- * with…Ops that made them) has not returned, makes the device current, then makes its driver call.
- */
-export function deviceOps(
-  api: DriverApi,
-  owner: string,
-  ordinal: number,
-  bytes: number,
-  buffer: bigint,
-  registerFlags: number,
-  calls: OpsCalls,
-  state: OpsState,
-): DeviceOps {
-  const enter = (what: string): void => {
-    if (state.closed) throw new Error(`${api}: ${what} on ops whose ${owner} has returned`);
-    calls.makeCurrent();
-  };
-  const fits = (what: string, host: Host): void => {
-    if (host.bytes.length > bytes) throw new RangeError(`${api}: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
-  };
+/** Checks that the ops are still open and makes the device current: first in every op, named `what` in its error. */
+type Enter = (what: string) => void;
+
+/** Registration and release of host ranges, counted through calls.registered/unregistered. */
+function registrationOps(enter: Enter, calls: OpsCalls, registerFlags: number): Pick<DeviceOps, 'register' | 'registerWithFlags' | 'registerAddress' | 'unregister' | 'unregisterAddress'> {
   return {
-    api,
-    ordinal,
-    bytes,
-    registerFlags,
     register(host) {
       enter('register');
       calls.hostRegister(host, registerFlags);
@@ -235,6 +215,12 @@ export function deviceOps(
       calls.hostUnregisterAddress(address);
       calls.unregistered?.(address);
     },
+  };
+}
+
+/** Page-locked buffers, kept in state.pinned until freed (the release frees what is left). */
+function pinnedOps(api: DriverApi, enter: Enter, calls: OpsCalls, state: OpsState): Pick<DeviceOps, 'allocHost' | 'freeHost'> {
+  return {
     allocHost(n) {
       enter('allocHost');
       const host = calls.allocPinned(n);
@@ -250,6 +236,15 @@ export function deviceOps(
       calls.freePinned(mine);
       state.pinned.delete(host.address);
     },
+  };
+}
+
+/** Copies through the device buffer `buffer` of `bytes` bytes. */
+function copyOps(api: DriverApi, enter: Enter, calls: OpsCalls, buffer: bigint, bytes: number): Pick<DeviceOps, 'roundTrip' | 'upload' | 'download'> {
+  const fits = (what: string, host: Host): void => {
+    if (host.bytes.length > bytes) throw new RangeError(`${api}: ${what}: ${host.bytes.length} bytes do not fit the device buffer of ${bytes}`);
+  };
+  return {
     roundTrip(host, into) {
       enter('roundTrip');
       fits('roundTrip', host);
@@ -269,6 +264,35 @@ export function deviceOps(
       fits('download', into);
       calls.memcpyDtoH(into, buffer);
     },
+  };
+}
+
+/**
+ * The ops of one device on its device buffer `buffer` of `bytes` bytes: each call checks that `owner` (the
+ * with…Ops that made them) has not returned, makes the device current, then makes its driver call.
+ */
+export function deviceOps(
+  api: DriverApi,
+  owner: string,
+  ordinal: number,
+  bytes: number,
+  buffer: bigint,
+  registerFlags: number,
+  calls: OpsCalls,
+  state: OpsState,
+): DeviceOps {
+  const enter: Enter = (what) => {
+    if (state.closed) throw new Error(`${api}: ${what} on ops whose ${owner} has returned`);
+    calls.makeCurrent();
+  };
+  return {
+    api,
+    ordinal,
+    bytes,
+    registerFlags,
+    ...registrationOps(enter, calls, registerFlags),
+    ...pinnedOps(api, enter, calls, state),
+    ...copyOps(api, enter, calls, buffer, bytes),
     synchronize() {
       enter('synchronize');
       calls.synchronize();

@@ -107,6 +107,9 @@ export interface HostFunctions {
   unregister: readonly [call: string, fn: (p: bigint) => number];
   alloc: readonly [call: string, fn: (out: Out<Pointer>, bytes: number, flags: number) => number];
   free: readonly [call: string, fn: (p: bigint) => number];
+  /** Synchronous copies between a device address and a host address. */
+  htod: readonly [call: string, fn: (dst: bigint, src: bigint, bytes: number) => number];
+  dtoh: readonly [call: string, fn: (dst: bigint, src: bigint, bytes: number) => number];
 }
 
 /** The host-memory methods of a driver object (CudaDriver's memHostAlloc/memFreeHost are alloc/free here). */
@@ -117,8 +120,9 @@ export interface HostCalls {
   hostUnregisterAddress(address: bigint): void;
   alloc(bytes: number, flags?: number): Host;
   free(host: Host): void;
-  /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
-  copyLength(call: string, host: Host, length: number | undefined): number;
+  /** Synchronous copies of `length` bytes (default: the whole Host). */
+  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
+  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
 }
 
 /** `ready` runs first in each (the driver initialized, and not one that said there is no device). */
@@ -127,6 +131,14 @@ export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void,
   const [unregisterCall, unregister] = fns.unregister;
   const [allocCall, alloc] = fns.alloc;
   const [freeCall, free] = fns.free;
+  const [htodCall, htod] = fns.htod;
+  const [dtohCall, dtoh] = fns.dtoh;
+  /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
+  const copyLength = (call: string, host: Host, length: number | undefined): number => {
+    const n = checkSize(`${call} size`, length ?? host.bytes.length);
+    if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
+    return n;
+  };
   const registerAddress = (address: bigint, length: number, flags: number): void => {
     ready();
     check(registerCall, register(address, checkSize(`${registerCall} size`, length), flags >>> 0));
@@ -156,10 +168,15 @@ export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void,
       ready();
       check(freeCall, free(hostAddress(api, freeCall, host)));
     },
-    copyLength(call, host, length) {
-      const n = checkSize(`${call} size`, length ?? host.bytes.length);
-      if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
-      return n;
+    memcpyHtoD(dst, src, length) {
+      ready();
+      const n = copyLength(htodCall, src, length);
+      check(htodCall, htod(dst, hostAddress(api, htodCall, src), n));
+    },
+    memcpyDtoH(dst, src, length) {
+      ready();
+      const n = copyLength(dtohCall, dst, length);
+      check(dtohCall, dtoh(hostAddress(api, dtohCall, dst), src, n));
     },
   };
 }
@@ -192,6 +209,27 @@ export interface OpsDriver {
   free(buffer: bigint): void;
   /** The driver calls of the ops, but making the device current (Held.makeCurrent does) and the registration counts. */
   readonly calls: Omit<OpsCalls, 'makeCurrent' | 'registered' | 'unregistered'>;
+}
+
+/** A driver object's host-memory methods that both APIs name alike. */
+export type SharedHostMethods = Pick<HostCalls, 'hostRegister' | 'hostRegisterAddress' | 'hostUnregister' | 'hostUnregisterAddress' | 'memcpyHtoD' | 'memcpyDtoH'>;
+
+/**
+ * The ops' driver calls, through `driver`'s methods as they are when called (a test may replace one), with the
+ * API's own page-locked allocation and synchronization.
+ */
+export function driverCalls(driver: SharedHostMethods, pinned: { alloc(n: number): Host; free(host: Host): void }, synchronize: () => void): OpsDriver['calls'] {
+  return {
+    hostRegister: (host, flags) => driver.hostRegister(host, flags),
+    hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
+    hostUnregister: (host) => driver.hostUnregister(host),
+    hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
+    allocPinned: (n) => pinned.alloc(n),
+    freePinned: (host) => pinned.free(host),
+    memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
+    memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
+    synchronize,
+  };
 }
 
 /**

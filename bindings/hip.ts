@@ -5,8 +5,9 @@
 // hostAddress() in device-ops.ts for why, and for the check that the Host's bytes really live there.
 
 import type { Host } from '../src/ops.js';
-import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize, hostAddress } from './device-ops.js';
-import { type IntLike, type Out, type Pointer, checker, cString, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
+import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -18,48 +19,18 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
-export const HOST_REGISTER_PORTABLE = 0x1;
-export const HOST_REGISTER_MAPPED = 0x2;
-export const HOST_REGISTER_IO_MEMORY = 0x4;
-/**
- * hipHostRegisterReadOnly. On AMD it does not mean what CUDA's READ_ONLY means: HIP 6.x documents it as
- * "This flag is ignored On AMD devices." and gives the same bit to hipExtHostRegisterCoarseGrained ("Coarse
- * Grained host memory lock", 0x8, the only meaning 0x8 has in HIP 5.x). So `register` passes 0 on HIP: asking
- * for 0x8 would ask a HIP 5 runtime for a coarse-grained lock, not for a read-only pin.
- * (ROCm/HIP include/hip/hip_runtime_api.h, HIP 6.x, e.g. samjwu/HIP c6ecd71b; HIP 5.5: monorimet/rocm-5.5-libs
- * include/hip/hip_runtime_api.h 035e0f58, which defines only hipExtHostRegisterCoarseGrained 0x8.)
- */
-export const HOST_REGISTER_READ_ONLY = 0x8;
 
-export const HIP_MEMCPY_HOST_TO_DEVICE = 1;
-export const HIP_MEMCPY_DEVICE_TO_HOST = 2;
+const HIP_MEMCPY_HOST_TO_DEVICE = 1;
+const HIP_MEMCPY_DEVICE_TO_HOST = 2;
 
-export const HIP_SUCCESS = 0;
-export const HIP_ERROR_INVALID_VALUE = 1;
-export const HIP_ERROR_NO_DEVICE = 100;
-export const HIP_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712;
-export const HIP_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
+const HIP_ERROR_NO_DEVICE = 100;
 
 /**
- * The value of hipDeviceAttributeIntegrated, which moved when HIP 5.0 reordered hipDeviceAttribute_t "to better
- * match NV" (ROCm 5.0 release notes, "Runtime Breaking Change": an application built against 4.x enums gets
- * undefined behaviour from a 5.0 runtime). Counted in include/hip/hip_runtime_api.h:
- *  - HIP 4.x: the enum starts at hipDeviceAttributeMaxThreadsPerBlock = 0 and hipDeviceAttributeIntegrated is
- *    the 26th member: 25. ROCm/HIP, include/hip/hip_runtime_api.h at 746dcac4 (the 4.x layout, ending with
- *    hipDeviceAttributeCanUseStreamWaitValue; the same list is the "-" side of the ROCm 5.0 release notes' diff).
- *  - HIP 5.0 and later: hipDeviceAttributeCudaCompatibleBegin = 0 = hipDeviceAttributeEccEnabled, then
- *    AccessPolicyMaxWindowSize 1, AsyncEngineCount 2, CanMapHostMemory 3, CanUseHostPointerForRegisteredMem 4,
- *    ClockRate 5, ComputeMode 6, ComputePreemptionSupported 7, ConcurrentKernels 8, ConcurrentManagedAccess 9,
- *    CooperativeLaunch 10, CooperativeMultiDeviceLaunch 11, DeviceOverlap 12, DirectManagedMemAccessFromHost 13,
- *    GlobalL1CacheSupported 14, HostNativeAtomicSupported 15, Integrated 16. The same 16 in:
- *      HIP 5.0-era ROCm/HIP include/hip/hip_runtime_api.h at 00904d4a;
- *      HIP 5.5 monorimet/rocm-5.5-libs include/hip/hip_runtime_api.h at 035e0f58;
- *      HIP 6.x samjwu/HIP (a fork of ROCm/HIP) include/hip/hip_runtime_api.h at c6ecd71b
- *        (hipDeviceAttributeName became hipDeviceAttributeUnused1 in 6.0, after Integrated: nothing before it moved);
- *      HIP 7.x ROCm/rocm-systems projects/hip/include/hip/hip_runtime_api.h at 003a5d10.
- * So the number depends on whether the runtime is older than 5.0, not on 5 against 6 or 7. A major version we
- * have not read a header of (3.x, 8.x and later; 4.0 and 4.1, which predate the HIP_VERSION encoding below) is
- * refused (throws) rather than guessed: the spec counts a failed query as integrated.
+ * The value of hipDeviceAttributeIntegrated, which depends on the runtime's major version: HIP 5.0 reordered
+ * hipDeviceAttribute_t "to better match NV" (ROCm 5.0 release notes, "Runtime Breaking Change"), so a 4.x runtime
+ * numbers it 25 and 5.x, 6.x and 7.x number it 16 (counted in each version's include/hip/hip_runtime_api.h). A
+ * major version whose header we have not read (3.x, 8.x and later; 4.0 and 4.1, which predate the HIP_VERSION
+ * encoding below) is refused (throws) rather than guessed: the spec counts a failed query as integrated.
  */
 export const HIP_INTEGRATED_ATTRIBUTE_V4 = 25;
 export const HIP_INTEGRATED_ATTRIBUTE_V5 = 16;
@@ -234,135 +205,87 @@ export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, 
   (path, c) => makeDriver(path, c),
 );
 
-function makeDriver(path: string, c: HipFunctions): HipDriver {
-  const errorName = (code: number): string => {
-    const name = c.hipGetErrorName(code);
-    if (name && (name !== 'hipErrorUnknown' || code === 999)) return name;
-    return HIP_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
-  };
-  const errorString = (code: number): string | undefined => c.hipGetErrorString(code) ?? undefined;
-  const checks = checker(HipError, errorName, errorString);
-  const { fail, check } = checks;
-
-  let initState: HipDevices | undefined;
-  /** Set when the runtime said there is no device: which call said so; device calls then throw its error again. */
-  let noDevice: string | undefined;
-  const devices = (): HipDevices => {
-    if (initState === undefined) {
-      let code = c.hipInit(0);
-      let call = 'hipInit';
-      const out: Out<number> = [0];
-      if (code === HIP_SUCCESS) {
-        code = c.hipGetDeviceCount(out);
-        call = 'hipGetDeviceCount';
-      }
-      if (code === HIP_ERROR_NO_DEVICE) {
-        noDevice = call;
-        initState = { count: 0, reason: `no HIP device here: ${call} returned ${code} ${errorName(code)}` };
-      } else {
-        check(call, code);
-        initState = out[0] > 0 ? { count: out[0] } : { count: 0, reason: 'no HIP device here: hipGetDeviceCount reported 0' };
-      }
-    }
-    return initState;
-  };
-  const ready = (): void => {
-    devices();
-    if (noDevice !== undefined) throw fail(noDevice, HIP_ERROR_NO_DEVICE);
-  };
-  const dev = (ordinal: number): number => {
-    checkOrdinal('HIP', ordinal);
-    ready();
-    return ordinal;
-  };
-  let integratedAttr: number | undefined;
-  const runtimeVersion = (): HipVersion => {
-    const out: Out<number> = [0];
-    check('hipRuntimeGetVersion', c.hipRuntimeGetVersion(out));
-    return hipVersion(out[0]);
-  };
-  const attribute = (ordinal: number, attr: number): number => {
-    const out: Out<number> = [0];
-    check('hipDeviceGetAttribute', c.hipDeviceGetAttribute(out, attr, dev(ordinal)));
-    return out[0];
-  };
-  const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
-  const host = hostCalls('HIP', checks, ready, {
-    register: ['hipHostRegister', c.hipHostRegister],
-    unregister: ['hipHostUnregister', c.hipHostUnregister],
-    alloc: ['hipHostMalloc', c.hipHostMalloc],
-    free: ['hipHostFree', c.hipHostFree],
-  });
-
+/** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
+function hipErrorTexts(c: HipFunctions): ErrorTexts {
   return {
-    api: 'HIP',
-    path,
-    runtimeVersion,
-    hipDriverVersion() {
-      const out: Out<number> = [0];
-      check('hipDriverGetVersion', c.hipDriverGetVersion(out));
-      return out[0];
+    errorName(code) {
+      const name = c.hipGetErrorName(code);
+      if (name && (name !== 'hipErrorUnknown' || code === 999)) return name;
+      return HIP_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
     },
-    devices: () => ({ ...devices() }),
-    deviceCount: () => devices().count,
-    name(ordinal) {
-      const buf = Buffer.alloc(256);
-      check('hipDeviceGetName', c.hipDeviceGetName(buf, buf.length, dev(ordinal)));
-      return cString(buf);
-    },
-    pciBusId(ordinal) {
-      const buf = Buffer.alloc(64);
-      check('hipDeviceGetPCIBusId', c.hipDeviceGetPCIBusId(buf, buf.length, dev(ordinal)));
-      return cString(buf);
-    },
-    totalMem(ordinal) {
-      const out: Out<IntLike> = [0];
-      check('hipDeviceTotalMem', c.hipDeviceTotalMem(out, dev(ordinal)));
-      return Number(out[0]);
-    },
-    attribute,
-    integratedAttribute,
-    integrated: (ordinal) => attribute(ordinal, integratedAttribute()) !== 0,
-    setDevice(ordinal) {
+    errorString: (code) => c.hipGetErrorString(code) ?? undefined,
+  };
+}
+
+/** The current device and the device memory. */
+function deviceCalls(c: HipFunctions, { check }: Checker, ready: () => void, dev: (ordinal: number) => number) {
+  return {
+    setDevice(ordinal: number): void {
       check('hipSetDevice', c.hipSetDevice(dev(ordinal)));
     },
-    deviceSynchronize() {
+    deviceSynchronize(): void {
       ready();
       check('hipDeviceSynchronize', c.hipDeviceSynchronize());
     },
-    deviceReset() {
+    deviceReset(): void {
       ready();
       check('hipDeviceReset', c.hipDeviceReset());
     },
-    malloc(bytes) {
+    malloc(bytes: number): bigint {
       ready();
       const out: Out<Pointer> = [null];
       check('hipMalloc', c.hipMalloc(out, checkSize('hipMalloc size', bytes)));
       if (out[0] === null) throw new Error('HIP: hipMalloc succeeded but gave a NULL pointer');
       return out[0];
     },
-    free(ptr) {
+    free(ptr: bigint): void {
       ready();
       check('hipFree', c.hipFree(ptr));
     },
-    hostMalloc: host.alloc,
-    hostFree: host.free,
-    hostRegister: host.hostRegister,
-    hostUnregister: host.hostUnregister,
-    hostRegisterAddress: host.hostRegisterAddress,
-    hostUnregisterAddress: host.hostUnregisterAddress,
-    memcpyHtoD(dst, src, length) {
-      ready();
-      const n = host.copyLength('hipMemcpy', src, length);
-      check('hipMemcpy', c.hipMemcpy(dst, hostAddress('HIP', 'hipMemcpy', src), n, HIP_MEMCPY_HOST_TO_DEVICE));
-    },
-    memcpyDtoH(dst, src, length) {
-      ready();
-      const n = host.copyLength('hipMemcpy', dst, length);
-      check('hipMemcpy', c.hipMemcpy(hostAddress('HIP', 'hipMemcpy', dst), src, n, HIP_MEMCPY_DEVICE_TO_HOST));
-    },
+  };
+}
+
+function makeDriver(path: string, c: HipFunctions): HipDriver {
+  const { errorName, errorString, checks, devices, ready } = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
+  // HIP's calls take the ordinal itself
+  const dev = (ordinal: number): number => {
+    checkOrdinal('HIP', ordinal);
+    ready();
+    return ordinal;
+  };
+  const runtimeVersion = (): HipVersion => hipVersion(outNumber(checks, 'hipRuntimeGetVersion', (out) => c.hipRuntimeGetVersion(out)));
+  const queries = deviceQueries(checks, dev, {
+    name: ['hipDeviceGetName', c.hipDeviceGetName],
+    pciBusId: ['hipDeviceGetPCIBusId', c.hipDeviceGetPCIBusId],
+    totalMem: ['hipDeviceTotalMem', c.hipDeviceTotalMem],
+    attribute: ['hipDeviceGetAttribute', c.hipDeviceGetAttribute],
+  });
+  let integratedAttr: number | undefined;
+  const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
+  const { alloc: hostMalloc, free: hostFree, ...hostMethods } = hostCalls('HIP', checks, ready, {
+    register: ['hipHostRegister', c.hipHostRegister],
+    unregister: ['hipHostUnregister', c.hipHostUnregister],
+    alloc: ['hipHostMalloc', c.hipHostMalloc],
+    free: ['hipHostFree', c.hipHostFree],
+    htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_HOST_TO_DEVICE)],
+    dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_DEVICE_TO_HOST)],
+  });
+  return {
+    api: 'HIP',
+    path,
     errorName,
     errorString,
+    runtimeVersion,
+    hipDriverVersion: () => outNumber(checks, 'hipDriverGetVersion', (out) => c.hipDriverGetVersion(out)),
+    devices: () => ({ ...devices() }),
+    deviceCount: () => devices().count,
+    ...queries,
+    integratedAttribute,
+    integrated: (ordinal) => queries.attribute(ordinal, integratedAttribute()) !== 0,
+    ...deviceCalls(c, checks, ready, dev),
+    hostMalloc,
+    hostFree,
+    ...hostMethods,
   };
 }
 
@@ -371,7 +294,9 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
 /**
  * Run f on ops backed by HIP device `ordinal` (made current with hipSetDevice before every call, so ops of
  * several devices can be interleaved on one thread) and a device buffer of `bytes` bytes. `register` passes 0
- * (hipHostRegisterDefault; see HOST_REGISTER_READ_ONLY for why not 0x8). allocHost is hipHostMalloc. When f
+ * (hipHostRegisterDefault), not hipHostRegisterReadOnly (0x8): HIP 6.x documents that flag as ignored on AMD
+ * devices and gives the same bit to hipExtHostRegisterCoarseGrained, the only meaning 0x8 has in HIP 5.x, so
+ * asking for it would ask a HIP 5 runtime for a coarse-grained lock, not a read-only pin. allocHost is hipHostMalloc. When f
  * returns or throws (or its promise settles), the page-locked buffers not yet freed and the device buffer are
  * freed; a failure there goes to options.log and never replaces f's result or exception. Registrations are
  * left alone (one that f could not release may still be held: only the caller knows what to do about it), and
@@ -392,17 +317,7 @@ export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number,
       registerFlags: () => HOST_REGISTER_DEFAULT,
       malloc: (n) => driver.malloc(n),
       free: (buffer) => driver.free(buffer),
-      calls: {
-        hostRegister: (host, flags) => driver.hostRegister(host, flags),
-        hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
-        hostUnregister: (host) => driver.hostUnregister(host),
-        hostUnregisterAddress: (address) => driver.hostUnregisterAddress(address),
-        allocPinned: (n) => driver.hostMalloc(n),
-        freePinned: (host) => driver.hostFree(host),
-        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-        synchronize: () => driver.deviceSynchronize(),
-      },
+      calls: driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize()),
     },
     ordinal,
     bytes,

@@ -15,8 +15,6 @@ export const PROT_WRITE = 0x2;
 export const MAP_SHARED = 0x01;
 export const MAP_PRIVATE = 0x02;
 export const MAP_ANONYMOUS = 0x20;
-/** Fault every page in at mmap time (read-ahead for file mappings). */
-export const MAP_POPULATE = 0x8000;
 
 export const O_RDONLY = 0o0;
 export const O_WRONLY = 0o1;
@@ -296,7 +294,6 @@ export function pageSize(): number {
 
 // ---- locks and processes ----
 
-export const LOCK_SH = 1;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 export const LOCK_UN = 8;

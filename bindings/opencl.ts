@@ -3,7 +3,7 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle } from 'koffi';
-import { type ApiLibrary, type ApiDevice, type ApiDiscovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
+import { type ApiLibrary, type ApiDevice, type ApiDiscovery, declareType, discoverWith, pciBusIdText } from './api-library.js';
 
 export type { ApiDevice, ApiDiscovery } from './api-library.js';
 
@@ -203,12 +203,7 @@ function enumerate(
  * that could still be described.
  */
 export function discoverOpenCL(libraryPath?: string): ApiDiscovery {
-  const loaded = loadApi(LIBRARY, candidates(LIBRARY, libraryPath));
-  if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? 'OpenCL: not loaded' };
-  const api = loaded.api;
-  const devices: ApiDevice[] = [];
-  const errors: string[] = [];
-  try {
+  return discoverWith(LIBRARY, libraryPath, (api, devices, errors) => {
     const platforms = enumerate((n, out, ret) => api.clGetPlatformIDs(n, out, ret), 'clGetPlatformIDs', [CL_PLATFORM_NOT_FOUND_KHR], errors);
     platforms.forEach((platform, p) => {
       const platformName = decodeString(
@@ -225,10 +220,5 @@ export function discoverOpenCL(libraryPath?: string): ApiDiscovery {
         devices.push({ index: devices.length, ...described, ...(platformName !== null ? { platform: platformName } : {}) });
       });
     });
-  } catch (e) {
-    errors.push(`unexpected failure: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const result: ApiDiscovery = { library: loaded.library, tried: loaded.tried, devices };
-  if (errors.length > 0) result.error = `OpenCL: ${errors.join('; ')}`;
-  return result;
+  });
 }

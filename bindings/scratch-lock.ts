@@ -10,6 +10,7 @@
 import { closeSync, constants as fsConstants, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOCK_EX, LOCK_NB, flock } from './libc.js';
+import { once } from './once.js';
 
 /** The names of the folders (the prefix, then the owner's pid). */
 export const SCRATCH_PREFIX = '.mapped-reg-';
@@ -52,12 +53,9 @@ export function makeLockedFolder(dir: string): LockedFolder {
     rmSync(making, { recursive: true, force: true });
     throw e;
   }
-  let removed = false;
   const folder: LockedFolder = {
     path,
-    remove() {
-      if (removed) return;
-      removed = true;
+    remove: once(() => {
       live.delete(folder);
       // removed while still locked: a cleaner that opens the lock file now finds it held, or gone
       try {
@@ -65,7 +63,7 @@ export function makeLockedFolder(dir: string): LockedFolder {
       } finally {
         closeSync(fd);
       }
-    },
+    }),
   };
   live.add(folder);
   return folder;

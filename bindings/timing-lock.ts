@@ -28,6 +28,7 @@ import {
   preadFully,
   pwrite,
 } from './libc.js';
+import { once } from './once.js';
 
 /** Between two tries for a held lock. */
 export const TIMING_LOCK_POLL_MS = 5;
@@ -203,13 +204,10 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
   const waitedMs = performance.now() - t0;
   held.add(key);
   if (writable) writeHolder(fd, label);
-  let released = false;
   return {
     path,
     waitedMs,
-    release() {
-      if (released) return;
-      released = true;
+    release: once(() => {
       held.delete(key);
       try {
         // removed while still held: a waiter that then takes this file sees it is gone and takes the next one
@@ -228,6 +226,6 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
       } finally {
         closeFd(fd);
       }
-    },
+    }),
   };
 }

@@ -3,7 +3,7 @@
 
 import koffi from 'koffi';
 import type { KoffiFunc, LibraryHandle } from 'koffi';
-import { type ApiLibrary, type ApiDevice, type ApiDiscovery, candidates, declareType, loadApi, pciBusIdText } from './api-library.js';
+import { type ApiLibrary, type ApiDevice, type ApiDiscovery, declareType, discoverWith, pciBusIdText } from './api-library.js';
 
 export type { ApiDevice, ApiDiscovery } from './api-library.js';
 
@@ -476,12 +476,7 @@ function enumeratePhysicalDevices(api: VulkanApi, instance: Handle, errors: stri
  * VK_ERROR_INCOMPATIBLE_DRIVER) means zero devices, not an error.
  */
 export function discoverVulkan(libraryPath?: string): ApiDiscovery {
-  const loaded = loadApi(LIBRARY, candidates(LIBRARY, libraryPath));
-  if (loaded.api === null) return { library: null, tried: loaded.tried, devices: [], error: loaded.error ?? 'Vulkan: not loaded' };
-  const api = loaded.api;
-  const devices: ApiDevice[] = [];
-  const errors: string[] = [];
-  try {
+  return discoverWith(LIBRARY, libraryPath, (api, devices, errors) => {
     // Ask for 1.1 (for vkGetPhysicalDeviceProperties2) when the loader has it; a 1.0 loader gets 1.0.
     let instanceVersion = VK_API_VERSION_1_0;
     if (api.vkEnumerateInstanceVersion !== null) {
@@ -540,10 +535,5 @@ export function discoverVulkan(libraryPath?: string): ApiDiscovery {
         api.vkDestroyInstance(instance, null);
       }
     }
-  } catch (e) {
-    errors.push(`unexpected failure: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const result: ApiDiscovery = { library: loaded.library, tried: loaded.tried, devices };
-  if (errors.length > 0) result.error = `Vulkan: ${errors.join('; ')}`;
-  return result;
+  });
 }

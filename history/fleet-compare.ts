@@ -283,19 +283,14 @@ async function summary(c: DuckDBConnection, side: 'old' | 'new', label: string):
   };
 }
 
-/** Compares two sides of the store (see the rules at the top of this file). */
-export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions = {}): Promise<HistoryComparison> {
-  const { c } = store;
-  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
-  await selectSides(c, old, neu, store.version);
-  const expCand = await expectationCandidates(c, o.expectations);
+/** The temp table `pairs`: every pair of devices of a compared host; judged by compare when anything could have changed. */
+async function pairDevices(c: DuckDBConnection, expCand: string, maxDrop: number): Promise<void> {
   // compare's exceedsDrop, with the same operations in the same order (so rounding alike): a fall, or the mirror
   // image of a rise, of more than maxDrop of the old figure
   const exceeds = (neu: string): string => `((o.registered - ${neu}) / o.registered - CAST(${maxDrop} AS DOUBLE) > 1e-9)`;
   // the same of registered / page-locked (a busy machine makes no difference here: what compare says of it, it
   // says of a pair judged for its figures)
   const exceedsRatio = (neu: string): string => `((o.pl_ratio - ${neu}) / o.pl_ratio - CAST(${maxDrop} AS DOUBLE) > 1e-9)`;
-  // every pair of devices of a compared host; judged by compare when anything could have changed
   await c.run(`CREATE OR REPLACE TEMP TABLE pairs AS
     SELECT coalesce(n.host, o.host) AS host, o.run AS orun, o.ord AS oord, n.run AS nrun, n.ord AS nord,
       CASE
@@ -311,7 +306,10 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
       CASE WHEN o.run IS NULL THEN 'new' ELSE 'unchanged' END AS kind,
       1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + CASE WHEN coalesce(o.pl_ratio, n.pl_ratio) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries
     FROM o_dev o FULL OUTER JOIN n_dev n ON o.host = n.host AND o.dkey = n.dkey`);
-  const rest = await rows(c, `SELECT kind, sum(entries) AS entries FROM pairs WHERE NOT judged GROUP BY kind`);
+}
+
+/** The judged pairs' devices, per host, each side in its run's order, with their checks (by "run/ord"). */
+async function judgedRows(c: DuckDBConnection): Promise<{ byHost: Map<string, { old: Row[]; new: Row[] }>; checksOf: Map<string, Row[]> }> {
   const devRows = await rows(c, `
     SELECT 'old' AS side, o.* FROM o_dev o JOIN pairs p ON p.judged AND p.orun = o.run AND p.oord = o.ord
     UNION ALL BY NAME
@@ -327,7 +325,6 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
     if (!list) checksOf.set(key, (list = []));
     list.push(k);
   }
-  // per host, the devices of each side in their run's order, judged by compare itself
   const byHost = new Map<string, { old: Row[]; new: Row[] }>();
   for (const r of devRows) {
     const h = s(r.host);
@@ -335,11 +332,17 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
     if (!e) byHost.set(h, (e = { old: [], new: [] }));
     e[r.side === 'old' ? 'old' : 'new'].push(r);
   }
+  return { byHost, checksOf };
+}
+
+/** The judged pairs, per host in host order, judged by compare itself. */
+async function judgedDevices(c: DuckDBConnection, maxDrop: number, expectations: HistoryCompareOptions['expectations']): Promise<DeviceComparison[]> {
+  const { byHost, checksOf } = await judgedRows(c);
   const devices: DeviceComparison[] = [];
   for (const host of [...byHost.keys()].sort()) {
     const e = byHost.get(host)!;
     const build = (list: Row[]): DeviceWithHost[] => list.sort((a, b) => n(a.ord) - n(b.ord)).map((r) => deviceOf(r, checksOf.get(`${s(r.run)}/${s(r.ord)}`) ?? []));
-    const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(o.expectations ? { expectations: o.expectations } : {}) });
+    const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(expectations ? { expectations } : {}) });
     for (const d of cmp.devices) {
       // one side empty: compare matched without the host; the key names it all the same
       if (!cmp.matchedByHost) d.key = `${host}/${d.key}`;
@@ -347,9 +350,11 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
       devices.push(d);
     }
   }
-  const counts = totalCounts(devices);
-  for (const r of rest) counts[r.kind === 'new' ? 'new' : 'unchanged'] += n(r.entries);
+  return devices;
+}
 
+/** Hosts compared and new-only, and samples of the hosts not compared and of those whose GPUs are gone. */
+async function hostFigures(c: DuckDBConnection): Promise<Pick<HistoryComparison, 'hosts' | 'notCompared' | 'gpusGone'>> {
   const hostCounts = (await rows(c, `SELECT count(*) FILTER (WHERE host IN (SELECT host FROM old_run)) AS compared, count(*) FILTER (WHERE host NOT IN (SELECT host FROM old_run)) AS new_only FROM new_run`))[0]!;
   const sample = async (sql: string): Promise<{ count: number; hosts: string[] }> => {
     const list = (await rows(c, sql)).map((r) => s(r.host));
@@ -357,10 +362,26 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
   };
   const notCompared = await sample(`SELECT host FROM old_run WHERE host NOT IN (SELECT host FROM new_run) ORDER BY host`);
   const gpusGone = await sample(`SELECT host FROM new_run WHERE gone ORDER BY host`);
+  return { hosts: { compared: n(hostCounts.compared), newOnly: n(hostCounts.new_only) }, notCompared, gpusGone };
+}
+
+/** Compares two sides of the store (see the rules at the top of this file). */
+export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions = {}): Promise<HistoryComparison> {
+  const { c } = store;
+  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
+  await selectSides(c, old, neu, store.version);
+  const expCand = await expectationCandidates(c, o.expectations);
+  await pairDevices(c, expCand, maxDrop);
+  const rest = await rows(c, `SELECT kind, sum(entries) AS entries FROM pairs WHERE NOT judged GROUP BY kind`);
+  const devices = await judgedDevices(c, maxDrop, o.expectations);
+  const counts = totalCounts(devices);
+  for (const r of rest) counts[r.kind === 'new' ? 'new' : 'unchanged'] += n(r.entries);
+
+  const { hosts, notCompared, gpusGone } = await hostFigures(c);
   const result: HistoryComparison = {
     old: await summary(c, 'old', old.label),
     new: await summary(c, 'new', neu.label),
-    hosts: { compared: n(hostCounts.compared), newOnly: n(hostCounts.new_only) },
+    hosts,
     notCompared,
     gpusGone,
     maxDrop,

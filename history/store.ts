@@ -1,4 +1,4 @@
-// The history store (issue 16): results of many runs on many hosts, kept columnar in one DuckDB file, for
+// The history store: results of many runs on many hosts, kept columnar in one DuckDB file, for
 // `history add`, `history compare` and `history report`. This module (and @duckdb/node-api with it) is loaded
 // only by those commands (cli/main.ts imports it dynamically): `run`, `list`, `compare`, `merge` and `report`
 // never load the engine.
@@ -346,6 +346,173 @@ export interface AddReport {
 /** Files per transaction: what a crash mid-way can lose at most (the files before it are kept). */
 const BATCH_FILES = 256;
 
+type Appenders = Record<(typeof TABLES)[number], DuckDBAppender>;
+
+const str = (a: DuckDBAppender, v: string | null | undefined): void => (v === null || v === undefined ? a.appendNull() : a.appendVarchar(v));
+const num = (a: DuckDBAppender, v: number | null | undefined): void => (v === null || v === undefined || !Number.isFinite(v) ? a.appendNull() : a.appendDouble(v));
+
+/**
+ * Rows go to temp tables through appenders, and from there into the store's tables one transaction a batch of
+ * files: a crash mid-way loses the batch, never a half-written run.
+ */
+class Staging {
+  private appenders: Appenders | undefined;
+  constructor(private readonly c: DuckDBConnection) {}
+
+  async create(): Promise<void> {
+    for (const t of TABLES) await this.c.run(`CREATE OR REPLACE TEMP TABLE stage_${t} AS SELECT * FROM main.${t} LIMIT 0`);
+  }
+
+  /** The appenders, opened on first use after a flush. */
+  async open(): Promise<Appenders> {
+    this.appenders ??= {
+      runs: await this.c.createAppender('stage_runs', 'main', 'temp'),
+      devices: await this.c.createAppender('stage_devices', 'main', 'temp'),
+      checks: await this.c.createAppender('stage_checks', 'main', 'temp'),
+    };
+    return this.appenders;
+  }
+
+  async flush(): Promise<void> {
+    const c = this.c;
+    if (!this.appenders) return;
+    for (const a of Object.values(this.appenders)) a.closeSync();
+    this.appenders = undefined;
+    await c.run('BEGIN TRANSACTION');
+    for (const t of TABLES) await c.run(`INSERT INTO main.${t} SELECT * FROM temp.stage_${t}`);
+    await c.run('COMMIT');
+    for (const t of TABLES) await c.run(`DELETE FROM temp.stage_${t}`);
+  }
+
+  async drop(): Promise<void> {
+    for (const t of TABLES) await this.c.run(`DROP TABLE IF EXISTS temp.stage_${t}`);
+  }
+}
+
+/** The runs the store holds (by host and start time) and, once asked, the device keys of each: what an add skips. */
+class KnownRuns {
+  private readonly keysOfRun = new Map<number, Set<string>>();
+  private constructor(
+    private readonly c: DuckDBConnection,
+    private readonly ids: Map<string, number>,
+    private nextRun: number,
+  ) {}
+
+  static async read(c: DuckDBConnection): Promise<KnownRuns> {
+    const ids = new Map<string, number>();
+    for (const r of (await c.runAndReadAll(`SELECT host, started_at, run FROM runs`)).getRowsJS()) ids.set(`${String(r[0])}\u0000${String(r[1])}`, Number(r[2]));
+    const nextRun = Number((await c.runAndReadAll(`SELECT coalesce(max(run), 0) FROM runs`)).getRowsJS()[0]![0]) + 1;
+    return new KnownRuns(c, ids, nextRun);
+  }
+
+  /** The run's id and the keys of its devices already stored; `added` when the run is new (its id just given). */
+  async of(run: RunRow): Promise<{ id: number; have: Set<string>; added: boolean }> {
+    const runKey = `${run.host}\u0000${run.startedAt}`;
+    let id = this.ids.get(runKey);
+    if (id === undefined) {
+      id = this.nextRun++;
+      this.ids.set(runKey, id);
+      const have = new Set<string>();
+      this.keysOfRun.set(id, have);
+      return { id, have, added: true };
+    }
+    const have = this.keysOfRun.get(id) ?? new Set((await this.c.runAndReadAll(`SELECT dkey FROM devices WHERE run = ${id}`)).getRowsJS().map((r) => String(r[0])));
+    this.keysOfRun.set(id, have);
+    return { id, have, added: false };
+  }
+}
+
+/** One row of runs. */
+function appendRun(a: DuckDBAppender, id: number, run: RunRow, source: string, addedAt: string): void {
+  const ms = Date.parse(run.startedAt);
+  a.appendInteger(id);
+  str(a, run.host);
+  str(a, run.startedAt);
+  num(a, Number.isNaN(ms) ? null : ms);
+  str(a, run.finishedAt);
+  str(a, run.kernel);
+  str(a, run.platform);
+  str(a, run.tool);
+  a.appendBoolean(run.incomplete);
+  str(a, run.gate);
+  str(a, run.initError);
+  str(a, source);
+  str(a, addedAt);
+  a.appendInteger(run.devices.length);
+  a.endRow();
+}
+
+/** One row of devices. */
+function appendDevice(a: DuckDBAppender, id: number, ord: number, dkey: string, d: DeviceWithHost): void {
+  const digest = checkDigest(d);
+  const v = d.verdict as { kind: string; refusal?: string; reason?: string };
+  a.appendInteger(id);
+  a.appendSmallInt(ord);
+  str(a, dkey);
+  str(a, d.id);
+  str(a, d.backend);
+  str(a, d.name);
+  str(a, d.pciBusId);
+  str(a, d.driver.name);
+  str(a, d.driver.version);
+  str(a, v.kind);
+  str(a, v.refusal);
+  str(a, v.reason);
+  str(a, verdictLabel(v));
+  num(a, d.timing?.registeredGBps);
+  num(a, d.timing?.stagedGBps);
+  a.appendBoolean(d.incomplete === true);
+  a.appendInteger(d.errors?.length ?? 0);
+  a.appendSmallInt(digest.n);
+  str(a, digest.sig);
+  a.appendBoolean(d.checks.some((k) => FAILING.includes(k.status)));
+  a.appendBoolean(d.checks.some((k) => k.status === 'error'));
+  a.appendBoolean(digest.dup);
+  num(a, d.timing?.pageLockedGBps);
+  num(a, d.timing?.pageLockedRatio);
+  if (d.load) a.appendBoolean(d.load.busy);
+  else a.appendNull();
+  str(a, machineOf(d));
+  a.endRow();
+}
+
+/** The rows of checks of one device: how many. */
+function appendChecks(a: DuckDBAppender, id: number, ord: number, d: DeviceWithHost): number {
+  d.checks.forEach((k, pos) => {
+    a.appendInteger(id);
+    a.appendSmallInt(ord);
+    a.appendSmallInt(pos);
+    str(a, k.id);
+    str(a, k.status);
+    str(a, DETAIL_STATUSES.has(k.status) ? (k.observed ?? k.message) : null);
+    a.endRow();
+  });
+  return d.checks.length;
+}
+
+/** Stages one run of a file: its row when the run is new, and its devices (with their checks) not stored yet. */
+async function stageRun(a: Appenders, known: KnownRuns, run: RunRow, file: string, addedAt: string, report: AddReport): Promise<void> {
+  const keys = deviceKeys(run.devices);
+  const { id, have, added } = await known.of(run);
+  if (added) {
+    appendRun(a.runs, id, run, resolve(file), addedAt);
+    report.runs.added++;
+  } else {
+    report.runs.known++;
+  }
+  run.devices.forEach((d, ord) => {
+    const dkey = keys[ord]!;
+    if (have.has(dkey)) {
+      report.devices.known++;
+      return;
+    }
+    have.add(dkey);
+    report.devices.added++;
+    appendDevice(a.devices, id, ord, dkey, d);
+    report.checks += appendChecks(a.checks, id, ord, d);
+  });
+}
+
 /**
  * Adds results files to the store: each read and checked as `compare` reads it (refused with one line naming it:
  * not JSON, another schemaVersion, not the schema's shape), its runs and devices added unless already there. The
@@ -354,32 +521,10 @@ const BATCH_FILES = 256;
 export async function addFiles(store: Store, files: string[], onRefused?: (line: string) => void): Promise<AddReport> {
   const { c } = store;
   const report: AddReport = { files: 0, refused: [], runs: { added: 0, known: 0 }, devices: { added: 0, known: 0 }, checks: 0 };
-  const known = new Map<string, number>();
-  for (const r of (await c.runAndReadAll(`SELECT host, started_at, run FROM runs`)).getRowsJS()) known.set(`${String(r[0])}\u0000${String(r[1])}`, Number(r[2]));
-  let nextRun = Number((await c.runAndReadAll(`SELECT coalesce(max(run), 0) FROM runs`)).getRowsJS()[0]![0]) + 1;
-  const storedKeys = async (run: number): Promise<Set<string>> =>
-    new Set((await c.runAndReadAll(`SELECT dkey FROM devices WHERE run = ${run}`)).getRowsJS().map((r) => String(r[0])));
-  const keysOfRun = new Map<number, Set<string>>();
-
-  for (const t of TABLES) await c.run(`CREATE OR REPLACE TEMP TABLE stage_${t} AS SELECT * FROM main.${t} LIMIT 0`);
-  let appenders: Record<(typeof TABLES)[number], DuckDBAppender> | undefined;
-  const open = async (): Promise<Record<(typeof TABLES)[number], DuckDBAppender>> => ({
-    runs: await c.createAppender('stage_runs', 'main', 'temp'),
-    devices: await c.createAppender('stage_devices', 'main', 'temp'),
-    checks: await c.createAppender('stage_checks', 'main', 'temp'),
-  });
-  const flush = async (): Promise<void> => {
-    if (!appenders) return;
-    for (const a of Object.values(appenders)) a.closeSync();
-    appenders = undefined;
-    await c.run('BEGIN TRANSACTION');
-    for (const t of TABLES) await c.run(`INSERT INTO main.${t} SELECT * FROM temp.stage_${t}`);
-    await c.run('COMMIT');
-    for (const t of TABLES) await c.run(`DELETE FROM temp.stage_${t}`);
-  };
+  const known = await KnownRuns.read(c);
+  const staging = new Staging(c);
+  await staging.create();
   const addedAt = new Date().toISOString();
-  const str = (a: DuckDBAppender, v: string | null | undefined): void => (v === null || v === undefined ? a.appendNull() : a.appendVarchar(v));
-  const num = (a: DuckDBAppender, v: number | null | undefined): void => (v === null || v === undefined || !Number.isFinite(v) ? a.appendNull() : a.appendDouble(v));
 
   let inBatch = 0;
   for (const file of files) {
@@ -393,97 +538,15 @@ export async function addFiles(store: Store, files: string[], onRefused?: (line:
       continue;
     }
     report.files++;
-    appenders ??= await open();
-    const a = appenders;
-    for (const run of runsOf(result)) {
-      const runKey = `${run.host}\u0000${run.startedAt}`;
-      const keys = deviceKeys(run.devices);
-      let id = known.get(runKey);
-      let have: Set<string>;
-      if (id === undefined) {
-        id = nextRun++;
-        known.set(runKey, id);
-        have = new Set();
-        keysOfRun.set(id, have);
-        const ms = Date.parse(run.startedAt);
-        a.runs.appendInteger(id);
-        str(a.runs, run.host);
-        str(a.runs, run.startedAt);
-        num(a.runs, Number.isNaN(ms) ? null : ms);
-        str(a.runs, run.finishedAt);
-        str(a.runs, run.kernel);
-        str(a.runs, run.platform);
-        str(a.runs, run.tool);
-        a.runs.appendBoolean(run.incomplete);
-        str(a.runs, run.gate);
-        str(a.runs, run.initError);
-        str(a.runs, resolve(file));
-        str(a.runs, addedAt);
-        a.runs.appendInteger(run.devices.length);
-        a.runs.endRow();
-        report.runs.added++;
-      } else {
-        report.runs.known++;
-        have = keysOfRun.get(id) ?? (await storedKeys(id));
-        keysOfRun.set(id, have);
-      }
-      run.devices.forEach((d, ord) => {
-        const dkey = keys[ord]!;
-        if (have.has(dkey)) {
-          report.devices.known++;
-          return;
-        }
-        have.add(dkey);
-        report.devices.added++;
-        const digest = checkDigest(d);
-        const v = d.verdict as { kind: string; refusal?: string; reason?: string };
-        a.devices.appendInteger(id);
-        a.devices.appendSmallInt(ord);
-        str(a.devices, dkey);
-        str(a.devices, d.id);
-        str(a.devices, d.backend);
-        str(a.devices, d.name);
-        str(a.devices, d.pciBusId);
-        str(a.devices, d.driver.name);
-        str(a.devices, d.driver.version);
-        str(a.devices, v.kind);
-        str(a.devices, v.refusal);
-        str(a.devices, v.reason);
-        str(a.devices, verdictLabel(v));
-        num(a.devices, d.timing?.registeredGBps);
-        num(a.devices, d.timing?.stagedGBps);
-        a.devices.appendBoolean(d.incomplete === true);
-        a.devices.appendInteger(d.errors?.length ?? 0);
-        a.devices.appendSmallInt(digest.n);
-        str(a.devices, digest.sig);
-        a.devices.appendBoolean(d.checks.some((k) => FAILING.includes(k.status)));
-        a.devices.appendBoolean(d.checks.some((k) => k.status === 'error'));
-        a.devices.appendBoolean(digest.dup);
-        num(a.devices, d.timing?.pageLockedGBps);
-        num(a.devices, d.timing?.pageLockedRatio);
-        if (d.load) a.devices.appendBoolean(d.load.busy);
-        else a.devices.appendNull();
-        str(a.devices, machineOf(d));
-        a.devices.endRow();
-        d.checks.forEach((k, pos) => {
-          a.checks.appendInteger(id);
-          a.checks.appendSmallInt(ord);
-          a.checks.appendSmallInt(pos);
-          str(a.checks, k.id);
-          str(a.checks, k.status);
-          str(a.checks, DETAIL_STATUSES.has(k.status) ? (k.observed ?? k.message) : null);
-          a.checks.endRow();
-          report.checks++;
-        });
-      });
-    }
+    const a = await staging.open();
+    for (const run of runsOf(result)) await stageRun(a, known, run, file, addedAt, report);
     if (++inBatch >= BATCH_FILES) {
-      await flush();
+      await staging.flush();
       inBatch = 0;
     }
   }
-  await flush();
-  for (const t of TABLES) await c.run(`DROP TABLE IF EXISTS temp.stage_${t}`);
+  await staging.flush();
+  await staging.drop();
   await c.run('CHECKPOINT');
   return report;
 }

@@ -269,85 +269,105 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number): CopyTimes 
 const COPY_NAMES: Record<'registered' | 'pageLocked' | 'staged' | 'hostCopy', string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
 
 const validDuration = (ms: number): boolean => Number.isFinite(ms) && ms > 0;
-const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
+/** A copy's speed: its bytes / seconds / 10^9. */
+export const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
 
 /**
- * The self-test without the static check, with everything it saw. `map` is registered in two disjoint windows,
- * copied to the device and back, compared with `reference` (the same file region read independently), timed
- * against a staged copy, and released.
+ * The probe's log. `log`, for the self-test: a log that throws is an exception like any other there (the self-test
+ * stops: Inconclusive). `say`, from the clean-up on: the releases must run whatever the log does, so what it throws
+ * is kept, a fatal error rethrown once everything is released, any other turns the verdict into Inconclusive
+ * (save Still_registered).
  */
-export function probeWithReport(ops: Ops, map: Host, reference: Reference, options: ProbeOptions = {}): ProbeReport {
-  const lines: string[] = [];
-  // Inside the self-test a log that throws is an exception like any other: the self-test stops (Inconclusive).
-  const log = (message: string): void => {
-    lines.push(message);
-    options.log?.(message);
+class ProbeLog {
+  readonly lines: string[] = [];
+  failure: unknown;
+  failed = false;
+  constructor(private readonly options: ProbeOptions) {}
+
+  readonly log = (message: string): void => {
+    this.lines.push(message);
+    this.options.log?.(message);
   };
-  // From the catch block on, the releases must run whatever the log does: what it throws is kept, a fatal error
-  // rethrown once everything is released, any other turns the verdict into Inconclusive (save Still_registered).
-  let logFailure: unknown;
-  let logFailed = false;
-  const say = (message: string): void => {
-    lines.push(message);
+
+  readonly say = (message: string): void => {
+    this.lines.push(message);
     try {
-      options.log?.(message);
+      this.options.log?.(message);
     } catch (e) {
-      if (!logFailed) logFailure = e;
-      logFailed = true;
+      if (!this.failed) this.failure = e;
+      this.failed = true;
     }
   };
+
+  trouble(): string {
+    return `the log callback raised: ${errorText(this.failure)}`;
+  }
+}
+
+/** The first fatal error seen while releasing: rethrown once everything is released. */
+interface FatalSeen {
+  error?: unknown;
+}
+
+/** The margin and the runs, checked: a RangeError for a value that makes no sense. */
+function checkedSettings(options: ProbeOptions): { minRelativeSpeed: number; runs: number } {
   const minRelativeSpeed = options.minRelativeSpeed ?? DEFAULT_MIN_RELATIVE_SPEED;
   const runs = options.runs ?? DEFAULT_RUNS;
   if (!(Number.isFinite(minRelativeSpeed) && minRelativeSpeed > 0)) throw new RangeError(`minRelativeSpeed must be a positive number, not ${minRelativeSpeed}`);
   if (!(Number.isInteger(runs) && runs >= 1)) throw new RangeError(`runs must be a positive integer, not ${runs}`);
-  const table = options.table ?? registrations;
+  return { minRelativeSpeed, runs };
+}
 
-  const invalid = checkInputs(map, reference);
-  if (invalid !== undefined) return report(Inconclusive(invalid), lines);
-  const w = windowSize(map.bytes.length);
-  const windows = [hostSlice(map, 0, w), hostSlice(map, w, w)] as const;
-  const refs = new ReferenceWindows(reference);
-
-  // The reference is checked against the map before anything is registered: a reference that differs is the
-  // caller's fault, and nothing is registered or allocated. So is one that cannot be read.
+/**
+ * Why nothing may be registered, or undefined when the self-test may start. The reference is checked against the
+ * map before anything is registered: a reference that differs is the caller's fault, and nothing is registered or
+ * allocated. So is one that cannot be read, and a map that overlaps a range registered in this process.
+ */
+function refusalBeforeRegistering(map: Host, windows: readonly [Host, Host], refs: ReferenceWindows, table: RegistrationTable): string | undefined {
+  const w = windows[0].bytes.length;
   try {
     for (const i of [0, 1] as const) {
       const d = refs.diff(windows[i].bytes, i * w);
-      if (d >= 0) return report(Inconclusive(`the reference differs from the map at offset ${i * w + d}: nothing was registered`), lines, w);
+      if (d >= 0) return `the reference differs from the map at offset ${i * w + d}: nothing was registered`;
     }
     // the reference's two windows, compared through the map's (just found equal to them): no second read
     if (firstDifference(windows[0].bytes, windows[1].bytes) < 0) {
-      return report(Inconclusive('the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region'), lines, w);
+      return 'the two windows hold the same bytes, so a stale copy could not be told from a good one: pick another region';
     }
   } catch (e) {
     if (isFatal(e)) throw e;
-    return report(Inconclusive(`the reference could not be read: ${errorText(e)}: nothing was registered`), lines, w);
+    return `the reference could not be read: ${errorText(e)}: nothing was registered`;
   }
   const live = table.overlapping(map.address, map.bytes.length);
-  if (live.length > 0) {
-    return report(Inconclusive(`the map overlaps ${live.length} range(s) registered in this process (the driver cannot tell): nothing was registered`), lines, w);
-  }
+  if (live.length > 0) return `the map overlaps ${live.length} range(s) registered in this process (the driver cannot tell): nothing was registered`;
+  return undefined;
+}
 
-  const result: ProbeReport = {
-    verdict: Usable,
-    windowBytes: w,
-    windows: windows.map((_, i) => ({ offset: i * w, length: w, equal: null, firstDifference: null, release: null, releaseTries: 0 })),
-    timing: null,
-    registrationMs: 0,
-    log: lines,
-  };
-  const t = trackedOps(ops, table);
-  const buffers: Host[] = [];
-  const registered: number[] = [];
-  let reachedCheckedRelease = false;
-  let fatal: unknown;
-  let verdict: Verdict;
+/** How far the self-test got: what it registered and allocated (for the clean-up), and its verdict. */
+interface SelfTestRun {
+  verdict: Verdict;
+  registered: number[];
+  buffers: Host[];
+  reachedCheckedRelease: boolean;
+  fatal: FatalSeen;
+}
+
+/** Allocates the page-locked buffer, registers the windows and runs the self-test; what raises stops it (Inconclusive). */
+function registerAndTest(
+  t: Ops,
+  windows: readonly [Host, Host],
+  refs: ReferenceWindows,
+  result: ProbeReport,
+  plog: ProbeLog,
+  o: SelfTestOptions,
+): SelfTestRun {
+  const run: SelfTestRun = { verdict: Usable, registered: [], buffers: [], reachedCheckedRelease: false, fatal: {} };
   try {
     // One page-locked buffer of a window: the round trips bring the windows back into it, then the staged copy
     // uses it as its staging buffer (the round trips are over by then): half a region less pinned memory.
-    const pinned = t.allocHost(w);
-    buffers.push(pinned);
-    const clock = options.now ?? (() => performance.now());
+    const pinned = t.allocHost(result.windowBytes);
+    run.buffers.push(pinned);
+    const clock = o.now ?? (() => performance.now());
     for (const i of [0, 1] as const) {
       const before = clock();
       try {
@@ -355,34 +375,43 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
       } finally {
         result.registrationMs += clock() - before;
       }
-      registered.push(i);
+      run.registered.push(i);
     }
-    verdict = selfTest(t, windows, refs, pinned, result, { runs, minRelativeSpeed, now: options.now, log, timingSection: options.timingSection });
-    reachedCheckedRelease = true;
+    run.verdict = selfTest(t, windows, refs, pinned, result, o);
+    run.reachedCheckedRelease = true;
   } catch (e) {
-    if (isFatal(e)) fatal = e;
-    verdict = Inconclusive(`an operation raised: ${errorText(e)}`);
-    say(`probe stopped early: ${errorText(e)}`);
+    if (isFatal(e)) run.fatal.error = e;
+    run.verdict = Inconclusive(`an operation raised: ${errorText(e)}`);
+    plog.say(`probe stopped early: ${errorText(e)}`);
   }
+  return run;
+}
 
-  // Release whatever happened: windows in reverse order of registration, then the buffers.
-  const tries = reachedCheckedRelease ? CHECKED_RELEASE_TRIES : CLEANUP_RELEASE_TRIES;
+/** Releases the registered windows in reverse order of registration, `tries` tries each: what was never released, and what only on a retry. */
+function releaseWindows(
+  t: Ops,
+  windows: readonly [Host, Host],
+  result: ProbeReport,
+  run: SelfTestRun,
+  plog: ProbeLog,
+): { notReleased: string[]; retried: string[] } {
+  const tries = run.reachedCheckedRelease ? CHECKED_RELEASE_TRIES : CLEANUP_RELEASE_TRIES;
   const notReleased: string[] = [];
   const retried: string[] = [];
-  for (const i of [...registered].reverse()) {
+  for (const i of [...run.registered].reverse()) {
     const win = result.windows[i]!;
     const what = `window ${i + 1} (offset ${win.offset}, ${win.length} bytes)`;
     let last: unknown;
     for (let k = 1; k <= tries; k++) {
       win.releaseTries = k;
       try {
-        t.unregister(windows[i]!);
+        t.unregister(windows[i as 0 | 1]);
         win.release = k === 1 ? 'first' : 'retry';
         break;
       } catch (e) {
-        if (isFatal(e)) fatal ??= e;
+        if (isFatal(e)) run.fatal.error ??= e;
         last = e;
-        say(`unregister of ${what} failed (try ${k} of ${tries}): ${errorText(e)}`);
+        plog.say(`unregister of ${what} failed (try ${k} of ${tries}): ${errorText(e)}`);
       }
     }
     if (win.release === null) {
@@ -392,46 +421,92 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
       retried.push(what);
     }
   }
+  return { notReleased, retried };
+}
+
+/** Frees the page-locked buffers, last allocated first, FREE_TRIES tries each: what was freed late or never. */
+function freeBuffers(t: Ops, run: SelfTestRun, plog: ProbeLog): string[] {
   const unfreed: string[] = [];
-  for (const buffer of buffers.reverse()) {
+  for (const buffer of run.buffers.reverse()) {
     for (let k = 1; k <= FREE_TRIES; k++) {
       try {
         t.freeHost(buffer);
         if (k > 1) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes was freed only on try ${k}`);
         break;
       } catch (e) {
-        if (isFatal(e)) fatal ??= e;
-        say(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
+        if (isFatal(e)) run.fatal.error ??= e;
+        plog.say(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
         if (k === FREE_TRIES) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes could not be freed (${errorText(e)})`);
       }
     }
   }
-  if (logFailed && isFatal(logFailure)) fatal ??= logFailure;
-  if (fatal !== undefined) throw fatal;
-  const logTrouble = (): string => `the log callback raised: ${errorText(logFailure)}`;
+  return unfreed;
+}
 
-  if (notReleased.length > 0) {
-    result.verdict = Still_registered(
-      `could not release ${notReleased.join('; ')}; the range stays registered: never unmap, register again or probe again the map in this process`,
+/** The verdict once everything is released: Still_registered for a window never released, else the self-test's, made Inconclusive by any trouble. */
+function verdictAfterRelease(verdict: Verdict, released: { notReleased: string[]; retried: string[] }, unfreed: string[], plog: ProbeLog): Verdict {
+  if (released.notReleased.length > 0) {
+    return Still_registered(
+      `could not release ${released.notReleased.join('; ')}; the range stays registered: never unmap, register again or probe again the map in this process`,
     );
-  } else {
-    const troubles = [
-      ...retried.map((what) => `the release of ${what} failed and succeeded on a retry`),
-      ...unfreed,
-      ...(logFailed ? [logTrouble()] : []),
-    ];
-    result.verdict = troubles.length > 0 ? inconclusiveAfter(verdict, troubles) : verdict;
   }
-  const failedBefore = logFailed;
-  say(`verdict: ${verdictToString(result.verdict)}`);
-  if (logFailed && !failedBefore) {
-    // the verdict's own line raised: everything is released, so only the verdict changes (and is logged again)
-    if (isFatal(logFailure)) throw logFailure;
+  const troubles = [
+    ...released.retried.map((what) => `the release of ${what} failed and succeeded on a retry`),
+    ...unfreed,
+    ...(plog.failed ? [plog.trouble()] : []),
+  ];
+  return troubles.length > 0 ? inconclusiveAfter(verdict, troubles) : verdict;
+}
+
+/** Logs the verdict; when that line itself raises, everything is released, so only the verdict changes (and is logged again). */
+function logVerdict(result: ProbeReport, plog: ProbeLog): void {
+  const failedBefore = plog.failed;
+  plog.say(`verdict: ${verdictToString(result.verdict)}`);
+  if (plog.failed && !failedBefore) {
+    if (isFatal(plog.failure)) throw plog.failure;
     if (result.verdict.kind !== 'Still_registered') {
-      result.verdict = inconclusiveAfter(result.verdict, [logTrouble()]);
-      lines.push(`verdict: ${verdictToString(result.verdict)}`);
+      result.verdict = inconclusiveAfter(result.verdict, [plog.trouble()]);
+      plog.lines.push(`verdict: ${verdictToString(result.verdict)}`);
     }
   }
+}
+
+/**
+ * The self-test without the static check, with everything it saw. `map` is registered in two disjoint windows,
+ * copied to the device and back, compared with `reference` (the same file region read independently), timed
+ * against a staged copy, and released.
+ */
+export function probeWithReport(ops: Ops, map: Host, reference: Reference, options: ProbeOptions = {}): ProbeReport {
+  const plog = new ProbeLog(options);
+  const { minRelativeSpeed, runs } = checkedSettings(options);
+  const table = options.table ?? registrations;
+
+  const invalid = checkInputs(map, reference);
+  if (invalid !== undefined) return report(Inconclusive(invalid), plog.lines);
+  const w = windowSize(map.bytes.length);
+  const windows = [hostSlice(map, 0, w), hostSlice(map, w, w)] as const;
+  const refs = new ReferenceWindows(reference);
+  const refused = refusalBeforeRegistering(map, windows, refs, table);
+  if (refused !== undefined) return report(Inconclusive(refused), plog.lines, w);
+
+  const result: ProbeReport = {
+    verdict: Usable,
+    windowBytes: w,
+    windows: windows.map((_, i) => ({ offset: i * w, length: w, equal: null, firstDifference: null, release: null, releaseTries: 0 })),
+    timing: null,
+    registrationMs: 0,
+    log: plog.lines,
+  };
+  const t = trackedOps(ops, table);
+  const run = registerAndTest(t, windows, refs, result, plog, { runs, minRelativeSpeed, now: options.now, log: plog.log, timingSection: options.timingSection });
+
+  // Release whatever happened: windows in reverse order of registration, then the buffers.
+  const released = releaseWindows(t, windows, result, run, plog);
+  const unfreed = freeBuffers(t, run, plog);
+  if (plog.failed && isFatal(plog.failure)) run.fatal.error ??= plog.failure;
+  if (run.fatal.error !== undefined) throw run.fatal.error;
+  result.verdict = verdictAfterRelease(run.verdict, released, unfreed, plog);
+  logVerdict(result, plog);
   return result;
 }
 
@@ -449,16 +524,12 @@ interface SelfTestOptions {
   timingSection: TimingSection | undefined;
 }
 
-function selfTest(
-  t: Ops,
-  windows: readonly [Host, Host],
-  refs: ReferenceWindows,
-  pinned: Host,
-  result: ProbeReport,
-  o: SelfTestOptions,
-): Verdict {
-  // Round trip each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
-  // nothing, or serves the previous window again, leaves bytes that differ from the reference.
+/**
+ * Round trips each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
+ * nothing, or serves the previous window again, leaves bytes that differ from the reference. Refused(Wrong_bytes)
+ * when a window came back wrong (Inconclusive when the map itself changed), undefined when both came back equal.
+ */
+function roundTripVerdict(t: Ops, windows: readonly [Host, Host], refs: ReferenceWindows, pinned: Host, result: ProbeReport, log: (message: string) => void): Verdict | undefined {
   const w = windows[0].bytes.length;
   for (const i of [0, 1] as const) {
     refs.copy(pinned.bytes, (1 - i) * w);
@@ -466,7 +537,7 @@ function selfTest(
     const d = refs.diff(pinned.bytes, i * w);
     result.windows[i]!.equal = d < 0;
     result.windows[i]!.firstDifference = d < 0 ? null : d;
-    o.log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
+    log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
   }
   if (result.windows.some((w) => w.equal === false)) {
     for (const i of [0, 1] as const) {
@@ -475,34 +546,35 @@ function selfTest(
     }
     return Refused(Wrong_bytes);
   }
+  return undefined;
+}
 
-  const bytes = w;
+/** The timed copies of window 1, through the timing section when there is one. */
+function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {
+  const bytes = window.bytes.length;
   const buffer = pinned.bytes;
   const time = (rounds = o.runs): CopyTimes =>
     timeRounds(
       {
-        registered: () => t.upload(windows[0]),
+        registered: () => t.upload(window),
         pageLocked: () => t.upload(pinned),
-        stageCopy: () => buffer.set(windows[0].bytes),
+        stageCopy: () => buffer.set(window.bytes),
         stageUpload: () => t.upload(pinned),
       },
       rounds,
       o.now ?? (() => performance.now()),
     );
-  const times = o.timingSection ? o.timingSection(time, bytes) : time();
+  return o.timingSection ? o.timingSection(time, bytes) : time();
+}
+
+/** The timing's figures; the registered and staged copies' durations must be valid (the caller checks). */
+function timingReport(bytes: number, times: CopyTimes, minRelativeSpeed: number): TimingReport {
   const { registered: reg, staged, pageLocked, hostCopy } = times;
-  // the verdict rests on the registered and staged copies alone (spec: probe_with); the control figures are
-  // reported, and left out (null) when their clock gave no valid duration
-  const invalid = (['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best));
-  if (invalid.length > 0) {
-    return Inconclusive(`the clock gave no valid duration (${invalid.map((k) => `${COPY_NAMES[k]} ${times[k].best} ms`).join(', ')})`);
-  }
   const registeredGBps = gbps(bytes, reg.best);
   const stagedGBps = gbps(bytes, staged.best);
   const figure = (t: Timed): number | null => (validDuration(t.best) ? gbps(bytes, t.best) : null);
   const pageLockedGBps = figure(pageLocked);
-  const ratio = registeredGBps / stagedGBps;
-  result.timing = {
+  return {
     bytes,
     runs: times.rounds,
     registeredMs: reg.best,
@@ -511,8 +583,8 @@ function selfTest(
     stagedMedianMs: staged.median,
     registeredGBps,
     stagedGBps,
-    ratio,
-    minRelativeSpeed: o.minRelativeSpeed,
+    ratio: registeredGBps / stagedGBps,
+    minRelativeSpeed,
     pageLockedMs: pageLocked.best,
     pageLockedMedianMs: pageLocked.median,
     pageLockedGBps,
@@ -521,10 +593,33 @@ function selfTest(
     hostCopyMedianMs: hostCopy.median,
     hostCopyGBps: figure(hostCopy),
   };
+}
+
+function selfTest(
+  t: Ops,
+  windows: readonly [Host, Host],
+  refs: ReferenceWindows,
+  pinned: Host,
+  result: ProbeReport,
+  o: SelfTestOptions,
+): Verdict {
+  const wrong = roundTripVerdict(t, windows, refs, pinned, result, o.log);
+  if (wrong !== undefined) return wrong;
+
+  const times = timeCopies(t, windows[0], pinned, o);
+  // the verdict rests on the registered and staged copies alone (spec: probe_with); the control figures are
+  // reported, and left out (null) when their clock gave no valid duration
+  const invalid = (['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best));
+  if (invalid.length > 0) {
+    return Inconclusive(`the clock gave no valid duration (${invalid.map((k) => `${COPY_NAMES[k]} ${times[k].best} ms`).join(', ')})`);
+  }
+  const timing = timingReport(windows[0].bytes.length, times, o.minRelativeSpeed);
+  result.timing = timing;
+  const { registeredGBps, stagedGBps, ratio } = timing;
   const shown = (x: number | null, digits = 2): string => (x === null ? '-' : x.toFixed(digits));
   o.log(
     `registered ${registeredGBps.toFixed(2)} GB/s, staged ${stagedGBps.toFixed(2)} GB/s (best of ${o.runs}), ratio ${ratio.toFixed(3)}; ` +
-      `page-locked ${shown(pageLockedGBps)} GB/s (registered / page-locked ${shown(result.timing.pageLockedRatio, 3)}), host copy ${shown(result.timing.hostCopyGBps)} GB/s`,
+      `page-locked ${shown(timing.pageLockedGBps)} GB/s (registered / page-locked ${shown(timing.pageLockedRatio, 3)}), host copy ${shown(timing.hostCopyGBps)} GB/s`,
   );
   if (ratio >= o.minRelativeSpeed) return Usable;
   return Too_slow(

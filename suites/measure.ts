@@ -8,7 +8,7 @@ import { readPressure } from '../bindings/pressure.js';
 import { acquireTimingLock } from '../bindings/timing-lock.js';
 import { exceedsDrop } from '../results/compare.js';
 import type { DeviceLoad, GpuUser } from '../results/types.js';
-import type { CopyTimes, TimingSection } from '../src/probe.js';
+import { type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
 
 /** Link traffic not ours (MB/s, both directions) from which the link counts as busy: 2% of a Gen5 x16 link. */
 export const LINK_BUSY_MBPS = 1000;
@@ -53,7 +53,6 @@ export interface Look {
   pressure: { cpuSome: number | null; memorySome: number | null };
 }
 
-const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
 const fixed = (x: number, digits = 1): string => x.toFixed(digits);
 
 /** The GPU's other users seen in any of `looks`, each once. */

@@ -4,29 +4,12 @@
 // last gives the GB/s of all threads together (bytes copied / seconds). Used by scripts/h200/busy.sh.
 // Build: cc -O2 -pthread -o hog-host hog-host.c
 #define _GNU_SOURCE
-#include <errno.h>
+#include "hog.h"
 #include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop;
 static double deadline;
 static size_t bytes;
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void on_signal(int sig) {
-  (void)sig;
-  stop = 1;
-}
 
 typedef struct {
   char *a, *b;
@@ -43,16 +26,7 @@ static void *work(void *arg) {
   return NULL;
 }
 
-static long positive(const char *s, const char *what) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || !*s || *end || v <= 0) {
-    fprintf(stderr, "hog-host: %s '%s' is not a positive integer\n", what, s);
-    exit(2);
-  }
-  return v;
-}
+static long positive(const char *s, const char *what) { return integer_arg("hog-host", s, what, 1, "a positive integer"); }
 
 int main(int argc, char **argv) {
   if (argc < 3 || argc > 4) {
@@ -66,11 +40,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   bytes = (size_t)mib << 20;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
+  stop_on_signals();
   worker_t *ws = calloc((size_t)threads, sizeof *ws);
   pthread_t *ts = calloc((size_t)threads, sizeof *ts);
   if (!ws || !ts) return 1;

@@ -6,14 +6,9 @@
 // everything it took. No CUDA header is needed: the few prototypes are declared here. Used by scripts/h200/busy.sh.
 // Build: cc -O2 -o hog-link hog-link.c -ldl
 #define _GNU_SOURCE
+#include "hog.h"
 #include <dlfcn.h>
-#include <errno.h>
-#include <signal.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef int (*init_t)(unsigned int);
@@ -26,18 +21,6 @@ typedef int (*free_host_t)(void *);
 typedef int (*alloc_t)(unsigned long long *, size_t);
 typedef int (*free_t)(unsigned long long);
 typedef int (*htod_t)(unsigned long long, const void *, size_t);
-
-static volatile sig_atomic_t stop;
-static void on_signal(int sig) {
-  (void)sig;
-  stop = 1;
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static void *lib;
 static void *sym(const char *name) {
@@ -60,14 +43,9 @@ static void *sym(const char *name) {
   } while (0)
 
 static long number(const char *s, const char *what, long min) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || !*s || *end || v < min) {
-    fprintf(stderr, "hog-link: %s '%s' is not an integer of at least %ld\n", what, s, min);
-    exit(2);
-  }
-  return v;
+  char need[48];
+  snprintf(need, sizeof need, "an integer of at least %ld", min);
+  return integer_arg("hog-link", s, what, min, need);
 }
 
 int main(int argc, char **argv) {
@@ -86,11 +64,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "hog-link: cannot load %s: %s\n", path, dlerror());
     return 1;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGINT, &sa, NULL);
+  stop_on_signals();
   int dev = 0;
   void *ctx = NULL, *host = NULL;
   unsigned long long dptr = 0;

@@ -49,13 +49,13 @@ interface Target {
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c'], headers: ['common.h', 'gbps.h'], libs: [] },
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
-  hostBusy: { output: 'libhost_busy_double.so', sources: ['host_busy.c'], headers: ['gbps.h'], libs: ['-ldl'] },
+  hostBusy: { output: 'libhost_busy_double.so', sources: ['host_busy.c'], headers: ['gbps.h', 'pace.h'], libs: ['-ldl'] },
 };
 
 /** The compiler command: env CC (may carry arguments, e.g. "ccache gcc"), else cc. */

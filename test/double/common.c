@@ -4,6 +4,7 @@
  */
 #include "gbps.h"
 #include "common.h"
+#include "pace.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,36 +84,12 @@ static uintptr_t page_up(uintptr_t a) {
   return r < a ? 0 : r;
 }
 
-double dbl_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+double dbl_now(void) { return pace_now(); }
 
 static void sleep_s(double s) {
   if (s <= 0) return;
   struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-  }
-}
-
-/* The last stretch of a paced copy is spun, not slept: a sleep ends up to the timer slack (50 us) late, and
- * the timing tests need the deadline itself. Only a short stretch: on a loaded machine (load 8 on 2 cores,
- * measured) a thread that spins 2 ms is often preempted before its deadline and ends several ms late (median
- * 0.7 to 4.8 ms over 40-ms waits), where one that sleeps until 0.2 ms before it, then spins, ends on it
- * (median 0). */
-#define PACE_SPIN_S 0.0002
-
-/* Returns once CLOCK_MONOTONIC reaches `deadline` (at once when it has passed): sleeps, then spins. */
-static void wait_until(double deadline) {
-  double left = deadline - dbl_now();
-  if (left > PACE_SPIN_S) {
-    double wake = deadline - PACE_SPIN_S;
-    struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-  }
-  while (dbl_now() < deadline) {
   }
 }
 
@@ -133,6 +110,43 @@ int dbl_copy_string(char *dst, int len, const char *src) {
   memcpy(dst, src, n);
   dst[n] = '\0';
   return DR_OK;
+}
+
+int dbl_check_out(int (*check)(int dev), int dev, const void *out) {
+  if (!out) return DR_INVALID_VALUE;
+  return check(dev);
+}
+
+int dbl_device_name(int checked, char *name, int len, const char *text) {
+  if (checked != DR_OK) return checked;
+  return dbl_copy_string(name, len, text);
+}
+
+int dbl_device_bus_id(int checked, int dev, char *busid, int len) {
+  if (checked != DR_OK) return checked;
+  char buf[32];
+  dbl_pci_bus_id(buf, sizeof buf, dev);
+  return dbl_copy_string(busid, len, buf);
+}
+
+int dbl_alloc_into(int (*alloc)(size_t size, int device, uintptr_t *out), size_t size, int device, void **out) {
+  if (!out) return DR_INVALID_VALUE;
+  uintptr_t p = 0;
+  int r = alloc(size, device, &p);
+  if (r == DR_OK) *out = (void *)p;
+  return r;
+}
+
+int dbl_free_unless_null(int (*release)(uintptr_t p), void *ptr) {
+  if (!ptr) return DR_OK;
+  return release((uintptr_t)ptr);
+}
+
+const dbl_error_t *dbl_find_error(const dbl_error_t *table, size_t n, int code) {
+  for (size_t i = 0; i < n; i++) {
+    if (table[i].code == code) return &table[i];
+  }
+  return NULL;
 }
 
 int dbl_env_long(const char *name, long dflt, long *out) {
@@ -325,21 +339,40 @@ static int set_flag_fault(const char *name, faults_t *f) {
   return 0;
 }
 
+/* A token of a comma-separated list without its spaces and tabs at either end (cut in place). */
+static char *trimmed(char *tok) {
+  while (*tok == ' ' || *tok == '\t') tok++;
+  size_t n = strlen(tok);
+  while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = '\0';
+  return tok;
+}
+
+/* The next non-empty item of the comma-separated list at *rest (cut in place), trimmed, and cut at its first '=':
+ * *val is what follows it, NULL when there is none. NULL at the end of the list. */
+static char *next_item(char **rest, char **val) {
+  while (*rest) {
+    char *tok = *rest;
+    char *comma = strchr(tok, ',');
+    *rest = comma ? comma + 1 : NULL;
+    if (comma) *comma = '\0';
+    tok = trimmed(tok);
+    if (*tok == '\0') continue;
+    char *eq = strchr(tok, '=');
+    *val = eq ? eq + 1 : NULL;
+    if (eq) *eq = '\0';
+    return tok;
+  }
+  return NULL;
+}
+
 static int parse_faults(const char *spec, faults_t *f) {
   memset(f, 0, sizeof *f);
   if (!spec) return 0;
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", spec);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    while (*tok == ' ' || *tok == '\t') tok++;
-    size_t n = strlen(tok);
-    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = '\0';
-    if (n == 0) continue;
-    char *eq = strchr(tok, '=');
-    if (eq) {
-      *eq = '\0';
-      const char *val = eq + 1;
+  char *rest = buf, *val = NULL;
+  for (char *tok; (tok = next_item(&rest, &val));) {
+    if (val) {
       char *end = NULL;
       if (strcmp(tok, "unregister_fails") == 0) {
         errno = 0;
@@ -401,16 +434,10 @@ static int parse_rates(const char *var, const char *spec, rates_t *r) {
     return -1;
   }
   snprintf(buf, sizeof buf, "%s", spec);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    while (*tok == ' ' || *tok == '\t') tok++;
-    size_t n = strlen(tok);
-    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t')) tok[--n] = '\0';
-    if (n == 0) continue;
-    char *eq = strchr(tok, '=');
-    double v = eq ? parse_gbps(eq + 1) : 0;
-    if (eq) *eq = '\0';
-    double *slot = !eq ? NULL
+  char *rest = buf, *val = NULL;
+  for (char *tok; (tok = next_item(&rest, &val));) {
+    double v = val ? parse_gbps(val) : 0;
+    double *slot = !val ? NULL
                    : strcmp(tok, "registered") == 0 ? &r->registered
                    : strcmp(tok, "pinned") == 0     ? &r->pinned
                    : strcmp(tok, "pageable") == 0   ? &r->pageable
@@ -551,7 +578,7 @@ static double link_copy(uintptr_t dst, uintptr_t src, size_t n) {
     double need = left / rate;
     double now = dbl_now();
     if (now < t + need) {
-      if (need - (now - t) <= LINK_SLICE_S) wait_until(t + need);
+      if (need - (now - t) <= LINK_SLICE_S) pace_wait_until(t + need);
       else sleep_s(LINK_SLICE_S);
     }
     now = dbl_now();
@@ -963,7 +990,7 @@ static int fast_check(uintptr_t ps, uintptr_t pe) {
 static void pace(int device, int kind, double entry, size_t n, double gbps) {
   if (gbps <= 0) return;
   if (device >= 0 && device < DBL_MAX_DEVICES) g_paced[device][kind]++;
-  wait_until(entry + (double)n / (gbps * 1e9));
+  pace_wait_until(entry + (double)n / (gbps * 1e9));
 }
 
 static int kind_index(const char *kind) {
@@ -1044,4 +1071,34 @@ int dbl_dtoh(uintptr_t dst, uintptr_t src, size_t n) {
   }
   memcpy((void *)dst, (const void *)src, n);
   return DR_OK;
+}
+
+/* ---------------------------------------------------------------- test exports both doubles make alike */
+
+DBL_API int double_registration_count(void) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_live_registrations();
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API int double_calls(const char *name) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_calls(name);
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API int double_paced(int device, const char *kind) {
+  pthread_mutex_lock(&g_mu);
+  int n = dbl_paced(device, kind);
+  pthread_mutex_unlock(&g_mu);
+  return n;
+}
+
+DBL_API double double_rate(int device, const char *kind) {
+  pthread_mutex_lock(&g_mu);
+  double r = dbl_rate(device, kind);
+  pthread_mutex_unlock(&g_mu);
+  return r;
 }

@@ -228,6 +228,46 @@ DBL_HIDDEN void dbl_pci_bus_id(char *buf, size_t len, int device);
 /* Copy a string into a caller's buffer of len bytes (NUL-terminated, truncated). */
 DBL_HIDDEN int dbl_copy_string(char *dst, int len, const char *src);
 
+/* What both doubles' calls do alike, in neutral results; `check` is the double's own device check (CUDA: after
+ * cuInit; HIP: initializing itself first), `checked` the result of a check the caller made. */
+/* INVALID_VALUE for a NULL out parameter, else the device check. */
+DBL_HIDDEN int dbl_check_out(int (*check)(int dev), int dev, const void *out);
+/* The device's name into a caller's buffer, once `checked` is DR_OK. */
+DBL_HIDDEN int dbl_device_name(int checked, char *name, int len, const char *text);
+/* The PCI bus id of API ordinal `dev` into a caller's buffer, once `checked` is DR_OK. */
+DBL_HIDDEN int dbl_device_bus_id(int checked, int dev, char *busid, int len);
+/* An allocation of `alloc` (dbl_dalloc, dbl_halloc) into *out: INVALID_VALUE for a NULL out. */
+DBL_HIDDEN int dbl_alloc_into(int (*alloc)(size_t size, int device, uintptr_t *out), size_t size, int device, void **out);
+/* A free of `release` (dbl_dfree, dbl_hfree): a NULL pointer frees nothing and succeeds. */
+DBL_HIDDEN int dbl_free_unless_null(int (*release)(uintptr_t p), void *ptr);
+
+/* The device queries both doubles answer alike, defined in each double under its own names and result type T,
+ * with its own device check (check_device) and codes (code). */
+#define DBL_DEVICE_QUERIES(T, NAME_FN, BUS_ID_FN, TOTAL_MEM_FN, DEVICE_NAME)                         \
+  DBL_API T NAME_FN(char *name, int len, int dev) {                                                 \
+    DBL_ENTER();                                                                                    \
+    return code(dbl_device_name(check_device(dev), name, len, DEVICE_NAME));                        \
+  }                                                                                                 \
+  DBL_API T BUS_ID_FN(char *busid, int len, int dev) {                                              \
+    DBL_ENTER();                                                                                    \
+    return code(dbl_device_bus_id(check_device(dev), dev, busid, len));                             \
+  }                                                                                                 \
+  DBL_API T TOTAL_MEM_FN(size_t *bytes, int dev) {                                                  \
+    DBL_ENTER();                                                                                    \
+    int r = dbl_check_out(check_device, dev, bytes);                                                \
+    if (r == DR_OK) *bytes = DBL_TOTAL_MEM;                                                         \
+    return code(r);                                                                                 \
+  }
+
+/* One row of a double's error table: its code, name and text. */
+typedef struct {
+  int code;
+  const char *name;
+  const char *text;
+} dbl_error_t;
+/* The row of `code` in a table of n rows; NULL when the table has none. */
+DBL_HIDDEN const dbl_error_t *dbl_find_error(const dbl_error_t *table, size_t n, int code);
+
 #define DBL_TOTAL_MEM ((size_t)80 << 30) /* 80 GiB reported */
 
 #endif

@@ -148,42 +148,16 @@ DBL_API CUresult cuDeviceGetCount(int *count) {
 
 DBL_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   DBL_ENTER();
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
-  int r = check_device(ordinal);
-  if (r != DR_OK) return code(r);
-  *device = ordinal;
-  return CUDA_SUCCESS;
+  int r = dbl_check_out(check_device, ordinal, device);
+  if (r == DR_OK) *device = ordinal;
+  return code(r);
 }
 
-DBL_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_copy_string(name, len, "Double CUDA Device"));
-}
-
-DBL_API CUresult cuDeviceGetPCIBusId(char *busid, int len, CUdevice dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  char buf[32];
-  dbl_pci_bus_id(buf, sizeof buf, dev);
-  return code(dbl_copy_string(busid, len, buf));
-}
-
-DBL_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
-  DBL_ENTER();
-  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  *bytes = DBL_TOTAL_MEM;
-  return CUDA_SUCCESS;
-}
+DBL_DEVICE_QUERIES(CUresult, cuDeviceGetName, cuDeviceGetPCIBusId, cuDeviceTotalMem_v2, "Double CUDA Device")
 
 DBL_API CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev) {
   DBL_ENTER();
-  if (!value) return CUDA_ERROR_INVALID_VALUE;
-  int r = check_device(dev);
+  int r = dbl_check_out(check_device, dev, value);
   if (r != DR_OK) return code(r);
   switch (attrib) {
     case 1: *value = 1024; return CUDA_SUCCESS;  /* MAX_THREADS_PER_BLOCK (not measured) */
@@ -211,8 +185,7 @@ DBL_API CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev) {
 
 DBL_API CUresult cuDevicePrimaryCtxRetain(void **pctx, CUdevice dev) {
   DBL_ENTER();
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  int r = check_device(dev);
+  int r = dbl_check_out(check_device, dev, pctx);
   if (r != DR_OK) return code(r);
   if (g.ctx_refcount[dev]++ == 0) ctx_created[dev]++;
   *pctx = &ctx_handles[dev];
@@ -271,67 +244,56 @@ DBL_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   return code(r);
 }
 
+/* The memory calls below: each runs its engine call (which may use `dev`) only in a current, live context. */
+
 DBL_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_dfree((uintptr_t)dptr));
+  return code(r != DR_OK ? r : dbl_dfree((uintptr_t)dptr));
 }
 
 DBL_API CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
   if (r != DR_OK) return code(r);
-  if (!pp || (flags & ~(unsigned)CU_MEMHOSTALLOC_ALL)) return CUDA_ERROR_INVALID_VALUE;
-  uintptr_t p = 0;
-  r = dbl_halloc(bytes, dev, &p);
-  if (r == DR_OK) *pp = (void *)p;
-  return code(r);
+  if (flags & ~(unsigned)CU_MEMHOSTALLOC_ALL) return CUDA_ERROR_INVALID_VALUE;
+  return code(dbl_alloc_into(dbl_halloc, bytes, dev, pp));
 }
 
 DBL_API CUresult cuMemFreeHost(void *p) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_hfree((uintptr_t)p));
+  return code(r != DR_OK ? r : dbl_hfree((uintptr_t)p));
 }
 
 DBL_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_register((uintptr_t)p, bytesize, flags, dev));
+  return code(r != DR_OK ? r : dbl_register((uintptr_t)p, bytesize, flags, dev));
 }
 
 DBL_API CUresult cuMemHostUnregister(void *p) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_unregister((uintptr_t)p));
+  return code(r != DR_OK ? r : dbl_unregister((uintptr_t)p));
 }
 
 DBL_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   double entry = dbl_now(); /* paced copies are timed from here */
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes, dev, entry));
+  return code(r != DR_OK ? r : dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes, dev, entry));
 }
 
 DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
+  return code(r != DR_OK ? r : dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
 }
 
 /* ---------------------------------------------------------------- errors */
 
-static const struct {
-  int code;
-  const char *name;
-  const char *text;
-} ERRORS[] = {
+static const dbl_error_t ERRORS[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
@@ -347,34 +309,27 @@ static const struct {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-static int find_error(int error) {
-  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++) {
-    if (ERRORS[i].code == error) return (int)i;
-  }
-  return -1;
+/* The row of `error`, NULL (and *pstr NULL) for a code the table lacks; NULL for a NULL pstr. */
+static const dbl_error_t *find_error(int error, const char **pstr) {
+  if (!pstr) return NULL;
+  const dbl_error_t *e = dbl_find_error(ERRORS, sizeof ERRORS / sizeof ERRORS[0], error);
+  if (!e) *pstr = NULL;
+  return e;
 }
 
 DBL_API CUresult cuGetErrorName(CUresult error, const char **pstr) {
   DBL_ENTER();
-  if (!pstr) return CUDA_ERROR_INVALID_VALUE;
-  int i = find_error(error);
-  if (i < 0) {
-    *pstr = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pstr = ERRORS[i].name;
+  const dbl_error_t *e = find_error(error, pstr);
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  *pstr = e->name;
   return CUDA_SUCCESS;
 }
 
 DBL_API CUresult cuGetErrorString(CUresult error, const char **pstr) {
   DBL_ENTER();
-  if (!pstr) return CUDA_ERROR_INVALID_VALUE;
-  int i = find_error(error);
-  if (i < 0) {
-    *pstr = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  *pstr = ERRORS[i].text;
+  const dbl_error_t *e = find_error(error, pstr);
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  *pstr = e->text;
   return CUDA_SUCCESS;
 }
 
@@ -387,37 +342,9 @@ DBL_API void double_reset(void) {
   pthread_mutex_unlock(&g_mu);
 }
 
-DBL_API int double_registration_count(void) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_live_registrations();
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
 DBL_API int double_contexts_created(int dev) {
   pthread_mutex_lock(&g_mu);
   int n = dev >= 0 && dev < DBL_MAX_DEVICES ? ctx_created[dev] : -1;
   pthread_mutex_unlock(&g_mu);
   return n;
-}
-
-DBL_API int double_calls(const char *name) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_calls(name);
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
-DBL_API int double_paced(int device, const char *kind) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_paced(device, kind);
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
-DBL_API double double_rate(int device, const char *kind) {
-  pthread_mutex_lock(&g_mu);
-  double r = dbl_rate(device, kind);
-  pthread_mutex_unlock(&g_mu);
-  return r;
 }

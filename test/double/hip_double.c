@@ -183,8 +183,8 @@ static int reported_version(long *v) {
 
 /* ---------------------------------------------------------------- versions, init, devices */
 
-DBL_API hipError_t hipRuntimeGetVersion(int *version) {
-  DBL_ENTER();
+/* Both version calls report the same number. */
+static hipError_t version_into(int *version) {
   if (!version) return hipErrorInvalidValue;
   long v;
   int r = reported_version(&v);
@@ -192,13 +192,14 @@ DBL_API hipError_t hipRuntimeGetVersion(int *version) {
   return code(r);
 }
 
+DBL_API hipError_t hipRuntimeGetVersion(int *version) {
+  DBL_ENTER();
+  return version_into(version);
+}
+
 DBL_API hipError_t hipDriverGetVersion(int *version) {
   DBL_ENTER();
-  if (!version) return hipErrorInvalidValue;
-  long v;
-  int r = reported_version(&v);
-  if (r == DR_OK) *version = (int)v;
-  return code(r);
+  return version_into(version);
 }
 
 DBL_API hipError_t hipInit(unsigned int flags) {
@@ -219,35 +220,11 @@ DBL_API hipError_t hipGetDeviceCount(int *count) {
   return hipSuccess;
 }
 
-DBL_API hipError_t hipDeviceGetName(char *name, int len, int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  return code(dbl_copy_string(name, len, "Double HIP Device"));
-}
-
-DBL_API hipError_t hipDeviceGetPCIBusId(char *busid, int len, int dev) {
-  DBL_ENTER();
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  char buf[32];
-  dbl_pci_bus_id(buf, sizeof buf, dev);
-  return code(dbl_copy_string(busid, len, buf));
-}
-
-DBL_API hipError_t hipDeviceTotalMem(size_t *bytes, int dev) {
-  DBL_ENTER();
-  if (!bytes) return hipErrorInvalidValue;
-  int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  *bytes = DBL_TOTAL_MEM;
-  return hipSuccess;
-}
+DBL_DEVICE_QUERIES(hipError_t, hipDeviceGetName, hipDeviceGetPCIBusId, hipDeviceTotalMem, "Double HIP Device")
 
 DBL_API hipError_t hipDeviceGetAttribute(int *value, int attr, int dev) {
   DBL_ENTER();
-  if (!value) return hipErrorInvalidValue;
-  int r = check_device(dev);
+  int r = dbl_check_out(check_device, dev, value);
   if (r != DR_OK) return code(r);
   long major = g.hip_version / 10000000L;
   if (major <= 4) {
@@ -313,57 +290,44 @@ DBL_API hipError_t hipDeviceReset(void) {
 
 /* ---------------------------------------------------------------- memory */
 
+/* The memory calls below: each runs its engine call only once the runtime has initialized itself. */
+
 DBL_API hipError_t hipMalloc(void **ptr, size_t size) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  if (!ptr) return hipErrorInvalidValue;
-  uintptr_t p = 0;
-  r = dbl_dalloc(size, g.current_device, &p);
-  if (r == DR_OK) *ptr = (void *)p;
-  return code(r);
+  return code(r != DR_OK ? r : dbl_alloc_into(dbl_dalloc, size, g.current_device, ptr));
 }
 
 DBL_API hipError_t hipFree(void *ptr) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  if (!ptr) return hipSuccess;
-  return code(dbl_dfree((uintptr_t)ptr));
+  return code(r != DR_OK ? r : dbl_free_unless_null(dbl_dfree, ptr));
 }
 
 DBL_API hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
   DBL_ENTER();
   int r = ensure_init();
   if (r != DR_OK) return code(r);
-  if (!ptr) return hipErrorInvalidValue;
   if ((flags & hipHostMallocCoherent) && (flags & hipHostMallocNonCoherent)) return hipErrorInvalidValue;
-  uintptr_t p = 0;
-  r = dbl_halloc(size, g.current_device, &p);
-  if (r == DR_OK) *ptr = (void *)p;
-  return code(r);
+  return code(dbl_alloc_into(dbl_halloc, size, g.current_device, ptr));
 }
 
 DBL_API hipError_t hipHostFree(void *ptr) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  if (!ptr) return hipSuccess;
-  return code(dbl_hfree((uintptr_t)ptr));
+  return code(r != DR_OK ? r : dbl_free_unless_null(dbl_hfree, ptr));
 }
 
 DBL_API hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_register((uintptr_t)ptr, size, flags, g.current_device));
+  return code(r != DR_OK ? r : dbl_register((uintptr_t)ptr, size, flags, g.current_device));
 }
 
 DBL_API hipError_t hipHostUnregister(void *ptr) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  return code(dbl_unregister((uintptr_t)ptr));
+  return code(r != DR_OK ? r : dbl_unregister((uintptr_t)ptr));
 }
 
 DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
@@ -380,11 +344,7 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
 
 /* ---------------------------------------------------------------- errors */
 
-static const struct {
-  int code;
-  const char *name;
-  const char *text;
-} ERRORS[] = {
+static const dbl_error_t ERRORS[] = {
     {hipSuccess, "hipSuccess", "no error"},
     {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
     {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
@@ -401,24 +361,19 @@ static const struct {
     {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
 };
 
-static int find_error(int error) {
-  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++) {
-    if (ERRORS[i].code == error) return (int)i;
-  }
-  return -1;
-}
+static const dbl_error_t *find_error(int error) { return dbl_find_error(ERRORS, sizeof ERRORS / sizeof ERRORS[0], error); }
 
 /* Like HIP: an unknown code is named hipErrorUnknown. */
 DBL_API const char *hipGetErrorName(hipError_t error) {
   DBL_ENTER();
-  int i = find_error(error);
-  return i < 0 ? "hipErrorUnknown" : ERRORS[i].name;
+  const dbl_error_t *e = find_error(error);
+  return e ? e->name : "hipErrorUnknown";
 }
 
 DBL_API const char *hipGetErrorString(hipError_t error) {
   DBL_ENTER();
-  int i = find_error(error);
-  return i < 0 ? "unknown error" : ERRORS[i].text;
+  const dbl_error_t *e = find_error(error);
+  return e ? e->text : "unknown error";
 }
 
 /* ---------------------------------------------------------------- test exports */
@@ -427,32 +382,4 @@ DBL_API void double_reset(void) {
   pthread_mutex_lock(&g_mu);
   dbl_reset_all();
   pthread_mutex_unlock(&g_mu);
-}
-
-DBL_API int double_registration_count(void) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_live_registrations();
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
-DBL_API int double_calls(const char *name) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_calls(name);
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
-DBL_API int double_paced(int device, const char *kind) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_paced(device, kind);
-  pthread_mutex_unlock(&g_mu);
-  return n;
-}
-
-DBL_API double double_rate(int device, const char *kind) {
-  pthread_mutex_lock(&g_mu);
-  double r = dbl_rate(device, kind);
-  pthread_mutex_unlock(&g_mu);
-  return r;
 }

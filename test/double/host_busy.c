@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "gbps.h"
+#include "pace.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
@@ -18,28 +19,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define PACED_MIN ((size_t)1 << 20)
-#define SPIN_S 0.0002
 
 static void *(*real_memmove)(void *, const void *, size_t);
 static double gbps; /* 0: no pacing */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void wait_until(double deadline) {
-  double left = deadline - now();
-  if (left > SPIN_S) {
-    double wake = deadline - SPIN_S;
-    struct timespec ts = {.tv_sec = (time_t)wake, .tv_nsec = (long)((wake - (double)(time_t)wake) * 1e9)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-  }
-  while (now() < deadline) {
-  }
-}
 
 /* Before the real memmove is known (a call from another library's constructor): byte by byte, either direction. */
 static void *slow_memmove(void *dst, const void *src, size_t n) {
@@ -74,8 +56,8 @@ __attribute__((constructor)) static void load(void) {
 EXPORT void *memmove(void *dst, const void *src, size_t n) {
   if (!real_memmove) return slow_memmove(dst, src, n);
   if (gbps <= 0 || n < PACED_MIN) return real_memmove(dst, src, n);
-  double entry = now();
+  double entry = pace_now();
   void *r = real_memmove(dst, src, n);
-  wait_until(entry + (double)n / (gbps * 1e9));
+  pace_wait_until(entry + (double)n / (gbps * 1e9));
   return r;
 }
