@@ -23,7 +23,9 @@ export const HOST_REGISTER_DEFAULT = 0x0;
 const HIP_MEMCPY_HOST_TO_DEVICE = 1;
 const HIP_MEMCPY_DEVICE_TO_HOST = 2;
 
+export const HIP_ERROR_INVALID_VALUE = 1;
 const HIP_ERROR_NO_DEVICE = 100;
+export const HIP_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 
 /**
  * The value of hipDeviceAttributeIntegrated, which depends on the runtime's major version: HIP 5.0 reordered

@@ -165,11 +165,8 @@ DBL_API fakeResult fakeMemcpyDtoH(void *dst, const void *src, size_t size) { DBL
 
 /* ---------------------------------------------------------------- errors */
 
-static const struct {
-  int code;
-  const char *name;
-} ERRORS[] = {
-    {fakeSuccess, "FAKE_SUCCESS"},
+static const dbl_error_t ERRORS[] = {
+    {fakeSuccess, "FAKE_SUCCESS", "no error"},
     {fakeErrorInvalidValue, "FAKE_ERROR_INVALID_VALUE"},
     {fakeErrorOutOfMemory, "FAKE_ERROR_OUT_OF_MEMORY"},
     {fakeErrorNotInitialized, "FAKE_ERROR_NOT_INITIALIZED"},
@@ -186,17 +183,6 @@ static const struct {
 /* The name of a code; NULL for one the driver does not know. */
 DBL_API const char *fakeErrorName(fakeResult error) {
   DBL_ENTER();
-  for (size_t i = 0; i < sizeof ERRORS / sizeof ERRORS[0]; i++) {
-    if (ERRORS[i].code == error) return ERRORS[i].name;
-  }
-  return NULL;
-}
-
-/* ---------------------------------------------------------------- test exports */
-
-DBL_API int double_registration_count(void) {
-  pthread_mutex_lock(&g_mu);
-  int n = dbl_live_registrations();
-  pthread_mutex_unlock(&g_mu);
-  return n;
+  const dbl_error_t *e = dbl_find_error(ERRORS, sizeof ERRORS / sizeof ERRORS[0], error);
+  return e ? e->name : NULL;
 }

@@ -6,7 +6,7 @@ import type { Backend } from '../../results/types.js';
 import type { Host } from '../../src/ops.js';
 import { type BackendModule, type DiscoveredDevice, ask } from '../../bindings/backend.js';
 import { discoverRegistering, registeringDevice } from '../../bindings/backends/registering.js';
-import { type DeviceOps, type WithOpsOptions, checkOrdinal, hostAddress } from '../../bindings/device-ops.js';
+import { type DeviceOps, type WithOpsOptions, checkOrdinal } from '../../bindings/device-ops.js';
 import {
   type HostCalls,
   type IntLike,
@@ -16,6 +16,7 @@ import {
   cString,
   driverErrorClass,
   driverLoader,
+  driverCalls,
   hostCalls,
   withDriverOps,
 } from '../../bindings/driver-kit.js';
@@ -134,6 +135,8 @@ function makeFakeDriver(path: string, c: FakeFunctions): FakeDriver {
     unregister: ['fakeHostUnregister', c.fakeHostUnregister],
     alloc: ['fakeHostAlloc', c.fakeHostAlloc],
     free: ['fakeHostFree', c.fakeHostFree],
+    htod: ['fakeMemcpyHtoD', c.fakeMemcpyHtoD],
+    dtoh: ['fakeMemcpyDtoH', c.fakeMemcpyDtoH],
   });
   return {
     path,
@@ -155,14 +158,8 @@ function makeFakeDriver(path: string, c: FakeFunctions): FakeDriver {
     },
     free: (buffer) => check('fakeFree', c.fakeFree(buffer)),
     host,
-    memcpyHtoD(dst, src) {
-      const n = host.copyLength('fakeMemcpyHtoD', src, undefined);
-      check('fakeMemcpyHtoD', c.fakeMemcpyHtoD(dst, hostAddress('Fake', 'fakeMemcpyHtoD', src), n));
-    },
-    memcpyDtoH(dst, src, length) {
-      const n = host.copyLength('fakeMemcpyDtoH', dst, length);
-      check('fakeMemcpyDtoH', c.fakeMemcpyDtoH(hostAddress('Fake', 'fakeMemcpyDtoH', dst), src, n));
-    },
+    memcpyHtoD: (dst, src) => host.memcpyHtoD(dst, src),
+    memcpyDtoH: (dst, src, length) => host.memcpyDtoH(dst, src, length),
   };
 }
 
@@ -185,17 +182,7 @@ export function withFakeOps<T>(driver: FakeDriver, ordinal: number, bytes: numbe
       registerFlags: () => 0,
       malloc: (n) => driver.malloc(n),
       free: (buffer) => driver.free(buffer),
-      calls: {
-        hostRegister: (host, flags) => h.hostRegister(host, flags),
-        hostRegisterAddress: (address, length, flags) => h.hostRegisterAddress(address, length, flags),
-        hostUnregister: (host) => h.hostUnregister(host),
-        hostUnregisterAddress: (address) => h.hostUnregisterAddress(address),
-        allocPinned: (n) => h.alloc(n),
-        freePinned: (host) => h.free(host),
-        memcpyHtoD: (dst, src) => driver.memcpyHtoD(dst, src),
-        memcpyDtoH: (dst, src, length) => driver.memcpyDtoH(dst, src, length),
-        synchronize: () => driver.synchronize(),
-      },
+      calls: driverCalls(h, h, () => driver.synchronize()),
     },
     ordinal,
     bytes,
