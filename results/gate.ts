@@ -15,7 +15,7 @@
 // The absolute GB/s are judged only where the run saw the machine quiet (results/compare.ts, bandwidthChange):
 // figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
 // while registered / page-locked (`registration`), which a busy machine cannot fake, is judged always.
-import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, VERDICT_CHECK, bandwidthChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
@@ -81,7 +81,78 @@ export interface GateOptions {
 }
 
 const verdictOf = (r: CheckResult | undefined): { kind: string; refusal?: string } | undefined => (r?.data as { verdict?: { kind: string; refusal?: string } } | undefined)?.verdict;
-const registeredOf = (r: CheckResult | undefined): number | undefined => (r?.data as { timing?: { registeredGBps?: number } } | undefined)?.timing?.registeredGBps;
+
+/** What a re-run of probe.verdict measured: its figures and what it saw of the machine. */
+interface RerunTiming {
+  timing?: { registeredGBps?: number; pageLockedGBps?: number | null; pageLockedRatio?: number | null };
+  load?: DeviceLoad;
+}
+const rerunTiming = (r: CheckResult | undefined): RerunTiming | undefined => r?.data as RerunTiming | undefined;
+
+/** The new device as the re-run measured it: its figures and its look at the machine in place of the first run's. */
+function asRerun(neu: DeviceWithHost, data: RerunTiming | undefined): DeviceWithHost | undefined {
+  const t = data?.timing;
+  if (!neu.timing || t?.registeredGBps === undefined) return undefined;
+  const timing = { ...neu.timing, registeredGBps: t.registeredGBps };
+  if (t.pageLockedGBps != null) timing.pageLockedGBps = t.pageLockedGBps;
+  if (t.pageLockedRatio != null) timing.pageLockedRatio = t.pageLockedRatio;
+  return { ...neu, timing, ...(data?.load ? { load: data.load } : {}) };
+}
+
+const flaky = (ch: Change, rerunInfo: NonNullable<Change['rerun']>, what: string): Change => ({ ...ch, kind: 'flaky', note: `flaky, passed on re-run (${what})`, rerun: rerunInfo });
+const still = (ch: Change, rerunInfo: Change['rerun'] | undefined, what: string): Change => ({ ...ch, note: `${ch.note ? `${ch.note}; ` : ''}${what}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) });
+
+/** One device's regression that may be a flake, with what the re-run of one check gives. */
+interface Suspect {
+  ch: Change;
+  old: DeviceWithHost | undefined;
+  neu: DeviceWithHost;
+  maxDrop: number;
+  once: (checkId: string) => Promise<CheckResult | undefined>;
+}
+
+async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
+  const r = await once('probe.verdict');
+  const v = verdictOf(r);
+  const info = r ? { status: r.status, ...(v ? { verdict: verdictLabel(v) } : {}) } : undefined;
+  return v && classifyVerdict(old?.verdict, v) !== 'regression' ? flaky(ch, info!, verdictLabel(v)) : still(ch, info, r ? `re-run: ${v ? verdictLabel(v) : r.status}` : 'could not be re-run');
+}
+
+/**
+ * A registered GB/s or a registered / page-locked that fell: judged again as the first was, with the re-run's
+ * figures, control copy and look at the machine. A re-run that fell again on a busy machine is the host's.
+ */
+async function rerunFigure({ ch, old, neu, maxDrop, once }: Suspect): Promise<Change> {
+  const r = await once('probe.verdict');
+  const data = rerunTiming(r);
+  const figure = data?.timing?.registeredGBps;
+  const ratio = data?.timing?.pageLockedRatio ?? undefined;
+  const registration = ch.check === REGISTRATION_CHECK;
+  const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
+  const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
+  const again = asRerun(neu, data);
+  const judged = again ? (registration ? registrationChange(old, again, maxDrop) : bandwidthChange(old, again, maxDrop)) : undefined;
+  if (judged?.kind === 'error') return { ...judged, rerun: info! };
+  if (judged && judged.kind !== 'regression' && shown !== undefined) return flaky(ch, info!, shown);
+  return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
+}
+
+async function rerunCheck({ ch, old, once }: Suspect): Promise<Change> {
+  const r = await once(ch.check);
+  const info = r ? { status: r.status, ...(r.observed ? { observed: r.observed.replace(/\s+/g, ' ') } : {}) } : undefined;
+  const oldCheck = old?.checks.find((x) => x.id === ch.check);
+  // a re-run that skipped proves nothing
+  const again = r && r.status !== 'skip' ? classify(oldCheck, r).kind : 'regression';
+  return again !== 'regression' && again !== 'error' ? flaky(ch, info!, r!.status) : still(ch, info, r ? `re-run: ${r.status}` : 'could not be re-run');
+}
+
+/** How a regression of `ch` may be re-run on the new device, or undefined when it is not one that may be a flake. */
+function rerunOf(ch: Change, tooSlow: boolean): ((s: Suspect) => Promise<Change>) | undefined {
+  const flake = ch.note?.includes('known flake') ?? false;
+  if (ch.check === VERDICT_CHECK) return tooSlow || flake ? rerunVerdict : undefined;
+  if (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) return rerunFigure;
+  return flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict') ? rerunCheck : undefined;
+}
 
 /** Each regression that may be a flake is re-run once; one that no longer regresses becomes `flaky`. */
 async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun): Promise<void> {
@@ -96,8 +167,6 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
     }
     return p;
   };
-  const flaky = (ch: Change, rerunInfo: NonNullable<Change['rerun']>, what: string): Change => ({ ...ch, kind: 'flaky', note: `flaky, passed on re-run (${what})`, rerun: rerunInfo });
-  const still = (ch: Change, rerunInfo: Change['rerun'] | undefined, what: string): Change => ({ ...ch, note: `${ch.note ? `${ch.note}; ` : ''}${what}`, ...(rerunInfo ? { rerun: rerunInfo } : {}) });
   for (const d of c.devices) {
     const neu = d.id.new ? byId.get(d.id.new) : undefined;
     if (!neu) continue;
@@ -105,43 +174,13 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
     const tooSlow = neu.verdict.kind === 'Too_slow';
     for (let i = 0; i < d.changes.length; i++) {
       const ch = d.changes[i]!;
-      if (ch.kind !== 'regression') continue;
-      const flake = ch.note?.includes('known flake') ?? false;
-      if (ch.check === VERDICT_CHECK) {
-        if (!tooSlow && !flake) continue;
-        const r = await once(neu.id, 'probe.verdict');
-        const v = verdictOf(r);
-        const info = r ? { status: r.status, ...(v ? { verdict: verdictLabel(v) } : {}) } : undefined;
-        d.changes[i] = v && classifyVerdict(old?.verdict, v) !== 'regression' ? flaky(ch, info!, verdictLabel(v)) : still(ch, info, r ? `re-run: ${v ? verdictLabel(v) : r.status}` : 'could not be re-run');
-      } else if (ch.check === BANDWIDTH_CHECK) {
-        const r = await once(neu.id, 'probe.verdict');
-        const figure = registeredOf(r);
-        const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-        // judged as the first figure was: with the re-run's control copy and what it saw of the machine
-        const data = r?.data as { timing?: { pageLockedGBps?: number | null }; load?: DeviceLoad } | undefined;
-        const locked = data?.timing?.pageLockedGBps ?? undefined;
-        const again = figure !== undefined && neu.timing ? bandwidthChange(old, { ...neu, timing: { ...neu.timing, registeredGBps: figure, ...(locked !== undefined ? { pageLockedGBps: locked } : {}) }, ...(data?.load ? { load: data.load } : {}) }, maxDrop) : undefined;
-        // a re-run that fell again on a busy machine is the host's, not a flake
-        d.changes[i] =
-          again?.kind === 'error'
-            ? { ...again, rerun: info! }
-            : again && again.kind !== 'regression'
-              ? flaky(ch, info!, gbpsText(figure!))
-              : still(ch, info, r ? `re-run: ${figure !== undefined ? gbpsText(figure) : r.status}` : 'could not be re-run');
-      } else if (flake || ch.check.startsWith('timing.') || (tooSlow && ch.check === 'probe.verdict')) {
-        const r = await once(neu.id, ch.check);
-        const info = r ? { status: r.status, ...(r.observed ? { observed: r.observed.replace(/\s+/g, ' ') } : {}) } : undefined;
-        const oldCheck = old?.checks.find((x) => x.id === ch.check);
-        // a re-run that skipped proves nothing
-        const again = r && r.status !== 'skip' ? classify(oldCheck, r).kind : 'regression';
-        d.changes[i] = again !== 'regression' && again !== 'error' ? flaky(ch, info!, r!.status) : still(ch, info, r ? `re-run: ${r.status}` : 'could not be re-run');
-      }
+      const again = ch.kind === 'regression' ? rerunOf(ch, tooSlow) : undefined;
+      if (again) d.changes[i] = await again({ ch, old, neu, maxDrop, once: (checkId) => once(neu.id, checkId) });
     }
     recount(d);
   }
   c.counts = totalCounts(c.devices);
 }
-
 
 /** Whether each requirement holds in the run, as reasons for those that do not. */
 function unmet(requires: readonly Requirement[], run: RunResult): GateReason[] {

@@ -47,13 +47,22 @@ const edits = (...pairs) => (s) => pairs.reduce((t, [pattern, by]) => once(t, pa
 
 const refCheck = `    for (const i of [0, 1] as const) {
       const d = refs.diff(windows[i].bytes, i * w);
-      if (d >= 0) return report(Inconclusive(\`the reference differs from the map at offset \${i * w + d}: nothing was registered\`), lines, w);
+      if (d >= 0) return \`the reference differs from the map at offset \${i * w + d}: nothing was registered\`;
     }
 `;
-const afterRegister = `      registered.push(i);
+const afterRegister = `      run.registered.push(i);
     }
 `;
-const stagedCopy = `        stageCopy: () => buffer.set(windows[0].bytes),`;
+// the same check, made once both windows are registered
+const refCheckAfter = `    for (const i of [0, 1] as const) {
+      const d = refs.diff(windows[i].bytes, i * windows[0].bytes.length);
+      if (d >= 0) {
+        run.verdict = Inconclusive(\`the reference differs from the map at offset \${i * windows[0].bytes.length + d}\`);
+        return run;
+      }
+    }
+`;
+const stagedCopy = `        stageCopy: () => buffer.set(window.bytes),`;
 const measure = 'suites/measure.ts';
 const pci = 'bindings/pci.ts';
 
@@ -70,24 +79,24 @@ const mutations = [
   ['checked-release tries 3 -> 4', 'spec constant', probe, edits(['CHECKED_RELEASE_TRIES = 3', 'CHECKED_RELEASE_TRIES = 4']), MODEL],
   ['clean-up tries 2 -> 1', 'spec constant', probe, edits(['CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 1']), MODEL],
   ['clean-up tries 2 -> 3', 'spec constant', probe, edits(['CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 3']), MODEL],
-  ['reference check moved after the registration', 'spec: the reference is checked first', probe, edits([refCheck, ''], [afterRegister, afterRegister + refCheck]), MODEL],
+  ['reference check moved after the registration', 'spec: the reference is checked first', probe, edits([refCheck, '    void w;\n'], [afterRegister, afterRegister + refCheckAfter]), MODEL],
 
   // ---- issue 13: the staged copy
-  ['staged copy without its memcpy', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => {},']), MODEL],
+  ['staged copy without its memcpy', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,']), MODEL],
   ['staged memcpy made once, before the timing', 'issue 13: the staged copy', probe,
-    edits([stagedCopy, '        stageCopy: () => {},'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(windows[0].bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
-  ['staged memcpy of window 2 instead of window 1', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(windows[1].bytes),']), MODEL],
+    edits([stagedCopy, '        stageCopy: () => void buffer,'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(window.bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
+  ['staged memcpy of window 2 instead of window 1', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], pinned, o)', 'timeCopies(t, windows[0], pinned, o, windows[1])']), MODEL],
   ['staged copy timed by its median, not its best', 'issue 13: the staged copy', probe, edits(['const stagedGBps = gbps(bytes, staged.best);', 'const stagedGBps = gbps(bytes, staged.median);']), MODEL],
   // ---- issue 13: release
-  ['Still_registered only when both windows are stuck', 'issue 13: release', probe, edits(['  if (notReleased.length > 0) {', '  if (notReleased.length > 1) {']), MODEL],
+  ['Still_registered only when both windows are stuck', 'issue 13: release', probe, edits(['  if (released.notReleased.length > 0) {', '  if (released.notReleased.length > 1) {']), MODEL],
   // ---- issue 13: validity of every measured duration
   ['the registered duration not validated', 'issue 13: durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['staged'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
   ['the staged duration not validated', 'issue 13: durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['registered'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
   ['a zero duration is valid', 'issue 13: durations', probe, edits(['Number.isFinite(ms) && ms > 0', 'Number.isFinite(ms) && ms >= 0']), MODEL],
   ['an infinite duration is valid', 'issue 13: durations', probe, edits(['Number.isFinite(ms) && ms > 0', '!Number.isNaN(ms) && ms > 0']), MODEL],
   // ---- issue 13: spec deviations
-  ['a log that throws in the catch block skips the releases', 'issue 13: deviation 1', probe, edits(['    say(`probe stopped early: ${errorText(e)}`);', '    log(`probe stopped early: ${errorText(e)}`);']), MODEL],
-  ['a log that throws on a failed release stops the releases', 'issue 13: deviation 1', probe, edits(['        say(`unregister of ${what} failed', '        log(`unregister of ${what} failed']), MODEL],
+  ['a log that throws in the catch block skips the releases', 'issue 13: deviation 1', probe, edits(['    plog.say(`probe stopped early: ${errorText(e)}`);', '    plog.log(`probe stopped early: ${errorText(e)}`);']), MODEL],
+  ['a log that throws on a failed release stops the releases', 'issue 13: deviation 1', probe, edits(['        plog.say(`unregister of ${what} failed', '        plog.log(`unregister of ${what} failed']), MODEL],
   ['a fatal error freeing what the ops allocated is swallowed', 'issue 13: deviation 2', deviceOps,
     edits([`        if (isFatal(e)) fatal ??= e;\n        say(\`release of`, `        say(\`release of`]), BINDINGS],
   ["a fatal release error replaces the body's own fatal error", 'issue 13: deviation 2', deviceOps, edits(['      if (!isFatal(error)) throw fatal;', '      throw fatal;']), BINDINGS],
@@ -145,7 +154,7 @@ const mutations = [
   ['an interrupt is not fatal', 'spec: Sys.Break re-raised', fatal, edits(['if (e instanceof Interrupted || e instanceof OutOfMemory) return true;', 'if (e instanceof OutOfMemory) return true;']), MODEL],
   ['a failed release is not counted in the table', 'spec: a window that stays registered stays in the table', ops, edits(['        table.noteReleaseFailure(host);\n', '']), MODEL],
   ['a region of exactly two units is too small', 'spec: at least two units of 64 KiB', probe, edits(['if (length < 2 * UNIT)', 'if (length <= 2 * UNIT)']), MODEL],
-  ['a map overlapping one live registration is probed', 'spec: map must not overlap a live registration', probe, edits(['  if (live.length > 0) {', '  if (live.length > 1) {']), MODEL],
+  ['a map overlapping one live registration is probed', 'spec: map must not overlap a live registration', probe, edits(['  if (live.length > 0) return', '  if (live.length > 1) return']), MODEL],
   ['a buffer freed only on the retry is not reported', 'spec: a buffer could not be freed', probe, edits(['        if (k > 1) unfreed.push(', '        if (k > 2) unfreed.push(']), MODEL],
   ['Wrong_bytes blamed on the device when the map changed', 'spec: Wrong_bytes only while map and reference agree', probe,
     edits(['      if (d >= 0) return Inconclusive(`the map changed during the probe', '      if (d < -1) return Inconclusive(`the map changed during the probe']), MODEL],
@@ -162,12 +171,16 @@ const mutations = [
   ['gate boundary: a listed Usable verdict is no unexpected pass', 'gate: unexpected pass', compareRules, edits([" || (ch.check === VERDICT_CHECK && ch.new === 'Usable')", '']), GATE],
   ['gate boundary: --require cuda:1 met by any cuda device', 'gate: --require', gateRules, edits(["r.kind === 'id' ? !ofBackend.some((d) => d.id === r.id)", "r.kind === 'id' ? ofBackend.length === 0"]), GATE],
   ['gate boundary: a bandwidth drop that could not be re-run is flaky', 'gate: re-runs', gateRules,
-    edits(["            : again && again.kind !== 'regression'\n              ? flaky(ch, info!, gbpsText(figure!))", "            : !r || (again && again.kind !== 'regression')\n              ? flaky(ch, info ?? { status: 'pass' }, figure === undefined ? 'none' : gbpsText(figure))"]), GATE],
+    edits(["  if (judged && judged.kind !== 'regression' && shown !== undefined) return flaky(ch, info!, shown);", "  if (!r || (judged && judged.kind !== 'regression' && shown !== undefined)) return flaky(ch, info ?? { status: 'pass' }, shown ?? 'none');"]), GATE],
+  ['gate boundary: a registered / page-locked drop is never re-run', 'gate: re-runs', gateRules,
+    edits(['  if (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) return rerunFigure;', '  if (ch.check === BANDWIDTH_CHECK) return rerunFigure;']), GATE],
+  ["gate boundary: a registered / page-locked re-run judged by the first run's figures", 'gate: re-runs', gateRules,
+    edits(['  if (t.pageLockedRatio != null) timing.pageLockedRatio = t.pageLockedRatio;\n', '']), GATE],
   ['gate boundary: the history prefilter ignores --max-drop', 'history: the SQL prefilter', historyCompare, edits(['CAST(${maxDrop} AS DOUBLE)', 'CAST(${DEFAULT_MAX_DROP} AS DOUBLE)']), GATE],
   ['gate boundary: the history prefilter sees no rise', 'history: the SQL prefilter', historyCompare, edits([" AND NOT ${exceeds('(2 * o.registered - n.registered)')}", '']), GATE],
   ['gate boundary: the history prefilter misses a listed Usable verdict', 'history: the SQL prefilter', historyCompare, edits(["(n.vlabel = 'Usable' AND EXISTS", "(n.vlabel = 'usable' AND EXISTS"]), GATE],
   // ---- a slower driver or a busy machine: the control copy, the look at the machine, the lock
-  ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(windows[0].bytes);\n          t.upload(pinned);\n        },']), MODEL],
+  ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(window.bytes);\n          t.upload(pinned);\n        },']), MODEL],
   ['registered / page-locked never judged', 'busy: the ratio judged', compareRules, edits(['  if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));\n', '']), BUSY],
   ['registered / page-locked on a machine still busy blamed on the driver', 'busy: the ratio on a busy machine', compareRules, edits(["    ch.kind = 'error';\n    ch.note = busyText(n);\n    ch.detail = ch.summary;", "    ch.kind = 'regression';\n    ch.note = busyText(n);"]), BUSY],
   ['absolute figures judged on a busy machine', 'busy: absolute figures only when quiet', compareRules, edits(["falls ? (n?.load?.busy ? 'error' : 'regression')", "falls ? (n?.load?.busy && false ? 'error' : 'regression')"]), BUSY],

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareResults, exceedsDrop } from '../results/compare.js';
 import { parseExpectations } from '../results/expectations.js';
 import { decide, parseRequirement } from '../results/gate.js';
-import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import type { CheckResult, DeviceLoad, DeviceResult, RunResult } from '../results/types.js';
 import { MAIN, cleanEnv } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-boundaries-'));
@@ -128,6 +128,54 @@ describe('the gate\'s other edges', () => {
       expect(g.pass, what).toBe(false);
       expect(g.reasons.map((r) => `${r.kind} ${r.check}`), what).toEqual(['bandwidth bandwidth']);
       expect(g.notes.find((n) => n.check === 'bandwidth'), what).toMatchObject({ kind: 'regression', note: `a drop of 25.0%, more than the 10.0% allowed; ${said}` });
+    }
+  });
+
+  it('a registered / page-locked that fell is re-run once: back within the limit it is flaky; fallen again it stays the driver\'s; fallen again on a busy machine it is the host\'s', async () => {
+    const withRatio = (ratio: number): RunResult => {
+      const r = runOf({ registered: 2 });
+      r.devices[0]!.timing = { ...r.devices[0]!.timing!, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio };
+      return r;
+    };
+    const baseline = { file: 'b.json', result: withRatio(1) };
+    const BUSY: DeviceLoad = {
+      busy: true,
+      why: ['CPU pressure 95.0% (some, avg10): more runnable threads than cores'],
+      attempts: 2,
+      waitedForQuietMs: 60_000,
+      lockWaitMs: 0,
+      timedMs: 100,
+      quietWaitS: 60,
+      processes: [],
+      linkMBps: null,
+      monitor: null,
+      hostCopyGBps: null,
+      pressure: { cpuSome: 95, memorySome: 0 },
+    };
+    const rerunOf = (ratio: number, busy = false) => async (): Promise<CheckResult> => ({
+      id: 'probe.verdict',
+      suite: 'probe',
+      title: 'probe',
+      status: 'pass',
+      durationMs: 1,
+      data: { timing: { registeredGBps: 2, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio }, ...(busy ? { load: BUSY } : {}) },
+    });
+    // [the re-run's ratio, busy?, the note's kind, its text, the gate's reason kinds]: a 40% fall (1 -> 0.6) first
+    const cases: [number, boolean, string, string, string[]][] = [
+      [0.95, false, 'flaky', 'flaky, passed on re-run (0.950)', []],
+      [0.6, false, 'regression', "a drop of 40.0%, more than the 10.0% allowed: registered copies got slower than page-locked ones timed beside them: the driver's registration; re-run: 0.600", ['registration']],
+      [0.6, true, 'error', 'the machine was busy: CPU pressure 95.0% (some, avg10): more runnable threads than cores, still busy after 60 s of --quiet-wait 60 (2 timings)', ['busy']],
+    ];
+    for (const [ratio, busy, kind, note, reasons] of cases) {
+      const calls: string[] = [];
+      const g = await decide(withRatio(0.6), { baseline, rerun: (d, c) => (calls.push(`${d} ${c}`), rerunOf(ratio, busy)()) });
+      const what = `re-run at ${ratio}${busy ? ', busy' : ''}`;
+      expect(calls, what).toEqual(['cuda:0 probe.verdict']);
+      const n = g.notes.find((x) => x.check === 'registration');
+      expect(n?.kind, what).toBe(kind);
+      if (note) expect(n?.note, what).toBe(note);
+      expect(g.reasons.map((r) => r.kind), what).toEqual(reasons);
+      expect(g.pass, what).toBe(reasons.length === 0);
     }
   });
 
