@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { buildDoubles } from '../double/build.js';
+import { keepEnv } from './kept-env.js';
 import { MAP_SHARED, O_CREAT, O_RDWR, PROT_READ, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../../bindings/libc.js';
 
 /** The double's test-only exports (test/double/common.c) of one loaded copy. */
@@ -20,29 +21,6 @@ export function exportsOf(path: string): DoubleExports {
   const count = lib.func('int double_registration_count(void)');
   const calls = lib.func('int double_calls(const char *name)');
   return { registrations: () => count() as number, calls: (name) => calls(name) as number };
-}
-
-export interface KeptEnv {
-  /** Unsets every kept variable (a test file starts from none of them). */
-  clear(): void;
-  /** Gives `key` back the value it had when kept. */
-  restore(key: string): void;
-  restoreAll(): void;
-}
-
-/** Keeps the values `keys` have now, to give them back after the tests change them. */
-export function keepEnv(keys: string[]): KeptEnv {
-  const saved = new Map(keys.map((k) => [k, process.env[k]]));
-  const restore = (key: string): void => {
-    const v = saved.get(key);
-    if (v === undefined) delete process.env[key];
-    else process.env[key] = v;
-  };
-  return {
-    clear: () => keys.forEach((k) => delete process.env[k]),
-    restore,
-    restoreAll: () => keys.forEach(restore),
-  };
 }
 
 export interface FileMappings {
