@@ -2,29 +2,21 @@
 // the native reference, and copes with no GPU and no compiler. No timing is judged here: figures only have to
 // be there (and positive where a duration or a speed must be).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, cleanEnv } from './support/command.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from './support/command.js';
 import { TreeSampler } from '../bench/proc.js';
 import { MEASUREMENTS } from '../bench/measurements/index.js';
-import { buildDoubles } from './double/build.js';
+import { type Ran, runScript, workspace } from './support/workspace.js';
 
 const root = ROOT;
 const benchJs = join(root, 'dist', 'bench', 'bench.js');
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-bench-test-'));
-let doubles: { cuda: string; hip: string };
-
-beforeAll(() => {
-  doubles = buildDoubles();
-});
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+const { work, doubles } = workspace('mapped-reg-bench-test-');
 
 /** A whole bench run includes a whole conformance run: it may take minutes on a busy machine (hence the timeouts). */
-function bench(args: string[], env: Record<string, string | undefined> = {}) {
-  const r = spawnSync(process.execPath, [benchJs, ...args], { env: cleanEnv(env, ['GITHUB_STEP_SUMMARY']), encoding: 'utf8', cwd: work, timeout: 240_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function bench(args: string[], env: Record<string, string | undefined> = {}): Ran {
+  return runScript(benchJs, args, work, env, ['GITHUB_STEP_SUMMARY'], 240_000);
 }
 
 /** The C compiler, as buildDoubles and the bench take it: $CC (may carry arguments), else cc. */

@@ -4,18 +4,15 @@
 // a quiet machine, a link trained below its maximum (a fake sysfs), and eight devices sharing one link across
 // their processes (the shared link of the double) to show that the host-wide timing lock keeps them apart.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { GateDecision, RunResult } from '../results/types.js';
 import { type Look, busyReasons, CPU_PRESSURE_BUSY, LINK_BUSY_MBPS } from '../suites/measure.js';
-import { buildDoubles } from './double/build.js';
 import { MAIN, cleanEnv } from './support/command.js';
+import { workspace } from './support/workspace.js';
 
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-busy-'));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-const doubles = buildDoubles();
+const { work, doubles } = workspace('mapped-reg-busy-', 'now');
 
 /** Registered and page-locked copies alike at 2 GB/s, as on the H200 (registered / page-locked 0.997 there). */
 const QUIET = 'registered=2,pinned=2,pageable=0.5';

@@ -1,25 +1,17 @@
 // The command as a user runs it: built with tsc, started as a process.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
-import { buildDoubles } from './double/build.js';
+import { type Ran, runScript, workspace } from './support/workspace.js';
 
 const root = ROOT;
 const main = MAIN;
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-cli-'));
-let doubles: { cuda: string; hip: string };
+const { work, doubles } = workspace('mapped-reg-cli-');
 
-beforeAll(() => {
-  doubles = buildDoubles();
-});
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-
-function cli(args: string[], env: Record<string, string | undefined> = {}) {
-  const r = spawnSync(process.execPath, [main, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function cli(args: string[], env: Record<string, string | undefined> = {}): Ran {
+  return runScript(main, args, work, env);
 }
 
 describe('with no GPU', () => {

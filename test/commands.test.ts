@@ -1,28 +1,20 @@
 // compare, merge, report and run --baseline, as a user runs them (the built command), on fixtures made by real
 // runs against the driver double (test/fixtures, scripts/make-fixtures.mjs).
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
-import { MAIN, ROOT, cleanEnv } from './support/command.js';
+import { MAIN, ROOT } from './support/command.js';
 import { readResults } from '../results/read.js';
-import { buildDoubles } from './double/build.js';
+import { type Ran, runScript, workspace } from './support/workspace.js';
 
 const root = ROOT;
 const main = MAIN;
 const fixtures = join(root, 'test', 'fixtures');
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-commands-'));
-let doubles: { cuda: string; hip: string };
-beforeAll(() => {
-  doubles = buildDoubles();
-});
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+const { work, doubles } = workspace('mapped-reg-commands-');
 
-function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [main, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function cli(args: string[], env: Record<string, string> = {}): Ran {
+  return runScript(main, args, work, env);
 }
 const fx = (name: string): string => join(fixtures, `${name}.json`);
 const FIVE = ROCM724_FAILS;

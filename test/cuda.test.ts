@@ -2,11 +2,10 @@
 // libcuda.so.1 would be. Scenarios that need another double configuration (read at cuInit) load a copy of
 // the library under another name: a separate instance with its own state.
 
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import { hostSlice, type Host } from '../src/ops.js';
 import {
@@ -26,29 +25,18 @@ import {
   type CudaDriver,
   type DeviceOps,
 } from '../bindings/cuda.js';
-import { MAP_SHARED, O_CREAT, O_RDWR, PROT_READ, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../bindings/libc.js';
-import { buildDoubles } from './double/build.js';
+import { bindingFixture, exportsOf, pattern as patternOf, type DoubleExports } from './support/binding-harness.js';
+import { thrown } from './support/thrown.js';
 
 const ENV_KEYS = ['MAPPED_REG_CUDA_LIBRARY', 'MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_DEVICES'];
-const savedEnv = new Map(ENV_KEYS.map((k) => [k, process.env[k]]));
+const fixture = bindingFixture('cuda', ENV_KEYS);
+const { fileMapping, restoreEnv } = fixture;
 
 let dir = '';
 let doublePath = '';
 let hipDoublePath = '';
 let driver: CudaDriver;
 let serial = 0;
-
-interface DoubleExports {
-  registrations(): number;
-  calls(name: string): number;
-}
-
-function exportsOf(path: string): DoubleExports {
-  const lib = koffi.load(path);
-  const count = lib.func('int double_registration_count(void)');
-  const calls = lib.func('int double_calls(const char *name)');
-  return { registrations: () => count() as number, calls: (name) => calls(name) as number };
-}
 
 let dbl: DoubleExports;
 
@@ -66,72 +54,23 @@ function freshDriver(env: Record<string, string>): { driver: CudaDriver; path: s
   return { driver: d, path };
 }
 
-function restoreEnv(key: string): void {
-  const v = savedEnv.get(key);
-  if (v === undefined) delete process.env[key];
-  else process.env[key] = v;
-}
-
-const mappings: Mapping[] = [];
-
-/** A read-only MAP_SHARED mapping of a new file holding `content`. */
-function fileMapping(content: Uint8Array): Mapping {
-  const path = join(dir, `data-${++serial}.bin`);
-  const fd = openFile(path, O_RDWR | O_CREAT);
-  try {
-    pwrite(fd, content, 0);
-    const m = mmap(content.length, PROT_READ, MAP_SHARED, fd, 0);
-    mappings.push(m);
-    return m;
-  } finally {
-    closeFd(fd);
-  }
-}
-
-function pattern(n: number, seed = 7): Uint8Array {
-  const b = new Uint8Array(n);
-  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed + (i >> 8)) & 0xff;
-  return b;
-}
-
-function caught(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
-}
+const pattern = (n: number, seed = 7): Uint8Array => patternOf(n, seed);
 
 beforeAll(() => {
-  for (const k of ENV_KEYS) delete process.env[k];
-  const built = buildDoubles();
-  doublePath = built.cuda;
-  hipDoublePath = built.hip;
-  dir = mkdtempSync(join(tmpdir(), 'cuda-binding-'));
+  ({ dir, doublePath, otherDoublePath: hipDoublePath, exports: dbl } = fixture.state);
   driver = loadCuda(doublePath);
-  dbl = exportsOf(doublePath);
-});
-
-afterEach(() => {
-  for (const m of mappings.splice(0)) munmap(m);
-});
-
-afterAll(() => {
-  for (const k of ENV_KEYS) restoreEnv(k);
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('loading', () => {
   it('a missing library is LibraryNotFoundError naming what was tried', () => {
-    const e = caught(() => loadCuda(join(dir, 'nowhere', 'libcuda.so.1')));
+    const e = thrown(() => loadCuda(join(dir, 'nowhere', 'libcuda.so.1')));
     expect(e).toBeInstanceOf(LibraryNotFoundError);
     const err = e as LibraryNotFoundError;
     expect(err.api).toBe('CUDA');
     expect(err.tried).toEqual([join(dir, 'nowhere', 'libcuda.so.1')]);
     expect(err.message).toBe(`CUDA: ${join(dir, 'nowhere', 'libcuda.so.1')} not found (tried ${join(dir, 'nowhere', 'libcuda.so.1')})`);
 
-    const bare = caught(() => loadCuda('libcuda_not_installed_here.so.1')) as LibraryNotFoundError;
+    const bare = thrown(() => loadCuda('libcuda_not_installed_here.so.1')) as LibraryNotFoundError;
     expect(bare).toBeInstanceOf(LibraryNotFoundError);
     expect(bare.message).toBe('CUDA: libcuda_not_installed_here.so.1 not found (tried libcuda_not_installed_here.so.1)');
   });
@@ -161,17 +100,17 @@ describe('loading', () => {
   it('a file that is not a library, or a library without the driver symbols, is NotADriverError', () => {
     const text = join(dir, 'libcuda.so.1');
     writeFileSync(text, 'not an ELF file\n');
-    const e = caught(() => loadCuda(text)) as NotADriverError;
+    const e = thrown(() => loadCuda(text)) as NotADriverError;
     expect(e).toBeInstanceOf(NotADriverError);
     expect(e.path).toBe(text);
     expect(e.message).toContain(text);
     expect(e.message).not.toContain('\n');
 
-    const hip = caught(() => loadCuda(hipDoublePath)) as NotADriverError;
+    const hip = thrown(() => loadCuda(hipDoublePath)) as NotADriverError;
     expect(hip).toBeInstanceOf(NotADriverError);
     expect(hip.message).toBe(`CUDA: ${hipDoublePath} is not a CUDA driver library (no symbol cuInit)`);
 
-    const dirPath = caught(() => loadCuda(dir)) as NotADriverError;
+    const dirPath = thrown(() => loadCuda(dir)) as NotADriverError;
     expect(dirPath).toBeInstanceOf(NotADriverError);
   });
 
@@ -198,11 +137,11 @@ describe('driver', () => {
     expect(driver.attribute(0, PAGEABLE_MEMORY_ACCESS)).toBe(0);
     expect(driver.attribute(0, HOST_REGISTER_SUPPORTED)).toBe(1);
     expect(driver.attribute(0, READ_ONLY_HOST_REGISTER_SUPPORTED)).toBe(1);
-    const e = caught(() => driver.attribute(0, 9999)) as CudaError;
+    const e = thrown(() => driver.attribute(0, 9999)) as CudaError;
     expect(e).toBeInstanceOf(CudaError);
     expect(e).toBeInstanceOf(DriverError);
     expect([e.call, e.code, e.codeName]).toEqual(['cuDeviceGetAttribute', 1, 'CUDA_ERROR_INVALID_VALUE']);
-    const bad = caught(() => driver.name(5)) as CudaError;
+    const bad = thrown(() => driver.name(5)) as CudaError;
     expect([bad.call, bad.code, bad.codeName]).toEqual(['cuDeviceGet', 101, 'CUDA_ERROR_INVALID_DEVICE']);
   });
 
@@ -210,7 +149,7 @@ describe('driver', () => {
     const { driver: none } = freshDriver({ MAPPED_REG_DOUBLE_PROFILE: 'nodevice' });
     expect(none.devices()).toEqual({ count: 0, reason: 'no CUDA device here: cuInit returned 100 CUDA_ERROR_NO_DEVICE' });
     expect(none.deviceCount()).toBe(0);
-    const e = caught(() => none.attribute(0, INTEGRATED)) as CudaError;
+    const e = thrown(() => none.attribute(0, INTEGRATED)) as CudaError;
     expect([e.call, e.code, e.codeName]).toEqual(['cuInit', 100, 'CUDA_ERROR_NO_DEVICE']);
     expect(() => withCudaOps(none, 0, 4096, () => 1)).toThrow(CudaError);
   });
@@ -221,7 +160,7 @@ describe('driver', () => {
     const d = loadCuda(path);
     process.env['MAPPED_REG_DOUBLE_FAULTS'] = 'init_fails';
     try {
-      const e = caught(() => d.devices()) as CudaError;
+      const e = thrown(() => d.devices()) as CudaError;
       expect([e.call, e.code, e.codeName]).toEqual(['cuInit', 999, 'CUDA_ERROR_UNKNOWN']);
     } finally {
       restoreEnv('MAPPED_REG_DOUBLE_FAULTS');
@@ -237,17 +176,17 @@ describe('driver', () => {
       const before = dbl.registrations();
       driver.hostRegister(m, READ_ONLY);
       expect(dbl.registrations()).toBe(before + 1);
-      const twice = caught(() => driver.hostRegister(m, READ_ONLY)) as CudaError;
+      const twice = thrown(() => driver.hostRegister(m, READ_ONLY)) as CudaError;
       expect([twice.call, twice.code, twice.codeName]).toEqual(['cuMemHostRegister_v2', 712, 'CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED']);
       expect(twice.message).toBe(
         'CUDA: cuMemHostRegister_v2 failed: 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (part or all of the requested memory range is already mapped)',
       );
       driver.hostUnregister(m);
       expect(dbl.registrations()).toBe(before);
-      const again = caught(() => driver.hostUnregister(m)) as CudaError;
+      const again = thrown(() => driver.hostUnregister(m)) as CudaError;
       expect([again.call, again.code, again.codeName]).toEqual(['cuMemHostUnregister', 713, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED']);
       // A read-only file mapping needs READ_ONLY on this driver.
-      const flags0 = caught(() => driver.hostRegister(m, 0)) as CudaError;
+      const flags0 = thrown(() => driver.hostRegister(m, 0)) as CudaError;
       expect([flags0.code, flags0.codeName]).toEqual([1, 'CUDA_ERROR_INVALID_VALUE']);
       driver.hostRegister(m, READ_ONLY | PORTABLE);
       driver.hostUnregister(m);
@@ -281,7 +220,7 @@ describe('driver', () => {
       driver.memFree(dptr);
       driver.memFreeHost(a);
       driver.memFreeHost(b);
-      const e = caught(() => driver.memFreeHost(b)) as CudaError;
+      const e = thrown(() => driver.memFreeHost(b)) as CudaError;
       expect([e.call, e.code]).toEqual(['cuMemFreeHost', 1]);
     } finally {
       driver.primaryCtxRelease(0);
@@ -337,7 +276,7 @@ describe('withCudaOps', () => {
     const m = fileMapping(content);
     // the callback's value back: proof that the assertions inside it ran
     const ran = withCudaOps(driver, 0, 4 * 4096, (ops) => {
-      const e = caught(() => ops.registerWithFlags(m, 0)) as CudaError;
+      const e = thrown(() => ops.registerWithFlags(m, 0)) as CudaError;
       expect(e.code).toBe(1);
       ops.registerWithFlags(m, READ_ONLY);
       ops.upload(m);
@@ -352,11 +291,11 @@ describe('withCudaOps', () => {
 
   it('raw-address registration for hazard checks: NULL and size 0 are refused with 1', () => {
     const ran = withCudaOps(driver, 0, 4096, (ops) => {
-      expect((caught(() => ops.registerAddress(0n, 4096, READ_ONLY)) as CudaError).code).toBe(1);
+      expect((thrown(() => ops.registerAddress(0n, 4096, READ_ONLY)) as CudaError).code).toBe(1);
       const m = fileMapping(pattern(4096));
-      expect((caught(() => ops.registerAddress(m.address, 0, READ_ONLY)) as CudaError).code).toBe(1);
+      expect((thrown(() => ops.registerAddress(m.address, 0, READ_ONLY)) as CudaError).code).toBe(1);
       ops.registerAddress(m.address + 100n, 200, READ_ONLY);
-      expect((caught(() => ops.unregisterAddress(m.address)) as CudaError).code).toBe(713);
+      expect((thrown(() => ops.unregisterAddress(m.address)) as CudaError).code).toBe(713);
       ops.unregisterAddress(m.address + 100n);
       return 'ran';
     });
@@ -413,7 +352,7 @@ describe('withCudaOps', () => {
       4096,
       (ops) => {
         ops.register(m);
-        expect((caught(() => ops.unregister(m)) as CudaError).code).toBe(999);
+        expect((thrown(() => ops.unregister(m)) as CudaError).code).toBe(999);
       },
       { log: (msg) => logged.push(msg) },
     );

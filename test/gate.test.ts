@@ -2,22 +2,18 @@
 // so that a bandwidth is a fact of the test, not of this machine), with and without a baseline. Each case is one
 // way an upgrade breaks a GPU (docs/gate.md): the gate must go red, say why, and every report must agree.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { InputError, readResults, resultsValidator } from '../results/read.js';
 import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
-import { buildDoubles } from './double/build.js';
 import { MAIN, cleanEnv } from './support/command.js';
+import { workspace } from './support/workspace.js';
 import { ROCM724_FAILS } from './support/profiles.js';
 import { validateJunit } from './support/junit-xsd.js';
 
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-gate-'));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
-// built before the cases are collected: their environments name the libraries
-const doubles = buildDoubles();
+const { work, doubles } = workspace('mapped-reg-gate-', 'now');
 
 /** The double's copies paced: registered at 2 GB/s, page-locked at 1.5 (the staged copy, a memcpy and then the page-locked copy, stays below 1.5: a registered copy cut by 25% to 1.5 is still Usable, above 0.8 x staged, however fast the memcpy), pageable at 0.5, on any machine. */
 const RATES = 'registered=2,pinned=1.5,pageable=0.5';

@@ -2,11 +2,10 @@
 // libamdhip64.so would be. Scenarios that need another double configuration (read at hipInit) load a copy
 // of the library under another name: a separate instance with its own state.
 
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import { hostSlice } from '../src/ops.js';
 import {
@@ -24,8 +23,8 @@ import {
   withHipOps,
   type HipDriver,
 } from '../bindings/hip.js';
-import { MAP_SHARED, O_CREAT, O_RDWR, PROT_READ, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../bindings/libc.js';
-import { buildDoubles } from './double/build.js';
+import { bindingFixture, exportsOf, pattern as patternOf, type DoubleExports } from './support/binding-harness.js';
+import { thrown } from './support/thrown.js';
 
 const ENV_KEYS = [
   'MAPPED_REG_HIP_LIBRARY',
@@ -34,7 +33,8 @@ const ENV_KEYS = [
   'MAPPED_REG_DOUBLE_DEVICES',
   'MAPPED_REG_DOUBLE_HIP_VERSION',
 ];
-const savedEnv = new Map(ENV_KEYS.map((k) => [k, process.env[k]]));
+const fixture = bindingFixture('hip', ENV_KEYS);
+const { fileMapping, restoreEnv } = fixture;
 
 let dir = '';
 let doublePath = '';
@@ -42,25 +42,7 @@ let cudaDoublePath = '';
 let driver: HipDriver;
 let serial = 0;
 
-interface DoubleExports {
-  registrations(): number;
-  calls(name: string): number;
-}
-
-function exportsOf(path: string): DoubleExports {
-  const lib = koffi.load(path);
-  const count = lib.func('int double_registration_count(void)');
-  const calls = lib.func('int double_calls(const char *name)');
-  return { registrations: () => count() as number, calls: (name) => calls(name) as number };
-}
-
 let dbl: DoubleExports;
-
-function restoreEnv(key: string): void {
-  const v = savedEnv.get(key);
-  if (v === undefined) delete process.env[key];
-  else process.env[key] = v;
-}
 
 /**
  * A separate instance of the double, configured by `env`: the double reads it at init, and
@@ -77,60 +59,18 @@ function withFreshDriver<T>(env: Record<string, string>, use: (d: HipDriver, exp
   }
 }
 
-const mappings: Mapping[] = [];
-
-function fileMapping(content: Uint8Array): Mapping {
-  const path = join(dir, `data-${++serial}.bin`);
-  const fd = openFile(path, O_RDWR | O_CREAT);
-  try {
-    pwrite(fd, content, 0);
-    const m = mmap(content.length, PROT_READ, MAP_SHARED, fd, 0);
-    mappings.push(m);
-    return m;
-  } finally {
-    closeFd(fd);
-  }
-}
-
-function pattern(n: number, seed = 5): Uint8Array {
-  const b = new Uint8Array(n);
-  for (let i = 0; i < n; i++) b[i] = (i * 29 + seed + (i >> 9)) & 0xff;
-  return b;
-}
-
-function caught(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
-}
+const pattern = (n: number, seed = 5): Uint8Array => patternOf(n, seed);
 
 beforeAll(() => {
-  for (const k of ENV_KEYS) delete process.env[k];
-  const built = buildDoubles();
-  doublePath = built.hip;
-  cudaDoublePath = built.cuda;
-  dir = mkdtempSync(join(tmpdir(), 'hip-binding-'));
+  ({ dir, doublePath, otherDoublePath: cudaDoublePath, exports: dbl } = fixture.state);
   driver = loadHip(doublePath);
-  dbl = exportsOf(doublePath);
-});
-
-afterEach(() => {
-  for (const m of mappings.splice(0)) munmap(m);
-});
-
-afterAll(() => {
-  for (const k of ENV_KEYS) restoreEnv(k);
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('loading', () => {
   it('a missing library is LibraryNotFoundError naming every name tried', () => {
     expect(HIP_LIBRARIES).toEqual(['libamdhip64.so', 'libamdhip64.so.7', 'libamdhip64.so.6', 'libamdhip64.so.5']);
     const where = join(dir, 'nowhere', 'libamdhip64.so');
-    const e = caught(() => loadHip(where)) as LibraryNotFoundError;
+    const e = thrown(() => loadHip(where)) as LibraryNotFoundError;
     expect(e).toBeInstanceOf(LibraryNotFoundError);
     expect(e.api).toBe('HIP');
     expect(e.message).toBe(`HIP: ${where} not found (tried ${where})`);
@@ -159,12 +99,12 @@ describe('loading', () => {
   it('a file that is not a library, or a library without the HIP symbols, is NotADriverError', () => {
     const text = join(dir, 'libamdhip64.so');
     writeFileSync(text, 'not an ELF file\n');
-    const e = caught(() => loadHip(text)) as NotADriverError;
+    const e = thrown(() => loadHip(text)) as NotADriverError;
     expect(e).toBeInstanceOf(NotADriverError);
     expect(e.path).toBe(text);
     expect(e.message).toContain(text);
     expect(e.message).not.toContain('\n');
-    const cuda = caught(() => loadHip(cudaDoublePath)) as NotADriverError;
+    const cuda = thrown(() => loadHip(cudaDoublePath)) as NotADriverError;
     expect(cuda.message).toBe(`HIP: ${cudaDoublePath} is not a HIP driver library (no symbol hipRuntimeGetVersion)`);
   });
 });
@@ -214,7 +154,7 @@ describe('versions and the integrated attribute', () => {
 
   it('a failed integrated query is a HipError; an unknown major version throws', () => {
     withFreshDriver({ MAPPED_REG_DOUBLE_FAULTS: 'integrated_query_fails' }, (d) => {
-      const e = caught(() => d.integrated(0)) as HipError;
+      const e = thrown(() => d.integrated(0)) as HipError;
       expect([e.call, e.code, e.codeName]).toEqual(['hipDeviceGetAttribute', 1, 'hipErrorInvalidValue']);
     });
     withFreshDriver({ MAPPED_REG_DOUBLE_HIP_VERSION: '80100000' }, (d) => {
@@ -244,7 +184,7 @@ describe('runtime', () => {
       expect(devices.count).toBe(0);
       expect(devices.reason).toBe('no HIP device here: hipInit returned 100 hipErrorNoDevice');
       expect(d.deviceCount()).toBe(0);
-      const e = caught(() => d.integrated(0)) as HipError;
+      const e = thrown(() => d.integrated(0)) as HipError;
       expect(e).toBeInstanceOf(HipError);
       expect(e).toBeInstanceOf(DriverError);
       expect([e.call, e.code, e.codeName]).toEqual(['hipInit', 100, 'hipErrorNoDevice']);
@@ -261,10 +201,10 @@ describe('runtime', () => {
       d.setDevice(0);
       d.hostRegister(m, HOST_REGISTER_DEFAULT); // HIP ignores ReadOnly on AMD: flags 0 pin a read-only mapping
       expect(exports.registrations()).toBe(1);
-      const twice = caught(() => d.hostRegister(m, 0)) as HipError;
+      const twice = thrown(() => d.hostRegister(m, 0)) as HipError;
       expect([twice.call, twice.code, twice.codeName]).toEqual(['hipHostRegister', 712, 'hipErrorHostMemoryAlreadyRegistered']);
       d.hostUnregister(m);
-      const again = caught(() => d.hostUnregister(m)) as HipError;
+      const again = thrown(() => d.hostUnregister(m)) as HipError;
       expect([again.call, again.code, again.codeName]).toEqual(['hipHostUnregister', 713, 'hipErrorHostMemoryNotRegistered']);
       expect(exports.registrations()).toBe(0);
     });
@@ -278,7 +218,7 @@ describe('runtime', () => {
       d.hostRegister(m, 0);
       d.hostRegister(m, 0);
       expect(exports.registrations()).toBe(2);
-      const e = caught(() => d.hostUnregister(m)) as HipError;
+      const e = thrown(() => d.hostUnregister(m)) as HipError;
       expect([e.code, e.codeName]).toEqual([713, 'hipErrorHostMemoryNotRegistered']);
     });
   });

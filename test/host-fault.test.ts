@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOST_ERRNO, HostFault, asHostFault, hostCall, isHostFault } from '../bindings/host-fault.js';
 import { LibcError, O_CLOEXEC, O_WRONLY, closeFd, openFile, pwrite } from '../bindings/libc.js';
+import { thrown } from './support/thrown.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-host-fault-'));
 /** A tmpfs mounted read-only in a private folder (unmounted in afterAll). */
@@ -22,16 +23,6 @@ afterAll(() => {
   if (readOnly) spawnSync('umount', [readOnly]);
   rmSync(work, { recursive: true, force: true });
 });
-
-/** What `f` threw (it must throw). */
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw, nothing was thrown');
-}
 
 /** An error as node:fs throws it: message, errno, code, syscall, path. */
 function errnoException(code: string, errno: number, syscall = 'write', path?: string): NodeJS.ErrnoException {

@@ -1,12 +1,13 @@
 // Issue 12, items 1, 6 and 8: nothing at a predictable path in a shared folder (TMPDIR stays empty); the host's
 // faults (no scratch space, on real small tmpfs mounts) reported as `error`, never as the driver's `fail`; stale
 // scratch judged by a lock its owner holds, not by a pid.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAIN, ROOT, cleanEnv } from './support/command.js';
+import { MAIN, cleanEnv } from './support/command.js';
+import { holdLock } from './support/lock-holder.js';
 import { buildDoubles } from './double/build.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-host-'));
@@ -105,22 +106,6 @@ describe("item 6: the host's faults are not the driver's", () => {
 });
 
 describe('item 8: stale scratch is judged by a lock its owner holds, not by a pid', () => {
-  /** Holds an exclusive flock on `file` in another process until killed; resolves once it holds it. */
-  function holdLock(file: string): Promise<() => void> {
-    // koffi straight to libc's flock (LOCK_EX = 2), not through the code under test
-    const script = `const koffi = require(${JSON.stringify(join(ROOT, 'node_modules', 'koffi'))});
-      const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
-      if (flock(require('node:fs').openSync(${JSON.stringify(file)}, 'r'), 2) !== 0) process.exit(1);
-      process.stdout.write('locked\\n'); setInterval(() => {}, 1000);`;
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    return new Promise((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        if (d.toString().includes('locked')) resolve(() => child.kill('SIGKILL'));
-      });
-      child.on('exit', (code) => reject(new Error(`the lock holder exited (${code})`)));
-    });
-  }
-
   /**
    * A scratch folder as a run makes it, named with a pid that is no process here (a run in another PID namespace);
    * with `hold`, its lock is held by another process before the folder takes its name (other tests' runs clean

@@ -5,14 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { linkEncoding, onlineNodes, parseNodeList, pciDeviceDir, readLink, readNumaNode, sysfsRoot } from '../bindings/pci.js';
+import { keepEnv } from './support/kept-env.js';
 
 const root = mkdtempSync(join(tmpdir(), 'mapped-reg-pci-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const savedRoot = process.env.MAPPED_REG_SYSFS_ROOT;
-afterEach(() => {
-  if (savedRoot === undefined) delete process.env.MAPPED_REG_SYSFS_ROOT;
-  else process.env.MAPPED_REG_SYSFS_ROOT = savedRoot;
-});
+const kept = keepEnv(['MAPPED_REG_SYSFS_ROOT']);
+afterEach(kept.restoreAll);
 
 /** A fake sysfs tree of its own under the temp folder. */
 function tree(name: string): string {

@@ -5,14 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parsePressure, pressureRoot, readPressure } from '../bindings/pressure.js';
+import { keepEnv } from './support/kept-env.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-pressure-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
-const savedRoot = process.env.MAPPED_REG_PROC_ROOT;
-afterEach(() => {
-  if (savedRoot === undefined) delete process.env.MAPPED_REG_PROC_ROOT;
-  else process.env.MAPPED_REG_PROC_ROOT = savedRoot;
-});
+const kept = keepEnv(['MAPPED_REG_PROC_ROOT']);
+afterEach(kept.restoreAll);
 
 /** A pressure folder of its own with these files (undefined: no such file). */
 function folder(files: { cpu?: string; memory?: string }): string {

@@ -21,6 +21,7 @@ import { basename, dirname, join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { ROOT } from './support/command.js';
+import { holdLock as holdLockElsewhere } from './support/lock-holder.js';
 
 // renameSync, as scratch-lock.ts imports it, runs a hook first when a test sets one (to look at the folder at the
 // moment it takes its name, or to make the rename fail); otherwise node:fs as it is
@@ -79,24 +80,11 @@ function folderIn(parent = work): string {
   return mkdtempSync(join(parent, 'dir-'));
 }
 
-/** Holds an exclusive flock on `file` in another process until released (killed); resolves once it holds it. */
-function holdLock(file: string): Promise<() => void> {
-  const script = `const koffi = require(${JSON.stringify(join(ROOT, 'node_modules', 'koffi'))});
-    const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
-    if (flock(require('node:fs').openSync(${JSON.stringify(file)}, 'r'), 2) !== 0) process.exit(1);
-    process.stdout.write('locked\\n'); setInterval(() => {}, 1000);`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      if (!d.toString().includes('locked')) return;
-      const release = (): void => {
-        child.kill('SIGKILL');
-      };
-      children.push(release);
-      resolve(release);
-    });
-    child.on('exit', (code) => reject(new Error(`the lock holder exited (${code})`)));
-  });
+/** holdLock, its holder killed after all tests at the latest. */
+async function holdLock(file: string): Promise<() => void> {
+  const release = await holdLockElsewhere(file);
+  children.push(release);
+  return release;
 }
 
 /** Kills the holder and waits until its lock is free (the kernel releases it as the process ends). */

@@ -9,6 +9,7 @@ import { basename, dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RegistrationTable } from '../src/ops.js';
 import { fdsUnder } from './support/fds.js';
+import { thrown } from './support/thrown.js';
 
 // mmap as scratch.ts imports it: fails once with a real LibcError(ENOMEM) when a test asks; otherwise libc's
 const inject = vi.hoisted(() => ({ mmapFails: false }));
@@ -52,16 +53,6 @@ function tmpfs(options: string): string {
   execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir]);
   mounts.push(dir);
   return dir;
-}
-
-/** What `f` threw (it must throw). */
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw, nothing was thrown');
 }
 
 describe('scratchDirProblem', () => {

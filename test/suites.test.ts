@@ -1,22 +1,15 @@
 // The conformance suites as the command runs them: each device in its own process, through Vitest, against the
 // C driver double (CUDA and HIP at once), with crashes and hangs contained.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
 import { MAIN, cleanEnv } from './support/command.js';
-import { buildDoubles } from './double/build.js';
+import { workspace } from './support/workspace.js';
 
 const main = MAIN;
-const work = mkdtempSync(join(tmpdir(), 'mapped-reg-suites-'));
-let doubles: { cuda: string; hip: string };
-
-beforeAll(() => {
-  doubles = buildDoubles();
-});
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+const { work, doubles } = workspace('mapped-reg-suites-');
 
 interface Check {
   id: string;

@@ -11,6 +11,7 @@ import { isHostFault } from '../bindings/host-fault.js';
 import { TIMING_LOCK_FILE, type TimingLock, TimingLockTimeout, acquireTimingLock, timingLockPath } from '../bindings/timing-lock.js';
 import { ROOT, cleanEnv } from './support/command.js';
 import { waitUntil } from './support/processes.js';
+import { thrown } from './support/thrown.js';
 
 const MODULE = join(ROOT, 'dist/bindings/timing-lock.js');
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-timing-lock-'));
@@ -96,16 +97,6 @@ async function tryInChild(path: string, as?: { uid: number; gid: number }): Prom
   );
   expect(await c.exit, c.out()).toEqual({ code: 0, signal: null });
   return c.out().trim();
-}
-
-/** What acquireTimingLock throws, or fails the test when it does not throw. */
-function thrown(f: () => unknown): unknown {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
 }
 
 describe('the lock file', () => {
