@@ -7,6 +7,10 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     // The bindings load native libraries through koffi: forks keep each test file in its own process.
     pool: 'forks',
+    // Most test files wait on the command's processes (device runners, their checks, timeouts) rather than compute:
+    // two files at a time on a 2-core machine (Vitest's default there is one) halves the wall time; the tests'
+    // timing lock and per-test folders keep them apart.
+    maxWorkers: 2,
     testTimeout: 60_000,
     coverage: {
       provider: 'v8',
