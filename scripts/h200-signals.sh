@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12 on the real GPU: the CUDA device's process killed at three moments, and the command stopped by SIGTERM.
+# Signals on the real GPU: the CUDA device's process killed at three moments, and the command stopped by SIGTERM.
 #
 #   bash scripts/h200-signals.sh OUT                       from the project's root, with dist/ built
 #   bash .device/run.sh bash scripts/h200-signals.sh "$OUT"   on the GPU machine (dist/ packed with a Node.js by the device tool)

@@ -68,7 +68,7 @@ const pci = 'bindings/pci.ts';
 
 // [name, why (the hole or the promise), file, mutate, test files]
 const mutations = [
-  // ---- the spec's constants (the first mutations of this script)
+  // ---- the spec's constants 
   ['margin 0.8 -> 0.7', 'spec constant', probe, edits(['DEFAULT_MIN_RELATIVE_SPEED = 0.8', 'DEFAULT_MIN_RELATIVE_SPEED = 0.7']), MODEL],
   ['margin 0.8 -> 0.9', 'spec constant', probe, edits(['DEFAULT_MIN_RELATIVE_SPEED = 0.8', 'DEFAULT_MIN_RELATIVE_SPEED = 0.9']), MODEL],
   ['unit 64 KiB -> 32 KiB', 'spec constant', probe, edits(['UNIT = 64 * 1024', 'UNIT = 32 * 1024']), MODEL],
@@ -81,52 +81,52 @@ const mutations = [
   ['clean-up tries 2 -> 3', 'spec constant', probe, edits(['CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 3']), MODEL],
   ['reference check moved after the registration', 'spec: the reference is checked first', probe, edits([refCheck, '    void w;\n'], [afterRegister, afterRegister + refCheckAfter]), MODEL],
 
-  // ---- issue 13: the staged copy
-  ['staged copy without its memcpy', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,']), MODEL],
-  ['staged memcpy made once, before the timing', 'issue 13: the staged copy', probe,
+  // ---- the staged copy
+  ['staged copy without its memcpy', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,']), MODEL],
+  ['staged memcpy made once, before the timing', 'the staged copy', probe,
     edits([stagedCopy, '        stageCopy: () => void buffer,'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(window.bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
-  ['staged memcpy of window 2 instead of window 1', 'issue 13: the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], pinned, o)', 'timeCopies(t, windows[0], pinned, o, windows[1])']), MODEL],
-  ['staged copy timed by its median, not its best', 'issue 13: the staged copy', probe, edits(['const stagedGBps = gbps(bytes, staged.best);', 'const stagedGBps = gbps(bytes, staged.median);']), MODEL],
-  // ---- issue 13: release
-  ['Still_registered only when both windows are stuck', 'issue 13: release', probe, edits(['  if (released.notReleased.length > 0) {', '  if (released.notReleased.length > 1) {']), MODEL],
-  // ---- issue 13: validity of every measured duration
-  ['the registered duration not validated', 'issue 13: durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['staged'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
-  ['the staged duration not validated', 'issue 13: durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['registered'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
-  ['a zero duration is valid', 'issue 13: durations', probe, edits(['Number.isFinite(ms) && ms > 0', 'Number.isFinite(ms) && ms >= 0']), MODEL],
-  ['an infinite duration is valid', 'issue 13: durations', probe, edits(['Number.isFinite(ms) && ms > 0', '!Number.isNaN(ms) && ms > 0']), MODEL],
-  // ---- issue 13: spec deviations
-  ['a log that throws in the catch block skips the releases', 'issue 13: deviation 1', probe, edits(['    plog.say(`probe stopped early: ${errorText(e)}`);', '    plog.log(`probe stopped early: ${errorText(e)}`);']), MODEL],
-  ['a log that throws on a failed release stops the releases', 'issue 13: deviation 1', probe, edits(['        plog.say(`unregister of ${what} failed', '        plog.log(`unregister of ${what} failed']), MODEL],
-  ['a fatal error freeing what the ops allocated is swallowed', 'issue 13: deviation 2', deviceOps,
+  ['staged memcpy of window 2 instead of window 1', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], pinned, o)', 'timeCopies(t, windows[0], pinned, o, windows[1])']), MODEL],
+  ['staged copy timed by its median, not its best', 'the staged copy', probe, edits(['const stagedGBps = gbps(bytes, staged.best);', 'const stagedGBps = gbps(bytes, staged.median);']), MODEL],
+  // ---- release
+  ['Still_registered only when both windows are stuck', 'release', probe, edits(['  if (released.notReleased.length > 0) {', '  if (released.notReleased.length > 1) {']), MODEL],
+  // ---- validity of every measured duration
+  ['the registered duration not validated', 'durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['staged'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
+  ['the staged duration not validated', 'durations', probe, edits(["(['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best))", "(['registered'] as const).filter((k) => !validDuration(times[k].best))"]), MODEL],
+  ['a zero duration is valid', 'durations', probe, edits(['Number.isFinite(ms) && ms > 0', 'Number.isFinite(ms) && ms >= 0']), MODEL],
+  ['an infinite duration is valid', 'durations', probe, edits(['Number.isFinite(ms) && ms > 0', '!Number.isNaN(ms) && ms > 0']), MODEL],
+  // ---- spec deviations
+  ['a log that throws in the catch block skips the releases', 'deviation 1', probe, edits(['    plog.say(`probe stopped early: ${errorText(e)}`);', '    plog.log(`probe stopped early: ${errorText(e)}`);']), MODEL],
+  ['a log that throws on a failed release stops the releases', 'deviation 1', probe, edits(['        plog.say(`unregister of ${what} failed', '        plog.log(`unregister of ${what} failed']), MODEL],
+  ['a fatal error freeing what the ops allocated is swallowed', 'deviation 2', deviceOps,
     edits([`        if (isFatal(e)) fatal ??= e;\n        say(\`release of`, `        say(\`release of`]), BINDINGS],
-  ["a fatal release error replaces the body's own fatal error", 'issue 13: deviation 2', deviceOps, edits(['      if (!isFatal(error)) throw fatal;', '      throw fatal;']), BINDINGS],
-  ['withDeviceOps refuses every device decided statically', 'issue 13: weak assertion (.not.toThrow)', probe,
+  ["a fatal release error replaces the body's own fatal error", 'deviation 2', deviceOps, edits(['      if (!isFatal(error)) throw fatal;', '      throw fatal;']), BINDINGS],
+  ['withDeviceOps refuses every device decided statically', 'weak assertion (.not.toThrow)', probe,
     edits(["if (s.kind === 'Decided' && s.verdict.kind === 'Refused') throw new RegistrationUnreachable", "if (s.kind === 'Decided') throw new RegistrationUnreachable"]), MODEL],
-  ['the probe times with a stopped clock when none is given', 'issue 13: weak assertion (the real clock)', probe, edits(['      o.now ?? (() => performance.now()),', '      o.now ?? (() => 0),']), MODEL],
-  // ---- issue 13: each hazard check's own judgement (one fault of the double per promise)
-  ['hazard.prot_none_refused: an accepted PROT_NONE mapping passes', 'issue 13: hazard judgement', hazardFlags,
+  ['the probe times with a stopped clock when none is given', 'weak assertion (the real clock)', probe, edits(['      o.now ?? (() => performance.now()),', '      o.now ?? (() => 0),']), MODEL],
+  // ---- each hazard check's own judgement (one fault of the double per promise)
+  ['hazard.prot_none_refused: an accepted PROT_NONE mapping passes', 'hazard judgement', hazardFlags,
     edits(["        status: accepted.length === 0 ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
-  ['hazard.readonly_mapping: a failed release of the flags-0 registration passes', 'issue 13: hazard judgement', hazardFlags,
+  ['hazard.readonly_mapping: a failed release of the flags-0 registration passes', 'hazard judgement', hazardFlags,
     edits(["return { status: 'fail', expected, observed: `flags 0: register 0, unregister", "return { status: 'pass', expected, observed: `flags 0: register 0, unregister"]), HAZARDS],
-  ['servesOrRefuses (tmpfs, memfd, private): wrong bytes pass', 'issue 13: hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && succeeded(t.unregister);', '  const good = succeeded(t.unregister);']), HAZARDS],
-  ['servesOrRefuses (tmpfs, memfd, private): a failed release passes', 'issue 13: hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && succeeded(t.unregister);', '  const good = t.served?.diff === -1;']), HAZARDS],
-  ['hazard.double_registration_refused: the same range accepted twice passes', 'issue 13: hazard judgement', hazardOverlaps,
+  ['servesOrRefuses (tmpfs, memfd, private): wrong bytes pass', 'hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && succeeded(t.unregister);', '  const good = succeeded(t.unregister);']), HAZARDS],
+  ['servesOrRefuses (tmpfs, memfd, private): a failed release passes', 'hazard judgement', hazardHarness, edits(['  const good = t.served?.diff === -1 && succeeded(t.unregister);', '  const good = t.served?.diff === -1;']), HAZARDS],
+  ['hazard.double_registration_refused: the same range accepted twice passes', 'hazard judgement', hazardOverlaps,
     edits(["        status: succeeded(second) ? 'fail' : 'pass',", "        status: 'pass',"]), HAZARDS],
-  ['hazard.overlap_refused: an accepted overlap passes', 'issue 13: hazard judgement', hazardOverlaps,
+  ['hazard.overlap_refused: an accepted overlap passes', 'hazard judgement', hazardOverlaps,
     edits(["const status = succeeded(over) ? 'fail' : succeeded(adj) ? 'pass' : 'warn';", "const status = (succeeded(adj) ? 'pass' : 'warn') as 'pass' | 'warn' | 'fail';"]), HAZARDS],
-  ['hazard.release_after_double_registration: failed releases pass', 'issue 13: hazard judgement', hazardOverlaps, edits(['      const good = releases.every(succeeded);', '      const good = n > 0;']), HAZARDS],
-  ['hazard.unregister_after_register: a failed first release passes', 'issue 13: hazard judgement', hazardRelease, edits(["        status: succeeded(un) ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
-  ['hazard.unregister_unknown: any refusal passes, not only 713', 'issue 13: hazard judgement', hazardRelease, edits(['    const good = un.code === nr.code;', '    const good = un.code !== 0;']), HAZARDS],
-  ['hazard.unregister_interior: an interior unregister that succeeds passes', 'issue 13: hazard judgement', hazardRelease, edits(['      const good = !succeeded(interior) && succeeded(start);', '      const good = succeeded(start);']), HAZARDS],
-  ['hazard.coherent_after_write: stale bytes after the write pass', 'issue 13: hazard judgement', hazardFileChanges,
+  ['hazard.release_after_double_registration: failed releases pass', 'hazard judgement', hazardOverlaps, edits(['      const good = releases.every(succeeded);', '      const good = n > 0;']), HAZARDS],
+  ['hazard.unregister_after_register: a failed first release passes', 'hazard judgement', hazardRelease, edits(["        status: succeeded(un) ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
+  ['hazard.unregister_unknown: any refusal passes, not only 713', 'hazard judgement', hazardRelease, edits(['    const good = un.code === nr.code;', '    const good = un.code !== 0;']), HAZARDS],
+  ['hazard.unregister_interior: an interior unregister that succeeds passes', 'hazard judgement', hazardRelease, edits(['      const good = !succeeded(interior) && succeeded(start);', '      const good = succeeded(start);']), HAZARDS],
+  ['hazard.coherent_after_write: stale bytes after the write pass', 'hazard judgement', hazardFileChanges,
     edits(['      const good = before.diff === -1 && after.diff === -1 && succeeded(un);', '      const good = before.diff === -1 && succeeded(un);']), HAZARDS],
-  ['hazard.truncate_contained: a file never cut under a registration only warns', 'issue 13: hazard judgement', hazardFileChanges,
+  ['hazard.truncate_contained: a file never cut under a registration only warns', 'hazard judgement', hazardFileChanges,
     edits(["      return { status: timedOut ? 'warn' : 'fail', expected, observed: `the file was not cut", "      return { status: 'warn', expected, observed: `the file was not cut"]), HAZARDS],
-  ['hazard.unmap_then_unregister: a failed unregister after munmap passes', 'issue 13: hazard judgement', hazardRelease,
+  ['hazard.unmap_then_unregister: a failed unregister after munmap passes', 'hazard judgement', hazardRelease,
     edits(["const status = !succeeded(un) ? 'fail' : same && !succeeded(reg2) ? 'warn' : 'pass';", "const status = (same && !succeeded(reg2) ? 'warn' : 'pass') as 'pass' | 'warn' | 'fail';"]), HAZARDS],
-  ['hazard.context_reset: a registration that survived the reset passes', 'issue 13: hazard judgement', hazardReset,
+  ['hazard.context_reset: a registration that survived the reset passes', 'hazard judgement', hazardReset,
     edits(['const good = succeeded(reset) && after.unregister.code === notRegisteredCode && gone && succeeded(after.release);', 'const good = succeeded(reset) && (after.unregister.code === 0 || succeeded(after.release));']), HAZARDS],
-  ["hazards' session: a registration left that will not release passes", 'issue 13: hazard judgement', hazardHarness,
+  ["hazards' session: a registration left that will not release passes", 'hazard judgement', hazardHarness,
     edits(["              status: 'fail' as const,\n              message: [o.message, `${failed.length} registration(s) could not be released", "              status: o.status,\n              message: [o.message, `${failed.length} registration(s) could not be released"]), HAZARDS],
 
   // ---- our own: the checks of suites/checks/

@@ -1,4 +1,4 @@
-// Issue 12, item 7: results files taken once and holding each device once; nothing raw from a file reaches the
+// Results files taken once and holding each device once; nothing raw from a file reaches the
 // terminal; the reports cap what they repeat.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';

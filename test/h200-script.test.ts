@@ -1,4 +1,4 @@
-// scripts/h200-signals.sh, the H200 scenarios of issue 12 (SIGKILL of the CUDA device's process while it writes its
+// scripts/h200-signals.sh, the H200 signal scenarios (SIGKILL of the CUDA device's process while it writes its
 // scratch file, during the probe, between two hazard checks; SIGTERM of the command during the probe), run here
 // against the CUDA driver double: the script the lead runs on the GPU machine is exercised in CI with the same
 // mechanism (an outside kill -9 watching the scratch folder and /proc/PID/maps; the MAPPED_REG_FORCE_KILL hook

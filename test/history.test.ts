@@ -1,4 +1,4 @@
-// The history store (issue 16) as a user runs it (the built command), on small fleets written by the fleet
+// The history store as a user runs it (the built command), on small fleets written by the fleet
 // generator (bench/fleet.ts: real results files, hosts varied, regressions planted): add (idempotent, bad files
 // refused among good ones), compare (every regression kind, agreeing with `compare` of the merged files; selectors;
 // the latest run; hosts not upgraded), report (in Chromium, every request blocked, its numbers against figures

@@ -1,4 +1,4 @@
-// Issue 12, items 1, 6 and 8: nothing at a predictable path in a shared folder (TMPDIR stays empty); the host's
+// Nothing at a predictable path in a shared folder (TMPDIR stays empty); the host's
 // faults (no scratch space, on real small tmpfs mounts) reported as `error`, never as the driver's `fail`; stale
 // scratch judged by a lock its owner holds, not by a pid.
 import { execFileSync, spawnSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Issue 12, items 2, 3 and 9: every output checked before anything runs; standard output and other non-regular
+// Every output checked before anything runs; standard output and other non-regular
 // targets written in place, regular files through an exclusive, randomly named temporary file; a failing
 // standard output does not lose the run; an option without its value is bad usage.
 import { execFileSync, spawnSync } from 'node:child_process';

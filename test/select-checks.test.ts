@@ -1,4 +1,4 @@
-// Check selection (issue 15): --check / --skip globs, the skips file, list --checks, and the catalog they are
+// Check selection: --check / --skip globs, the skips file, list --checks, and the catalog they are
 // matched against: the selection's rules as a function, then through the real command on the CUDA driver double
 // (JSON, JUnit, terminal, step summary).
 import { spawnSync } from 'node:child_process';

@@ -1,4 +1,4 @@
-// Issue 12, items 4, 5 and 9 (the last sentence): real signals to the command and to its device processes,
+// Real signals to the command and to its device processes,
 // against the CUDA driver double. Every wait is on something observable (a line printed, a scratch file, a
 // process gone), with generous bounds.
 import { execFileSync } from 'node:child_process';
