@@ -27,6 +27,8 @@ const deviceOps = 'bindings/device-ops.ts';
 const compareRules = 'results/compare.ts';
 const gateRules = 'results/gate.ts';
 const historyCompare = 'history/fleet-compare.ts';
+const selectChecks = 'cli/select-checks.ts';
+const selectDevices = 'cli/select-devices.ts';
 
 /** The test files that hold each part. */
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
@@ -34,6 +36,7 @@ const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
 const BINDINGS = ['test/cuda.test.ts', 'test/hip.test.ts'];
 const GATE = ['test/gate-boundaries.test.ts'];
+const SELECTION = ['test/select-checks.test.ts', 'test/select.test.ts'];
 const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 
@@ -179,6 +182,15 @@ const mutations = [
   ['gate boundary: the history prefilter ignores --max-drop', 'history: the SQL prefilter', historyCompare, edits(['CAST(${maxDrop} AS DOUBLE)', 'CAST(${DEFAULT_MAX_DROP} AS DOUBLE)']), GATE],
   ['gate boundary: the history prefilter sees no rise', 'history: the SQL prefilter', historyCompare, edits([" AND NOT ${exceeds('(2 * o.registered - n.registered)')}", '']), GATE],
   ['gate boundary: the history prefilter misses a listed Usable verdict', 'history: the SQL prefilter', historyCompare, edits(["(n.vlabel = 'Usable' AND EXISTS", "(n.vlabel = 'usable' AND EXISTS"]), GATE],
+  // ---- which checks and which devices a run takes
+  ['selection: --check leaves out what the selected checks need', 'selection: --check', selectChecks, edits(['    const stack = [...(needs.get(id) ?? [])];', '    const stack: string[] = [];']), SELECTION],
+  ['selection: a check whose need is skipped still runs', 'selection: needs', selectChecks, edits(['      if (gone !== undefined) {', '      if (gone !== undefined && gone === "") {']), SELECTION],
+  ['selection: the last matching skip rule is named, not the first', 'selection: --skip', selectChecks, edits(['if (!skippedBy.has(id)) skippedBy.set(id, told(r));', 'skippedBy.set(id, told(r));']), SELECTION],
+  ['selection: a --check glob that matches nothing is accepted', 'selection: --check', selectChecks, edits(['for (const glob of s.checks) if (matches(glob).length === 0) throw', 'for (const glob of s.checks) if (matches(glob).length < 0) throw']), SELECTION],
+  ['selection: a comment in the skips file is taken for a glob', 'selection: the skips file', selectChecks, edits([".replace(/#.*$/, '').trim();", '.trim();']), SELECTION],
+  ['selection: --device keeps every device', 'selection: --device', selectDevices, edits(['s.devices.length === 0 || s.devices.includes(d.id)', 's.devices.length >= 0 || s.devices.includes(d.id)']), SELECTION],
+  ['selection: an unknown --device is accepted', 'selection: --device', selectDevices, edits(['    if (unknown.length > 0) return `unknown device', '    if (unknown.length > 99) return `unknown device']), SELECTION],
+  ['gate boundary: --require cuda=N met by more than N', 'gate: --require', gateRules, edits(['ofBackend.length !== r.count', 'ofBackend.length < r.count']), GATE],
   // ---- a slower driver or a busy machine: the control copy, the look at the machine, the lock
   ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(window.bytes);\n          t.upload(pinned);\n        },']), MODEL],
   ['registered / page-locked never judged', 'busy: the ratio judged', compareRules, edits(['  if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));\n', '']), BUSY],

@@ -112,6 +112,15 @@ describe('the gate\'s other edges', () => {
     expect(two.pass).toBe(true);
   });
 
+  it('--require cuda=N holds with exactly N cuda devices, and fails with one fewer or one more', async () => {
+    const two = runOf({ devices: 2 });
+    expect((await decide(two, { requires: [parseRequirement('cuda=2')] })).pass).toBe(true);
+    const more = await decide(two, { requires: [parseRequirement('cuda=1')] });
+    expect(more.reasons).toEqual([{ kind: 'requirement', text: '--require cuda=1: exactly 1 cuda device required, found cuda:0, cuda:1' }]);
+    const fewer = await decide(two, { requires: [parseRequirement('cuda=3')] });
+    expect(fewer.reasons).toEqual([{ kind: 'requirement', text: '--require cuda=3: exactly 3 cuda devices required, found cuda:0, cuda:1' }]);
+  });
+
   it('a bandwidth regression whose re-run cannot be made (nothing back, a throw, a crash) stays a regression, and says so', async () => {
     const baseline = { file: 'b.json', result: runOf({ registered: 2 }) };
     const slow = runOf({ registered: 1.5 });
