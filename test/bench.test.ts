@@ -19,6 +19,14 @@ function bench(args: string[], env: Record<string, string | undefined> = {}): Ra
   return runScript(benchJs, args, work, env, ['GITHUB_STEP_SUMMARY'], 240_000);
 }
 
+/** A bench of two runs of `size` MiB windows against both doubles (with `env`), in a scratch folder of its own: how it ran, its JSON file and that folder. */
+function benchOnDoubles(name: string, size: string, env: Record<string, string> = {}): { r: Ran; json: string; scratch: string } {
+  const scratch = mkdtempSync(join(work, 'scratch-'));
+  const json = join(work, `${name}.json`);
+  const r = bench(['--size', size, '--runs', '2', '--scratch-dir', scratch, '--json', json], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_HIP_LIBRARY: doubles.hip, ...env });
+  return { r, json, scratch };
+}
+
 /** The C compiler, as buildDoubles and the bench take it: $CC (may carry arguments), else cc. */
 function cc(args: string[]): void {
   const [cmd, ...pre] = (process.env.CC ?? '').trim().split(/\s+/).filter((w) => w !== '');
@@ -34,12 +42,7 @@ function expectPositive(x: unknown, what: string): void {
 
 describe('bench against the driver double', () => {
   it('measures every figure of a CUDA and a HIP device, the native reference and the conformance run', { timeout: 300_000 }, () => {
-    const scratch = mkdtempSync(join(work, 'scratch-'));
-    const json = join(work, 'double.json');
-    const r = bench(['--size', '8', '--runs', '2', '--scratch-dir', scratch, '--json', json], {
-      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
-      MAPPED_REG_HIP_LIBRARY: doubles.hip,
-    });
+    const { r, json, scratch } = benchOnDoubles('double', '8');
     expect(r.code, r.stderr + r.stdout).toBe(0);
     const res = JSON.parse(readFileSync(json, 'utf8'));
     expect(res.schemaVersion).toBe(1);
@@ -207,13 +210,7 @@ describe('bench against the driver double', () => {
 
 describe('bench with no GPU', () => {
   it('says no CUDA/HIP device was found, and still times the conformance run and node -e 0', { timeout: 300_000 }, () => {
-    const scratch = mkdtempSync(join(work, 'scratch-'));
-    const json = join(work, 'nogpu.json');
-    const r = bench(['--size', '4', '--runs', '2', '--scratch-dir', scratch, '--json', json], {
-      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
-      MAPPED_REG_HIP_LIBRARY: doubles.hip,
-      MAPPED_REG_DOUBLE_PROFILE: 'nodevice',
-    });
+    const { r, json, scratch } = benchOnDoubles('nogpu', '4', { MAPPED_REG_DOUBLE_PROFILE: 'nodevice' });
     expect(r.code, r.stderr + r.stdout).toBe(0);
     expect(r.stdout).toMatch(/no CUDA\/HIP device was found/);
     expect(r.stdout).not.toMatch(/target with a GPU/);

@@ -22,6 +22,9 @@ const SCRIPT = join(ROOT, 'scripts', 'h200', 'busy.sh');
 const SCENARIOS = ['baseline', 'quiet-1', 'quiet-2', 'quiet-3', 'host-hog', 'link-hog', 'both-hogs', 'shim-slow-registered', 'shim-slow-all'];
 /** The hogs each scenario starts, by the name of their log in busy.tgz (runs/<scenario>.<hog>.log). */
 const HOGS: Record<string, string[]> = { 'host-hog': ['hog-host'], 'link-hog': ['hog-link'], 'both-hogs': ['hog-host', 'hog-link'] };
+/** Every run of the script: the smallest window, and the self-test alone (what the gate times; the hazard checks
+ * add CPU and nothing this plumbing test reads). */
+const ARGS = ['--backend', 'cuda', '--size', '8', '--check', 'probe.verdict'];
 
 /** The script's environment: everything against the double, paced (so the link hog mostly sleeps), hogs small; TMPDIR its own. */
 function env(tmp: string): NodeJS.ProcessEnv {
@@ -42,7 +45,7 @@ describe('scripts/h200/busy.sh against the CUDA double (plumbing only)', () => {
   it('runs every scenario with its hogs, writes busy.txt and busy.tgz, leaves nothing behind', () => {
     const out = join(work, 'out');
     const tmp = mkdtempSync(join(work, 'tmp-'));
-    const r = spawnSync('bash', [SCRIPT, out, '--backend', 'cuda', '--size', '8'], { cwd: work, env: env(tmp), encoding: 'utf8', timeout: 280_000 });
+    const r = spawnSync('bash', [SCRIPT, out, ...ARGS], { cwd: work, env: env(tmp), encoding: 'utf8', timeout: 280_000 });
     const said = `${r.stdout}${r.stderr}`;
     expect([0, 1], said).toContain(r.status); // 1: an expectation failed (see above), never a crash of the script
     const text = readFileSync(join(out, 'busy.txt'), 'utf8');
@@ -92,7 +95,7 @@ describe('scripts/h200/busy.sh against the CUDA double (plumbing only)', () => {
   it('stopped by SIGTERM while a hog runs: exit 143, the hog killed, its temporary folder removed', async () => {
     const out = join(work, 'out-term');
     const tmp = mkdtempSync(join(work, 'tmp-'));
-    const child = spawn('bash', [SCRIPT, out, '--backend', 'cuda', '--size', '8'], { cwd: work, env: env(tmp), stdio: 'ignore' });
+    const child = spawn('bash', [SCRIPT, out, ...ARGS], { cwd: work, env: env(tmp), stdio: 'ignore' });
     const exit = new Promise<number | null>((done) => child.on('close', (code, signal) => done(code ?? (signal ? -1 : null))));
     const seen = new Set<number>();
     // every hog pid the script's logs show, until the first hog of host-hog is running

@@ -1,7 +1,7 @@
 // A slower driver told from a busy machine: the command against the CUDA double, its copies paced, in each case the
 // issue names. The double plays every part: another process on the GPU and 30 GB/s on its link (the NVML double),
 // host memory busy (the host-busy library slows the tool's memcpy), registration alone slower, every copy slower on
-// a quiet machine, a link trained below its maximum (a fake sysfs), and eight devices sharing one link across
+// a quiet machine, a link trained below its maximum (a fake sysfs), and four devices sharing one link across
 // their processes (the shared link of the double) to show that the host-wide timing lock keeps them apart.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -215,17 +215,18 @@ describe('against a baseline of a quiet machine', () => {
   });
 });
 
-describe('eight devices whose copies share one link, timed one at a time under the host-wide lock', () => {
+describe('four devices whose copies share one link, timed one at a time under the host-wide lock', () => {
   it("each device's registered figure is within 3% of the same device timed alone", () => {
-    const link = { MAPPED_REG_DOUBLE_DEVICES: '8', MAPPED_REG_DOUBLE_LINK_FILE: join(work, 'link'), MAPPED_REG_DOUBLE_LINK_GBPS: '0.1' };
+    const link = { MAPPED_REG_DOUBLE_DEVICES: '4', MAPPED_REG_DOUBLE_LINK_FILE: join(work, 'link'), MAPPED_REG_DOUBLE_LINK_GBPS: '0.1' };
     // the self-test alone (no hazard check copies beside it): what is shared is the timed copies' link. 8 MiB
     // windows at 0.1 GB/s, 84 ms a copy, so that a late wake-up of a process on this loaded 2-core machine (the
-    // eight device processes start Vitest meanwhile) is well under 3% of a copy
+    // four device processes start Vitest meanwhile) is well under 3% of a copy
     const figure = (r: Ran, id: string): number => r.json.devices.find((d) => d.id === id)!.timing!.registeredGBps;
     const all = run(['--check', 'probe.verdict'], link, 16);
     expect(all.code, all.stdout).toBe(0);
-    expect(all.json.devices).toHaveLength(8);
-    for (const id of ['cuda:0', 'cuda:3', 'cuda:7']) {
+    expect(all.json.devices).toHaveLength(4);
+    // the first device and the last, timed alone
+    for (const id of ['cuda:0', 'cuda:3']) {
       const alone = figure(run(['--check', 'probe.verdict', '--device', id], link, 16), id);
       expect(Math.abs(figure(all, id) / alone - 1), `${id}: ${figure(all, id)} GB/s with the others, ${alone} alone`).toBeLessThan(0.03);
     }

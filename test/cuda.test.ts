@@ -2,7 +2,7 @@
 // libcuda.so.1 would be. Scenarios that need another double configuration (read at cuInit) load a copy of
 // the library under another name: a separate instance with its own state.
 
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,7 @@ import {
 } from '../bindings/cuda.js';
 import { bindingFixture, exportsOf, pattern as patternOf, type DoubleExports } from './support/binding-harness.js';
 import { thrown } from './support/thrown.js';
+import { expectTextFileRefused } from './support/not-a-driver.js';
 
 const ENV_KEYS = ['MAPPED_REG_CUDA_LIBRARY', 'MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_DEVICES'];
 const fixture = bindingFixture('cuda', ENV_KEYS);
@@ -98,13 +99,7 @@ describe('loading', () => {
   });
 
   it('a file that is not a library, or a library without the driver symbols, is NotADriverError', () => {
-    const text = join(dir, 'libcuda.so.1');
-    writeFileSync(text, 'not an ELF file\n');
-    const e = thrown(() => loadCuda(text)) as NotADriverError;
-    expect(e).toBeInstanceOf(NotADriverError);
-    expect(e.path).toBe(text);
-    expect(e.message).toContain(text);
-    expect(e.message).not.toContain('\n');
+    expectTextFileRefused(loadCuda, dir, 'libcuda.so.1');
 
     const hip = thrown(() => loadCuda(hipDoublePath)) as NotADriverError;
     expect(hip).toBeInstanceOf(NotADriverError);

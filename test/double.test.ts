@@ -99,6 +99,19 @@ function mapFile(path: string, prot: number, flags: number, len = statSync(path)
   }
 }
 
+/** `data` in a file of /dev/shm (tmpfs) named `name` and this pid, mapped shared and read-only for `use`, then unmapped; the file removed whatever `use` does. */
+function onTmpfs(name: string, data: Buffer, use: (t: Mapping) => void): void {
+  const path = join('/dev/shm', `${name}-${process.pid}`);
+  writeFileSync(path, data);
+  try {
+    const t = mapFile(path, PROT_READ, MAP_SHARED);
+    use(t);
+    unmap(t);
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
+
 /**
  * Maps a whole file with an unmapped page right after it (a mapping of its own, placed inside a
  * reservation whose last page is then given back), so that a range running past its end is not covered
@@ -523,17 +536,11 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
 
     // a file on tmpfs (/dev/shm), READ_ONLY: right bytes
     expect(isTmpfs('/dev/shm')).toBe(true);
-    const shmPath = join('/dev/shm', `mapped-reg-double-${process.pid}`);
-    writeFileSync(shmPath, data);
-    try {
-      const t = mapFile(shmPath, PROT_READ, MAP_SHARED);
+    onTmpfs('mapped-reg-double', data, (t) => {
       expect(cu.register(t.addr, t.len, CU.READ_ONLY)).toBe(0);
       expect(Buffer.from(cudaRoundTrip(t.addr, t.len).bytes).equals(data)).toBe(true);
       expect(cu.unregister(t.addr)).toBe(0);
-      unmap(t);
-    } finally {
-      rmSync(shmPath, { force: true });
-    }
+    });
     expect(cu.registrations()).toBe(0);
   });
 
@@ -750,10 +757,7 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
 
   it('serves zeros from a registered tmpfs file', () => {
     const data = randomBytes(2 * PAGE);
-    const shmPath = join('/dev/shm', `mapped-reg-double-hip-${process.pid}`);
-    writeFileSync(shmPath, data);
-    try {
-      const t = mapFile(shmPath, PROT_READ, MAP_SHARED);
+    onTmpfs('mapped-reg-double-hip', data, (t) => {
       const before = hipRoundTrip(t.addr, t.len); // not registered: right bytes
       expect(Buffer.from(before.bytes).equals(data)).toBe(true);
       expect(hip.register(t.addr, t.len, 0)).toBe(0);
@@ -761,10 +765,7 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
       expect(trip).toMatchObject({ htod: 0, dtoh: 0 });
       expect(trip.bytes.every((b) => b === 0)).toBe(true);
       expect(hip.unregister(t.addr)).toBe(0); // a single registration is released
-      unmap(t);
-    } finally {
-      rmSync(shmPath, { force: true });
-    }
+    });
   });
 });
 
@@ -785,17 +786,11 @@ describe('HIP double, profile rocm-fixed', () => {
     unmap(m);
 
     const data = randomBytes(2 * PAGE);
-    const shmPath = join('/dev/shm', `mapped-reg-double-fixed-${process.pid}`);
-    writeFileSync(shmPath, data);
-    try {
-      const t = mapFile(shmPath, PROT_READ, MAP_SHARED);
+    onTmpfs('mapped-reg-double-fixed', data, (t) => {
       expect(hip.register(t.addr, t.len, 0)).toBe(0);
       expect(Buffer.from(hipRoundTrip(t.addr, t.len).bytes).equals(data)).toBe(true);
       expect(hip.unregister(t.addr)).toBe(0);
-      unmap(t);
-    } finally {
-      rmSync(shmPath, { force: true });
-    }
+    });
   });
 });
 

@@ -311,8 +311,9 @@ describe('the gate\'s inputs', () => {
 
 describe('scripts/h200/gate.sh, the gate on a real GPU, tried here on the double through its CUDA shim', () => {
   it('plain re-runs pass; cuInit 999 and a registered copy throttled by 20% fail; the script says so and exits 0', () => {
+    // the self-test alone in every run: the registered figure the gate judges, without the hazard checks' CPU
     const out = mkdtempSync(join(work, 'h200-'));
-    const r = spawnSync('bash', [join(import.meta.dirname, '..', 'scripts', 'h200', 'gate.sh'), out, '--backend', 'cuda', '--size', '8'], {
+    const r = spawnSync('bash', [join(import.meta.dirname, '..', 'scripts', 'h200', 'gate.sh'), out, '--backend', 'cuda', '--size', '8', '--check', 'probe.verdict'], {
       env: cleanEnv({ MAPPED_REG_SHIM_REAL: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES }),
       encoding: 'utf8',
     });

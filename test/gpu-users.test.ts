@@ -49,11 +49,20 @@ function monitor(busId = '0000:00:00.0'): GpuUsersMonitor {
   return m;
 }
 
+/** The monitor of the double's device 0 configured with `vars`, handed to `look`, closed whatever `look` does. */
+function withMonitor(vars: Record<string, string>, look: (m: GpuUsersMonitor) => void): void {
+  configure(vars);
+  const m = monitor();
+  try {
+    look(m);
+  } finally {
+    m.close();
+  }
+}
+
 describe('openGpuUsers (NVML)', () => {
   it('lists the processes on the device with their names and MiB, and the PCIe traffic in MB/s', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:trainer:774,4343:viewer:-', MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=59000,tx=1200' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:trainer:774,4343:viewer:-', MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=59000,tx=1200' }, (m) => {
       expect(m.source).toBe('nvml');
       expect(m.sample([])).toEqual({
         source: 'nvml',
@@ -64,62 +73,44 @@ describe('openGpuUsers (NVML)', () => {
         pcieRxMBps: 59000,
         pcieTxMBps: 1200,
       });
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('leaves out the excluded pids (our own), and lists them when not excluded', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: 'self:us:100,parent:runner:5,77:other:1' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: 'self:us:100,parent:runner:5,77:other:1' }, (m) => {
       expect(m.sample([]).processes.map((p) => p.pid)).toEqual([process.pid, process.ppid, 77]);
       expect(m.sample([process.pid, process.ppid]).processes).toEqual([{ pid: 77, name: 'other', usedMiB: 1, kind: 'compute' }]);
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('lists a pid with a compute and a graphics context once, as compute; a graphics-only process as graphics', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '500:both:-,500:both:64:graphics,600:desktop:32:graphics' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '500:both:-,500:both:64:graphics,600:desktop:32:graphics' }, (m) => {
       expect(m.sample([]).processes).toEqual([
         { pid: 500, name: 'both', usedMiB: 64, kind: 'compute' },
         { pid: 600, name: 'desktop', usedMiB: 32, kind: 'graphics' },
       ]);
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('names a process NVML cannot name from /proc/<pid>/comm, and one neither knows with an empty name', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: 'self::10,4000000::1' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: 'self::10,4000000::1' }, (m) => {
       const comm = spawnSync('cat', [`/proc/${process.pid}/comm`], { encoding: 'utf8' }).stdout.trim();
       expect(comm).not.toBe('');
       expect(m.sample([]).processes).toEqual([
         { pid: process.pid, name: comm, usedMiB: 10, kind: 'compute' },
         { pid: 4000000, name: '', usedMiB: 1, kind: 'compute' },
       ]);
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('reads every process when there are more than the first buffer holds (INSUFFICIENT_SIZE)', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '9:listed:2', MAPPED_REG_DOUBLE_NVML_FAULTS: 'many_processes' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '9:listed:2', MAPPED_REG_DOUBLE_NVML_FAULTS: 'many_processes' }, (m) => {
       const { processes } = m.sample([]);
       expect(processes).toHaveLength(301);
       expect(processes[0]).toEqual({ pid: 9, name: 'listed', usedMiB: 2, kind: 'compute' });
       expect(processes[300]).toEqual({ pid: 3000299, name: 'many299', usedMiB: 1, kind: 'compute' });
       expect(new Set(processes.map((p) => p.pid)).size).toBe(301);
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('reads each device by its bus id, a device of its own list over the general one', () => {
@@ -142,33 +133,21 @@ describe('openGpuUsers (NVML)', () => {
   });
 
   it('gives null traffic when the device cannot report it (no_throughput), and still the processes', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '12:p:3', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_throughput' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '12:p:3', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_throughput' }, (m) => {
       expect(m.sample([])).toEqual({ source: 'nvml', processes: [{ pid: 12, name: 'p', usedMiB: 3, kind: 'compute' }], pcieRxMBps: null, pcieTxMBps: null });
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('lists no graphics processes on a device that has no graphics (NOT_SUPPORTED), the compute ones still', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1,14:g:2:graphics', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_graphics' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1,14:g:2:graphics', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_graphics' }, (m) => {
       expect(m.sample([]).processes).toEqual([{ pid: 13, name: 'c', usedMiB: 1, kind: 'compute' }]);
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('throws from sample, naming the call and the error, when the process list cannot be read (never an empty list)', () => {
-    configure({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1', MAPPED_REG_DOUBLE_NVML_FAULTS: 'list_fails' });
-    const m = monitor();
-    try {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '13:c:1', MAPPED_REG_DOUBLE_NVML_FAULTS: 'list_fails' }, (m) => {
       expect(() => m.sample([])).toThrow('NVML: nvmlDeviceGetComputeRunningProcesses_v3 failed: 4 NVML_ERROR_NO_PERMISSION (Insufficient Permissions)');
-    } finally {
-      m.close();
-    }
+    });
   });
 
   it('initializes once per open, not per sample, and shuts down on close (once)', () => {

@@ -133,6 +133,14 @@ function expectDiscipline(run: Run): void {
   expect(run.unmaps.filter((u) => u.pinned).map((u) => u.check)).toEqual(['hazard.unmap_then_unregister']);
 }
 
+/** Nothing registered (the table and the double's count back where they were), nothing kept, the discipline held. */
+function expectNothingHeld(run: Run): void {
+  expect(run.tableGrowth).toBe(0);
+  expect(run.keptGrowth).toBe(0);
+  expect(run.doubleCount).toBe(0);
+  expectDiscipline(run);
+}
+
 /** The checks that unmapped something (all but the truncation, whose mapping lives in its child). */
 const unmappers = (run: Run): string[] => [...new Set(run.unmaps.map((u) => u.check))];
 
@@ -201,10 +209,7 @@ describe('CUDA double, profile cuda (the H200 of the facts file)', () => {
   });
 
   it('leaves nothing registered, kept or on disk, and unmaps only what the table does not hold', () => {
-    expect(run.tableGrowth).toBe(0);
-    expect(run.keptGrowth).toBe(0);
-    expect(run.doubleCount).toBe(0);
-    expectDiscipline(run);
+    expectNothingHeld(run);
     expect(unmappers(run)).toEqual(IDS.filter((id) => id !== 'hazard.truncate_contained'));
   });
 });
@@ -261,10 +266,7 @@ describe('HIP double, profile rocm-fixed', () => {
   });
 
   it('leaves nothing registered, kept or on disk', () => {
-    expect(run.tableGrowth).toBe(0);
-    expect(run.keptGrowth).toBe(0);
-    expect(run.doubleCount).toBe(0);
-    expectDiscipline(run);
+    expectNothingHeld(run);
     expect(unmappers(run)).toEqual(IDS.filter((id) => id !== 'hazard.truncate_contained'));
   });
 });
@@ -289,10 +291,7 @@ describe('faults: what the checks catch beyond the profiles', () => {
     expect(run.results.get('hazard.unregister_unknown')?.status).toBe('pass');
     expect(data(run, 'hazard.context_reset')).toMatchObject({ unregister: 713, again: 0, release: 999, retry: 0 });
     // every registration was released on its retry: nothing stays in the table, nothing is kept
-    expect(run.tableGrowth).toBe(0);
-    expect(run.keptGrowth).toBe(0);
-    expect(run.doubleCount).toBe(0);
-    expectDiscipline(run);
+    expectNothingHeld(run);
   }, 120_000);
 });
 

@@ -2,7 +2,7 @@
 // libamdhip64.so would be. Scenarios that need another double configuration (read at hipInit) load a copy
 // of the library under another name: a separate instance with its own state.
 
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +25,7 @@ import {
 } from '../bindings/hip.js';
 import { bindingFixture, exportsOf, pattern as patternOf, type DoubleExports } from './support/binding-harness.js';
 import { thrown } from './support/thrown.js';
+import { expectTextFileRefused } from './support/not-a-driver.js';
 
 const ENV_KEYS = [
   'MAPPED_REG_HIP_LIBRARY',
@@ -97,13 +98,7 @@ describe('loading', () => {
   });
 
   it('a file that is not a library, or a library without the HIP symbols, is NotADriverError', () => {
-    const text = join(dir, 'libamdhip64.so');
-    writeFileSync(text, 'not an ELF file\n');
-    const e = thrown(() => loadHip(text)) as NotADriverError;
-    expect(e).toBeInstanceOf(NotADriverError);
-    expect(e.path).toBe(text);
-    expect(e.message).toContain(text);
-    expect(e.message).not.toContain('\n');
+    expectTextFileRefused(loadHip, dir, 'libamdhip64.so');
     const cuda = thrown(() => loadHip(cudaDoublePath)) as NotADriverError;
     expect(cuda.message).toBe(`HIP: ${cudaDoublePath} is not a HIP driver library (no symbol hipRuntimeGetVersion)`);
   });

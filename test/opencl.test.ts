@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV, type ApiDiscovery } from '../bindings/opencl.js';
+import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV } from '../bindings/opencl.js';
+import { describeUnusableLibrary } from './support/unusable-library.js';
 
 const FAKE_OPENCL_C = String.raw`
 #include <stdint.h>
@@ -141,50 +142,10 @@ describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
   });
 });
 
-describe('discoverOpenCL when the library is not usable', () => {
-  it('reports a missing library without throwing', () => {
-    const found = discoverOpenCL('/nonexistent/libOpenCL.so.1');
-    expect(found).toEqual({
-      library: null,
-      tried: ['/nonexistent/libOpenCL.so.1'],
-      devices: [],
-      error: 'OpenCL: /nonexistent/libOpenCL.so.1 not found (tried /nonexistent/libOpenCL.so.1)',
-    });
-  });
-
-  it('takes the library from MAPPED_REG_OPENCL_LIBRARY, and an explicit path over it', () => {
-    process.env[OPENCL_LIBRARY_ENV] = '/nonexistent/from-env/libOpenCL.so.1';
-    const fromEnv = discoverOpenCL();
-    expect(fromEnv.library).toBeNull();
-    expect(fromEnv.tried).toEqual(['/nonexistent/from-env/libOpenCL.so.1']);
-    expect(fromEnv.error).toBe('OpenCL: /nonexistent/from-env/libOpenCL.so.1 not found (tried /nonexistent/from-env/libOpenCL.so.1)');
-    const explicit = discoverOpenCL('libOpenCL.so.1');
-    expect(explicit.library).toBe('libOpenCL.so.1');
-  });
-
-  it('tries libOpenCL.so.1 first, then libOpenCL.so, by default', () => {
-    expect(OPENCL_DEFAULT_LIBRARIES).toEqual(['libOpenCL.so.1', 'libOpenCL.so']);
-  });
-
-  it('reports a file that is not a shared library clearly', () => {
-    const text = join(dir, 'not-a-library.so');
-    writeFileSync(text, 'this is a text file, not an ELF shared object\n'.repeat(20));
-    let found: ApiDiscovery | undefined;
-    expect(() => (found = discoverOpenCL(text))).not.toThrow();
-    expect(found?.library).toBeNull();
-    expect(found?.tried).toEqual([text]);
-    expect(found?.devices).toEqual([]);
-    expect(found?.error).toContain(`OpenCL: could not load ${text}`);
-    expect(found?.error).toMatch(/invalid ELF header|file too short/);
-  });
-
-  it('reports a shared library that is not OpenCL', () => {
-    const found = discoverOpenCL('libc.so.6');
-    expect(found.library).toBeNull();
-    expect(found.error).toContain('libc.so.6: not an OpenCL library');
-    expect(found.error).toContain('clGetPlatformIDs');
-  });
-});
+describeUnusableLibrary(
+  { api: 'OpenCL', discover: discoverOpenCL, env: OPENCL_LIBRARY_ENV, soname: 'libOpenCL.so.1', unversioned: 'libOpenCL.so', defaults: OPENCL_DEFAULT_LIBRARIES, other: 'OpenCL', notIt: 'not an OpenCL library', symbol: 'clGetPlatformIDs', dir: () => dir },
+  'discoverOpenCL when the library is not usable',
+);
 
 describe('discoverOpenCL against a fake driver', () => {
   it('describes GPUs, accelerators and PCI bus ids, and names each failing call with its code', () => {

@@ -26,6 +26,13 @@ function device(sysfs: string, bus: string, files: Record<string, string | undef
   for (const [name, text] of Object.entries(files)) if (text !== undefined) writeFileSync(join(dir, name), text);
 }
 
+/** A device's link files: the speed and width it is trained at, then its maximum ones. */
+const links = (speed: string, width: string, maxSpeed: string, maxWidth: string): Record<string, string> => ({
+  current_link_speed: speed,
+  current_link_width: width,
+  max_link_speed: maxSpeed,
+  max_link_width: maxWidth,
+});
 const GEN5_X16 = (32 * 16 * 128) / 130 / 8;
 
 describe('the sysfs root', () => {
@@ -83,12 +90,7 @@ describe('readLink', () => {
 
   it('at its maximum: not downtrained, with the maximum GB/s', () => {
     const sysfs = tree('at-max');
-    device(sysfs, '0000:41:00.0', {
-      current_link_speed: '32.0 GT/s PCIe',
-      current_link_width: '16',
-      max_link_speed: '32.0 GT/s PCIe',
-      max_link_width: '16',
-    });
+    device(sysfs, '0000:41:00.0', links('32.0 GT/s PCIe', '16', '32.0 GT/s PCIe', '16'));
     expect(readLink('0000:41:00.0', sysfs)).toEqual({
       gts: 32,
       width: 16,
@@ -102,18 +104,8 @@ describe('readLink', () => {
 
   it('a slower speed, or fewer lanes, than the maximum is downtrained, and says so', () => {
     const sysfs = tree('downtrained');
-    device(sysfs, '0000:41:00.0', {
-      current_link_speed: '16.0 GT/s PCIe',
-      current_link_width: '16',
-      max_link_speed: '32.0 GT/s PCIe',
-      max_link_width: '16',
-    });
-    device(sysfs, '0000:42:00.0', {
-      current_link_speed: '32.0 GT/s PCIe',
-      current_link_width: '8',
-      max_link_speed: '32.0 GT/s PCIe',
-      max_link_width: '16',
-    });
+    device(sysfs, '0000:41:00.0', links('16.0 GT/s PCIe', '16', '32.0 GT/s PCIe', '16'));
+    device(sysfs, '0000:42:00.0', links('32.0 GT/s PCIe', '8', '32.0 GT/s PCIe', '16'));
     const speed = readLink('0000:41:00.0', sysfs);
     expect(speed).toMatchObject({ gts: 16, maxGts: 32, maxWidth: 16, maxGbps: GEN5_X16, downtrained: true });
     expect(speed).toHaveProperty('downtrainedText', 'trained at 16.0 GT/s x16, below its maximum 32.0 GT/s x16');
@@ -124,12 +116,7 @@ describe('readLink', () => {
 
   it('a maximum sysfs cannot tell ("Unknown", absent) is null, and judges nothing', () => {
     const sysfs = tree('max-unknown');
-    device(sysfs, '0000:41:00.0', {
-      current_link_speed: '16.0 GT/s PCIe',
-      current_link_width: '8',
-      max_link_speed: 'Unknown',
-      max_link_width: '16',
-    });
+    device(sysfs, '0000:41:00.0', links('16.0 GT/s PCIe', '8', 'Unknown', '16'));
     device(sysfs, '0000:42:00.0', { current_link_speed: '16.0 GT/s PCIe', current_link_width: '16', max_link_speed: '32.0 GT/s PCIe' });
     expect(readLink('0000:41:00.0', sysfs)).toMatchObject({ maxGts: null, maxWidth: 16, maxGbps: null, downtrained: true });
     expect(readLink('0000:41:00.0', sysfs)).toHaveProperty('downtrainedText', 'trained at 16.0 GT/s x8, below its maximum 16.0 GT/s x16');

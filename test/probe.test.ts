@@ -433,15 +433,17 @@ describe('probeWith: releases', () => {
     expectAllReleased(s.ops, s.table);
   });
 
-  it('when an operation raised, an unregister failing twice is never retried a third time: Still_registered', () => {
-    const s = setup(4 * UNIT, { unregisterFails: 2, throwIn: { op: 'roundTrip', error: new Error('copy failed') } });
+  // after an operation raised, an unregister that fails is tried twice, never a third time
+  it.each([
+    { name: 'when an operation raised, an unregister failing twice is never retried a third time: Still_registered', faults: { unregisterFails: 2, throwIn: { op: 'roundTrip' as const, error: new Error('copy failed') } }, stuck: undefined, releases: [['never', 2], ['never', 2]], held: 2 },
+    { name: 'one window never released after an operation raised: Still_registered after 2 tries, the other released', faults: { throwIn: { op: 'upload' as const, error: new Error('copy failed') } }, stuck: 1, releases: [['first', 1], ['never', 2]], held: 1 },
+  ])('$name', ({ faults, stuck, releases, held }) => {
+    const s = setup(4 * UNIT, faults);
+    if (stuck !== undefined) s.ops.faults.unregisterFailsFor = new Map([[s.map.address + BigInt(stuck * 2 * UNIT), Number.POSITIVE_INFINITY]]);
     const r = probeWithReport(s.ops, s.map, s.reference, s.options);
     expect(r.verdict.kind).toBe('Still_registered');
-    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
-      ['never', 2],
-      ['never', 2],
-    ]);
-    expect(s.table.held()).toHaveLength(2);
+    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual(releases);
+    expect(s.table.held()).toHaveLength(held);
   });
 
   it('one window never released, the other released at the first try: Still_registered, only that window held', () => {
@@ -460,18 +462,6 @@ describe('probeWith: releases', () => {
       expect(s.ops.live.map((l) => l.host.address)).toEqual([stuckAddress]);
       expect(s.ops.allocated.size).toBe(0);
     }
-  });
-
-  it('one window never released after an operation raised: Still_registered after 2 tries, the other released', () => {
-    const s = setup(4 * UNIT, { throwIn: { op: 'upload', error: new Error('copy failed') } });
-    s.ops.faults.unregisterFailsFor = new Map([[s.map.address + BigInt(2 * UNIT), Number.POSITIVE_INFINITY]]);
-    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
-    expect(r.verdict.kind).toBe('Still_registered');
-    expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
-      ['first', 1],
-      ['never', 2],
-    ]);
-    expect(s.table.held()).toHaveLength(1);
   });
 
   it('one window released on a retry, the other at the first try: Inconclusive naming that window only', () => {

@@ -205,14 +205,22 @@ describe('a backend that registers, added through the registry alone', () => {
 });
 
 describe('the kits of the drivers that register, against their doubles', () => {
-  it('CUDA: its library variable, its not-registered code by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
+  const drivers = { cuda: { module: cuda, errorName: (library: string, code: number) => loadCuda(library).errorName(code) }, hip: { module: hip, errorName: (library: string, code: number) => loadHip(library).errorName(code) } };
+  /** The double's device of `backend`, its kit checked for what each driver's says alike: its library variable, its not-registered and invalid-value codes by the driver's own names. */
+  async function checkedNative(backend: 'cuda' | 'hip'): Promise<NonNullable<DiscoveredDevice['native']>> {
     const { loadDouble } = await import('./support/drivers.js');
-    const native = loadDouble('cuda').discovery.devices.find((d) => d.backend === 'cuda')!.native!;
+    const native = loadDouble(backend).discovery.devices.find((d) => d.backend === backend)!.native!;
+    const { module, errorName } = drivers[backend];
+    expect(native.kit.libraryEnv).toBe(backendModule(backend)?.libraryEnv);
+    expect(native.kit.notRegistered.name).toBe(errorName(native.library, native.kit.notRegistered.code));
+    expect(native.kit.notRegistered).toEqual(module.driver.notRegistered);
+    expect(errorName(native.library, module.driver.invalidValue.code)).toBe(module.driver.invalidValue.name);
+    return native;
+  }
+
+  it('CUDA: its library variable, its not-registered code by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
+    const native = await checkedNative('cuda');
     const { kit } = native;
-    expect(kit.libraryEnv).toBe(backendModule('cuda')?.libraryEnv);
-    expect(kit.notRegistered.name).toBe(loadCuda(native.library).errorName(kit.notRegistered.code));
-    expect(kit.notRegistered).toEqual(cuda.driver.notRegistered);
-    expect(loadCuda(native.library).errorName(cuda.driver.invalidValue.code)).toBe(cuda.driver.invalidValue.name);
     expect(kit.readOnlyFlag).toBe(0x08);
     const { call, query } = kit.attributeCall();
     expect(call).toBe('cuDeviceGetAttribute');
@@ -225,13 +233,8 @@ describe('the kits of the drivers that register, against their doubles', () => {
   });
 
   it('HIP: its library variable, its not-registered code by the runtime\'s name, hipDeviceReset, nothing kept, no read-only flag', async () => {
-    const { loadDouble } = await import('./support/drivers.js');
-    const native = loadDouble('hip').discovery.devices.find((d) => d.backend === 'hip')!.native!;
+    const native = await checkedNative('hip');
     const { kit } = native;
-    expect(kit.libraryEnv).toBe(backendModule('hip')?.libraryEnv);
-    expect(kit.notRegistered.name).toBe(loadHip(native.library).errorName(kit.notRegistered.code));
-    expect(kit.notRegistered).toEqual(hip.driver.notRegistered);
-    expect(loadHip(native.library).errorName(hip.driver.invalidValue.code)).toBe(hip.driver.invalidValue.name);
     expect(kit.readOnlyFlag).toBeUndefined();
     expect(kit.contextReset.releaseKept).toBeUndefined();
     const { call, query } = kit.attributeCall();

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { isHostFault } from '../bindings/host-fault.js';
-import { TIMING_LOCK_FILE, type TimingLock, TimingLockTimeout, acquireTimingLock, timingLockPath } from '../bindings/timing-lock.js';
+import { TIMING_LOCK_FILE, TimingLockTimeout, acquireTimingLock, timingLockPath } from '../bindings/timing-lock.js';
 import { ROOT, cleanEnv } from './support/command.js';
 import { waitUntil } from './support/processes.js';
 import { thrown } from './support/thrown.js';
@@ -99,6 +99,16 @@ async function tryInChild(path: string, as?: { uid: number; gid: number }): Prom
   return c.out().trim();
 }
 
+/** What `make` returns, made under umask `mask`; the process's own umask back after it, whatever happens. */
+function underUmask<T>(mask: number, make: () => T): T {
+  const umask = process.umask(mask);
+  try {
+    return make();
+  } finally {
+    process.umask(umask);
+  }
+}
+
 describe('the lock file', () => {
   it(`is MAPPED_REG_TIMING_LOCK when set, else ${TIMING_LOCK_FILE} in os.tmpdir()`, () => {
     delete process.env.MAPPED_REG_TIMING_LOCK;
@@ -113,13 +123,7 @@ describe('the lock file', () => {
 
   it('is made mode 0666 whatever the umask; the holder writes its pid and label; release removes the file', async () => {
     const path = lockPath();
-    const umask = process.umask(0o077);
-    let lock: TimingLock;
-    try {
-      lock = acquireTimingLock({ path, label: 'device 0\nof two' });
-    } finally {
-      process.umask(umask);
-    }
+    const lock = underUmask(0o077, () => acquireTimingLock({ path, label: 'device 0\nof two' }));
     expect(statSync(path).mode & 0o777).toBe(0o666);
     expect(readFileSync(path, 'utf8')).toBe(`${process.pid} device 0 of two\n`);
     expect(lock.waitedMs).toBeGreaterThanOrEqual(0);
@@ -285,13 +289,7 @@ console.log(JSON.stringify({ waitedMs: lock.waitedMs }));`,
 
   it("a lock file made by this process is another user's to share (as root: a child of uid 65534 opens it and reads its holder)", async () => {
     const path = lockPath();
-    const umask = process.umask(0o022);
-    let mine: TimingLock;
-    try {
-      mine = acquireTimingLock({ path, label: 'made here' });
-    } finally {
-      process.umask(umask);
-    }
+    const mine = underUmask(0o022, () => acquireTimingLock({ path, label: 'made here' }));
     const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
     // the other user's run opens the file this one made (0666) and, finding it held, names this process
     expect(await tryInChild(path, other)).toBe('TimingLockTimeout');

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV, type ApiDiscovery } from '../bindings/vulkan.js';
+import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV } from '../bindings/vulkan.js';
+import { describeUnusableLibrary } from './support/unusable-library.js';
 
 // A stand-in for the loader: it exports the entry points the binding binds, checks what it is given, and
 // counts instances so the test can see each one destroyed. The limits block is opaque here: its member
@@ -194,49 +195,10 @@ describe('discoverVulkan on this machine (loader + lavapipe)', () => {
   });
 });
 
-describe('discoverVulkan when the library is not usable', () => {
-  it('reports a missing library without throwing', () => {
-    const found = discoverVulkan('/nonexistent/libvulkan.so.1');
-    expect(found).toEqual({
-      library: null,
-      tried: ['/nonexistent/libvulkan.so.1'],
-      devices: [],
-      error: 'Vulkan: /nonexistent/libvulkan.so.1 not found (tried /nonexistent/libvulkan.so.1)',
-    });
-  });
-
-  it('takes the library from MAPPED_REG_VULKAN_LIBRARY, and an explicit path over it', () => {
-    process.env[VULKAN_LIBRARY_ENV] = '/nonexistent/from-env/libvulkan.so.1';
-    const fromEnv = discoverVulkan();
-    expect(fromEnv.library).toBeNull();
-    expect(fromEnv.tried).toEqual(['/nonexistent/from-env/libvulkan.so.1']);
-    expect(fromEnv.error).toBe('Vulkan: /nonexistent/from-env/libvulkan.so.1 not found (tried /nonexistent/from-env/libvulkan.so.1)');
-    expect(discoverVulkan('libvulkan.so.1').library).toBe('libvulkan.so.1');
-  });
-
-  it('tries libvulkan.so.1 first, then libvulkan.so, by default', () => {
-    expect(VULKAN_DEFAULT_LIBRARIES).toEqual(['libvulkan.so.1', 'libvulkan.so']);
-  });
-
-  it('reports a file that is not a shared library clearly', () => {
-    const text = join(dir, 'not-a-library.so');
-    writeFileSync(text, 'this is a text file, not an ELF shared object\n'.repeat(20));
-    let found: ApiDiscovery | undefined;
-    expect(() => (found = discoverVulkan(text))).not.toThrow();
-    expect(found?.library).toBeNull();
-    expect(found?.tried).toEqual([text]);
-    expect(found?.devices).toEqual([]);
-    expect(found?.error).toContain(`Vulkan: could not load ${text}`);
-    expect(found?.error).toMatch(/invalid ELF header|file too short/);
-  });
-
-  it('reports a shared library that is not the Vulkan loader', () => {
-    const found = discoverVulkan('libc.so.6');
-    expect(found.library).toBeNull();
-    expect(found.error).toContain('libc.so.6: not a Vulkan library');
-    expect(found.error).toContain('vkCreateInstance');
-  });
-});
+describeUnusableLibrary(
+  { api: 'Vulkan', discover: discoverVulkan, env: VULKAN_LIBRARY_ENV, soname: 'libvulkan.so.1', unversioned: 'libvulkan.so', defaults: VULKAN_DEFAULT_LIBRARIES, other: 'the Vulkan loader', notIt: 'not a Vulkan library', symbol: 'vkCreateInstance', dir: () => dir },
+  'discoverVulkan when the library is not usable',
+);
 
 describe('discoverVulkan against a fake loader', () => {
   it('maps device types, decodes versions, reads VK_EXT_pci_bus_info and destroys its instance', () => {
