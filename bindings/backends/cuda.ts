@@ -1,7 +1,7 @@
 // The CUDA backend: libcuda.so.1 (bindings/cuda.ts), a discovery group of its own, native ops on each device.
 import { readFileSync } from 'node:fs';
 import { errorText } from '../../src/fatal.js';
-import { type BackendModule, type DiscoveredDevice, ask } from '../backend.js';
+import { type DiscoveredDevice, ask } from '../backend.js';
 import {
   CAN_MAP_HOST_MEMORY,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
@@ -16,7 +16,7 @@ import {
   loadCuda,
   withCudaOps,
 } from '../cuda.js';
-import { discoverRegistering, registeringDevice } from './registering.js';
+import { registeringBackend, registeringDevice } from './registering.js';
 
 function nvidiaModuleVersion(): string | undefined {
   try {
@@ -90,19 +90,10 @@ function listCuda(driver: CudaDriver): { devices: DiscoveredDevice[]; note?: str
   return { devices, ...(reason ? { note: `CUDA: ${reason}` } : {}) };
 }
 
-export const cuda = {
-  id: 'cuda',
-  framework: 'CUDA',
-  libraryEnv: CUDA_LIBRARY_ENV,
-  group: 'cuda',
-  deviceId: 'cuda:\\d+',
-  registers: true,
-  driver: {
-    api: 'CUDA',
-    notRegistered: { code: CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, name: 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED' },
-    invalidValue: { code: CUDA_ERROR_INVALID_VALUE, name: 'CUDA_ERROR_INVALID_VALUE' },
-    // a failed query says nothing about the device
-    policy: { failedQuery: 'unknown' },
-  },
-  discover: () => discoverRegistering('cuda', loadCuda, listCuda),
-} as const satisfies BackendModule;
+export const cuda = registeringBackend({
+  id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV,
+  codes: { notRegistered: [CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED'], invalidValue: [CUDA_ERROR_INVALID_VALUE, 'CUDA_ERROR_INVALID_VALUE'] },
+  // a failed query says nothing about the device
+  failedQuery: 'unknown',
+  load: loadCuda, list: listCuda,
+});

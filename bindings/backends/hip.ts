@@ -1,7 +1,7 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
-import { type BackendModule, type DiscoveredDevice, ask } from '../backend.js';
+import { type DiscoveredDevice, ask } from '../backend.js';
 import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
-import { discoverRegistering, registeringDevice } from './registering.js';
+import { registeringBackend, registeringDevice } from './registering.js';
 
 function hipDevice(driver: HipDriver, i: number, version: string): DiscoveredDevice {
   const integrated = ask(() => driver.integrated(i));
@@ -41,19 +41,10 @@ function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: strin
   return { devices, ...(reason ? { note: `HIP: ${reason} (${driver.path}, HIP ${version})` } : {}) };
 }
 
-export const hip = {
-  id: 'hip',
-  framework: 'HIP',
-  libraryEnv: HIP_LIBRARY_ENV,
-  group: 'hip',
-  deviceId: 'hip:\\d+',
-  registers: true,
-  driver: {
-    api: 'HIP',
-    notRegistered: { code: HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, name: 'hipErrorHostMemoryNotRegistered' },
-    invalidValue: { code: HIP_ERROR_INVALID_VALUE, name: 'hipErrorInvalidValue' },
-    // HIP counts a failed query as an integrated device
-    policy: { failedQuery: 'integrated' },
-  },
-  discover: () => discoverRegistering('hip', loadHip, listHip),
-} as const satisfies BackendModule;
+export const hip = registeringBackend({
+  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV,
+  codes: { notRegistered: [HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, 'hipErrorHostMemoryNotRegistered'], invalidValue: [HIP_ERROR_INVALID_VALUE, 'hipErrorInvalidValue'] },
+  // HIP counts a failed query as an integrated device
+  failedQuery: 'integrated',
+  load: loadHip, list: listHip,
+});

@@ -3,9 +3,12 @@
 // run's error), and each device as discovery lists it, carrying its module's policy, codes and kit.
 import { errorText } from '../../src/fatal.js';
 import type { Backend } from '../../results/types.js';
+import type { RegistrationPolicy } from '../../src/device.js';
 import {
   type Answer,
   type BackendDiscovery,
+  type BackendModule,
+  type DriverCode,
   type DiscoveredDevice,
   type NativeKit,
   type RegisteringDriver,
@@ -84,4 +87,35 @@ export function discoverRegistering<D extends { readonly path: string }>(
   } catch (e) {
     return { devices: [], report: failedToStart(id, driver.path, e) };
   }
+}
+
+/** What a registering backend's module states; the rest follows from its id (its group and device ids). */
+export interface RegisteringBackendSpec<I extends Backend, D extends { readonly path: string }> {
+  readonly id: I;
+  /** The framework name, which its driver's messages also carry ('CUDA', 'HIP'). */
+  readonly framework: string;
+  readonly libraryEnv: string;
+  /** [code, name] of "host memory not registered" and of "invalid value". */
+  readonly codes: { readonly notRegistered: readonly [number, string]; readonly invalidValue: readonly [number, string] };
+  readonly failedQuery: RegistrationPolicy['failedQuery'];
+  readonly load: () => D;
+  readonly list: (driver: D) => { devices: DiscoveredDevice[]; note?: string };
+}
+
+/**
+ * The module of a backend whose driver registers host memory: a discovery group of its own (its process keeps its
+ * device), device ids `<id>:<ordinal>`.
+ */
+export function registeringBackend<I extends Backend, D extends { readonly path: string }>(s: RegisteringBackendSpec<I, D>): BackendModule & RegisteringBackend & { readonly id: I; readonly registers: true } {
+  const code = ([c, name]: readonly [number, string]): DriverCode => ({ code: c, name });
+  return {
+    id: s.id,
+    framework: s.framework,
+    libraryEnv: s.libraryEnv,
+    group: s.id,
+    deviceId: `${s.id}:\\d+`,
+    registers: true,
+    driver: { api: s.framework, notRegistered: code(s.codes.notRegistered), invalidValue: code(s.codes.invalidValue), policy: { failedQuery: s.failedQuery } },
+    discover: () => discoverRegistering(s.id, s.load, s.list),
+  };
 }

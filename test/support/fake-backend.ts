@@ -4,8 +4,8 @@
 // its framework name ('Fake') is none the model lists: whatever it gets right, it gets from what its module says.
 import type { Backend } from '../../results/types.js';
 import type { Host } from '../../src/ops.js';
-import { type BackendModule, type DiscoveredDevice, ask } from '../../bindings/backend.js';
-import { discoverRegistering, registeringDevice } from '../../bindings/backends/registering.js';
+import { type DiscoveredDevice, ask } from '../../bindings/backend.js';
+import { registeringBackend, registeringDevice } from '../../bindings/backends/registering.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal } from '../../bindings/device-ops.js';
 import {
   type HostCalls,
@@ -210,22 +210,13 @@ function fakeDevice(driver: FakeDriver, i: number): DiscoveredDevice {
   });
 }
 
-export const fakeBackend = {
-  id: FAKE,
-  framework: 'Fake',
-  libraryEnv: FAKE_LIBRARY_ENV,
-  group: 'fake',
-  deviceId: 'fake:\\d+',
-  registers: true,
-  driver: {
-    api: 'Fake',
-    notRegistered: { code: FAKE_NOT_REGISTERED, name: 'FAKE_ERROR_NOT_REGISTERED' },
-    invalidValue: { code: FAKE_INVALID_VALUE, name: 'FAKE_ERROR_INVALID_VALUE' },
-    policy: { failedQuery: 'unknown' },
+export const fakeBackend = registeringBackend({
+  id: FAKE, framework: 'Fake', libraryEnv: FAKE_LIBRARY_ENV,
+  codes: { notRegistered: [FAKE_NOT_REGISTERED, 'FAKE_ERROR_NOT_REGISTERED'], invalidValue: [FAKE_INVALID_VALUE, 'FAKE_ERROR_INVALID_VALUE'] },
+  failedQuery: 'unknown',
+  load: loadFake,
+  list: (driver) => {
+    const { count, reason } = driver.devices();
+    return { devices: Array.from({ length: count }, (_, i) => fakeDevice(driver, i)), ...(reason ? { note: `Fake: ${reason}` } : {}) };
   },
-  discover: () =>
-    discoverRegistering(FAKE, loadFake, (driver) => {
-      const { count, reason } = driver.devices();
-      return { devices: Array.from({ length: count }, (_, i) => fakeDevice(driver, i)), ...(reason ? { note: `Fake: ${reason}` } : {}) };
-    }),
-} as const satisfies BackendModule;
+});
