@@ -6,7 +6,8 @@
 //
 // Adding a backend to the product takes:
 //   - its module in bindings/backends/ (a driver that registers: with its binding, e.g. bindings/cuda.ts, and
-//     registering.ts's helpers for its devices), and its line in BUILT_IN below;
+//     registering.ts: registeringBackend for the module, registeringDevice for its devices), and its line in
+//     BUILT_IN below;
 //   - its id in results/types.ts's BACKENDS, and in results/results.schema.json's backend enum and device id
 //     pattern (test/registry.test.ts fails until the schema says what BACKENDS and the modules' deviceId say);
 //   - where a user reads the list: `--backend` in docs/usage.md (the --help text, from backendIds()) and the
