@@ -4,43 +4,36 @@
 // a quiet machine, a link trained below its maximum (a fake sysfs), and four devices sharing one link across
 // their processes (the shared link of the double) to show that the host-wide timing lock keeps them apart.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GateDecision, RunResult } from '../results/types.js';
 import { type Look, busyReasons, CPU_PRESSURE_BUSY, LINK_BUSY_MBPS } from '../suites/measure.js';
 import { MAIN, cleanEnv } from './support/command.js';
-import { workspace } from './support/workspace.js';
+import { type CommandRun, runCommand, workspace } from './support/workspace.js';
 
 const { work, doubles } = workspace('mapped-reg-busy-', 'now');
 
 /** Registered and page-locked copies alike at 2 GB/s, as on the H200 (registered / page-locked 0.997 there). */
 const QUIET = 'registered=2,pinned=2,pageable=0.5';
-let serial = 0;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  json: RunResult;
-}
+/** A run of the command and its results. */
+type Ran = CommandRun & { json: RunResult };
 
 function run(args: string[], env: Record<string, string | undefined>, sizeMiB = 8): Ran {
-  const n = serial++;
-  const scratch = mkdtempSync(join(work, 'scratch-'));
-  const json = join(work, `r${n}.json`);
-  const r = spawnSync(process.execPath, [MAIN, '--backend', 'cuda', '--size', String(sizeMiB), '--scratch-dir', scratch, '--json', json, ...args], {
+  const r = runCommand(
+    work,
+    () => ['--backend', 'cuda', '--size', String(sizeMiB), ...args],
     // the lock of this file's runs only: the other test files' runs time their copies under their own
-    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_NVML_LIBRARY: doubles.nvml, MAPPED_REG_TIMING_LOCK: join(work, 'timing.lock'), ...env }),
-    encoding: 'utf8',
-    cwd: work,
-  });
+    () => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_NVML_LIBRARY: doubles.nvml, MAPPED_REG_TIMING_LOCK: join(work, 'timing.lock'), ...env }),
+  );
   let parsed: RunResult;
   try {
-    parsed = JSON.parse(readFileSync(json, 'utf8')) as RunResult;
+    parsed = JSON.parse(r.read('json')) as RunResult;
   } catch {
-    throw new Error(`no results (exit ${r.status}): ${r.stdout}\n${r.stderr}`);
+    throw new Error(`no results (exit ${r.code}): ${r.stdout}\n${r.stderr}`);
   }
-  return { code: r.status, stdout: r.stdout, json: parsed };
+  return { ...r, json: parsed };
 }
 
 const gateOf = (r: Ran): GateDecision => r.json.gate!;

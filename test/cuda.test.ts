@@ -2,7 +2,6 @@
 // libcuda.so.1 would be. Scenarios that need another double configuration (read at cuInit) load a copy of
 // the library under another name: a separate instance with its own state.
 
-import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -31,20 +30,15 @@ import { expectTextFileRefused } from './support/not-a-driver.js';
 
 const ENV_KEYS = ['MAPPED_REG_CUDA_LIBRARY', 'MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_DEVICES'];
 const fixture = bindingFixture('cuda', ENV_KEYS);
-const { fileMapping, restoreEnv } = fixture;
+const { fileMapping, restoreEnv, freshCopy, state } = fixture;
 
-let dir = '';
-let doublePath = '';
-let hipDoublePath = '';
 let driver: CudaDriver;
-let serial = 0;
 
 let dbl: DoubleExports;
 
 /** A separate instance of the double (its own state), configured by `env` at its cuInit. */
 function freshDriver(env: Record<string, string>): { driver: CudaDriver; path: string } {
-  const path = join(dir, `libcuda_double_${++serial}.so`);
-  copyFileSync(doublePath, path);
+  const path = freshCopy('libcuda_double');
   const d = loadCuda(path);
   for (const [k, v] of Object.entries(env)) process.env[k] = v;
   try {
@@ -57,19 +51,28 @@ function freshDriver(env: Record<string, string>): { driver: CudaDriver; path: s
 
 const pattern = (n: number, seed = 7): Uint8Array => patternOf(n, seed);
 
+/** withCudaOps over `bytes` on device 0, its `f` doing `before` and then throwing `boom`: the call rethrows boom. */
+function expectRethrown(bytes: number, boom: Error, log: (m: string) => void, before: (ops: DeviceOps) => void): void {
+  const f = (ops: DeviceOps): never => {
+    before(ops);
+    throw boom;
+  };
+  expect(() => withCudaOps(driver, 0, bytes, f, { log })).toThrow(boom);
+}
+
 beforeAll(() => {
-  ({ dir, doublePath, otherDoublePath: hipDoublePath, exports: dbl } = fixture.state);
-  driver = loadCuda(doublePath);
+  dbl = state.exports;
+  driver = loadCuda(state.doublePath);
 });
 
 describe('loading', () => {
   it('a missing library is LibraryNotFoundError naming what was tried', () => {
-    const e = thrown(() => loadCuda(join(dir, 'nowhere', 'libcuda.so.1')));
+    const e = thrown(() => loadCuda(join(state.dir, 'nowhere', 'libcuda.so.1')));
     expect(e).toBeInstanceOf(LibraryNotFoundError);
     const err = e as LibraryNotFoundError;
     expect(err.api).toBe('CUDA');
-    expect(err.tried).toEqual([join(dir, 'nowhere', 'libcuda.so.1')]);
-    expect(err.message).toBe(`CUDA: ${join(dir, 'nowhere', 'libcuda.so.1')} not found (tried ${join(dir, 'nowhere', 'libcuda.so.1')})`);
+    expect(err.tried).toEqual([join(state.dir, 'nowhere', 'libcuda.so.1')]);
+    expect(err.message).toBe(`CUDA: ${join(state.dir, 'nowhere', 'libcuda.so.1')} not found (tried ${join(state.dir, 'nowhere', 'libcuda.so.1')})`);
 
     const bare = thrown(() => loadCuda('libcuda_not_installed_here.so.1')) as LibraryNotFoundError;
     expect(bare).toBeInstanceOf(LibraryNotFoundError);
@@ -88,31 +91,31 @@ describe('loading', () => {
     }
     if (found) expect(found.path).toBe('libcuda.so.1'); // a machine with the real driver
 
-    process.env['MAPPED_REG_CUDA_LIBRARY'] = doublePath;
+    process.env['MAPPED_REG_CUDA_LIBRARY'] = state.doublePath;
     try {
       expect(loadCuda()).toBe(driver);
-      process.env['MAPPED_REG_CUDA_LIBRARY'] = join(dir, 'missing.so');
-      expect(() => loadCuda()).toThrow(`CUDA: ${join(dir, 'missing.so')} not found (tried ${join(dir, 'missing.so')})`);
+      process.env['MAPPED_REG_CUDA_LIBRARY'] = join(state.dir, 'missing.so');
+      expect(() => loadCuda()).toThrow(`CUDA: ${join(state.dir, 'missing.so')} not found (tried ${join(state.dir, 'missing.so')})`);
     } finally {
       restoreEnv('MAPPED_REG_CUDA_LIBRARY');
     }
   });
 
   it('a file that is not a library, or a library without the driver symbols, is NotADriverError', () => {
-    expectTextFileRefused(loadCuda, dir, 'libcuda.so.1');
+    expectTextFileRefused(loadCuda, state.dir, 'libcuda.so.1');
 
-    const hip = thrown(() => loadCuda(hipDoublePath)) as NotADriverError;
+    const hip = thrown(() => loadCuda(state.otherDoublePath)) as NotADriverError;
     expect(hip).toBeInstanceOf(NotADriverError);
-    expect(hip.message).toBe(`CUDA: ${hipDoublePath} is not a CUDA driver library (no symbol cuInit)`);
+    expect(hip.message).toBe(`CUDA: ${state.otherDoublePath} is not a CUDA driver library (no symbol cuInit)`);
 
-    const dirPath = thrown(() => loadCuda(dir)) as NotADriverError;
+    const dirPath = thrown(() => loadCuda(state.dir)) as NotADriverError;
     expect(dirPath).toBeInstanceOf(NotADriverError);
   });
 
   it('loads once per name', () => {
-    expect(loadCuda(doublePath)).toBe(driver);
+    expect(loadCuda(state.doublePath)).toBe(driver);
     expect(driver.api).toBe('CUDA');
-    expect(driver.path).toBe(doublePath);
+    expect(driver.path).toBe(state.doublePath);
   });
 });
 
@@ -150,8 +153,7 @@ describe('driver', () => {
   });
 
   it('another cuInit failure is an error, not "no device"', () => {
-    const path = join(dir, `libcuda_double_${++serial}.so`);
-    copyFileSync(doublePath, path);
+    const path = freshCopy('libcuda_double');
     const d = loadCuda(path);
     process.env['MAPPED_REG_DOUBLE_FAULTS'] = 'init_fails';
     try {
@@ -306,20 +308,11 @@ describe('withCudaOps', () => {
     const regs = dbl.registrations();
     const boom = new Error('f failed');
     const logged: string[] = [];
-    expect(() =>
-      withCudaOps(
-        driver,
-        0,
-        8192,
-        (ops) => {
-          ops.allocHost(4096);
-          ops.allocHost(4096);
-          ops.register(m);
-          throw boom;
-        },
-        { log: (msg) => logged.push(msg) },
-      ),
-    ).toThrow(boom);
+    expectRethrown(8192, boom, (msg) => logged.push(msg), (ops) => {
+      ops.allocHost(4096);
+      ops.allocHost(4096);
+      ops.register(m);
+    });
     expect(dbl.calls('cuMemFreeHost')).toBe(freeHosts + 2);
     expect(dbl.calls('cuMemFree_v2')).toBe(frees + 1);
     expect(dbl.calls('cuMemHostUnregister')).toBe(unregisters); // not touched
@@ -383,23 +376,11 @@ describe('withCudaOps', () => {
 
     const boom = new Error('f failed too');
     const logged2: string[] = [];
-    expect(() =>
-      withCudaOps(
-        driver,
-        0,
-        4096,
-        () => {
-          driver.primaryCtxRelease(0);
-          throw boom;
-        },
-        {
-          log: (m) => {
-            logged2.push(m);
-            throw new Error('a logger that throws changes nothing');
-          },
-        },
-      ),
-    ).toThrow(boom);
+    const throwingLog = (m: string): never => {
+      logged2.push(m);
+      throw new Error('a logger that throws changes nothing');
+    };
+    expectRethrown(4096, boom, throwingLog, () => driver.primaryCtxRelease(0));
     expect(logged2.length).toBeGreaterThan(0);
   });
 

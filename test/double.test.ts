@@ -365,6 +365,23 @@ function readString(fn: (buf: Buffer, len: number, dev: number) => number, dev =
   return buf.toString('latin1').replace(/\0[\s\S]*$/, '');
 }
 
+/** What a double's device-query calls need: its name, PCI bus id and memory size of a device. */
+interface DeviceQueries {
+  deviceName(buf: Buffer, len: number, dev: number): number;
+  pciBusId(buf: Buffer, len: number, dev: number): number;
+  totalMem(out: number[], dev: number): number;
+}
+
+/** Device 0 of a double: named `name`, at 0000:00:00.0, 80 GiB, and each attribute of `attrs` read (rc 0) as its value. */
+function expectDevice0(api: DeviceQueries, attr: (a: number) => { rc: number; value: number }, name: string, attrs: [number, number][]): void {
+  expect(readString(api.deviceName)).toBe(name);
+  expect(readString(api.pciBusId)).toBe('0000:00:00.0');
+  const mem = [0];
+  expect(api.totalMem(mem, 0)).toBe(0);
+  expect(mem[0]).toBe(80 * 2 ** 30);
+  for (const [a, value] of attrs) expect(attr(a), `attribute ${a}`).toEqual({ rc: 0, value });
+}
+
 // ------------------------------------------------------------------ build
 
 describe('buildDoubles', () => {
@@ -399,16 +416,13 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
     expect(cu.deviceGet(d, 0)).toBe(0);
     expect(d[0]).toBe(0);
     expect(cu.deviceGet(d, 1)).toBe(CU.INVALID_DEVICE);
-    expect(readString(cu.deviceName)).toBe('Double CUDA Device');
-    expect(readString(cu.pciBusId)).toBe('0000:00:00.0');
-    const mem = [0];
-    expect(cu.totalMem(mem, 0)).toBe(0);
-    expect(mem[0]).toBe(80 * 2 ** 30);
-    expect(cudaAttr(CU.ATTR_INTEGRATED)).toEqual({ rc: 0, value: 0 });
-    expect(cudaAttr(CU.ATTR_CAN_MAP_HOST_MEMORY)).toEqual({ rc: 0, value: 1 });
-    expect(cudaAttr(CU.ATTR_PAGEABLE_MEMORY_ACCESS)).toEqual({ rc: 0, value: 0 });
-    expect(cudaAttr(CU.ATTR_HOST_REGISTER_SUPPORTED)).toEqual({ rc: 0, value: 1 });
-    expect(cudaAttr(CU.ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED)).toEqual({ rc: 0, value: 1 });
+    expectDevice0(cu, cudaAttr, 'Double CUDA Device', [
+      [CU.ATTR_INTEGRATED, 0],
+      [CU.ATTR_CAN_MAP_HOST_MEMORY, 1],
+      [CU.ATTR_PAGEABLE_MEMORY_ACCESS, 0],
+      [CU.ATTR_HOST_REGISTER_SUPPORTED, 1],
+      [CU.ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED, 1],
+    ]);
     expect(cudaAttr(4242).rc).toBe(CU.INVALID_VALUE);
     expect(cu.synchronize()).toBe(0);
   });
@@ -666,14 +680,11 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
     const n = [0];
     expect(hip.deviceCount(n)).toBe(0);
     expect(n[0]).toBe(1);
-    expect(readString(hip.deviceName)).toBe('Double HIP Device');
-    expect(readString(hip.pciBusId)).toBe('0000:00:00.0');
-    const mem = [0];
-    expect(hip.totalMem(mem, 0)).toBe(0);
-    expect(mem[0]).toBe(80 * 2 ** 30);
-    expect(hipAttr(HIP.ATTR_INTEGRATED)).toEqual({ rc: 0, value: 0 });
-    expect(hipAttr(HIP.ATTR_CAN_MAP_HOST_MEMORY)).toEqual({ rc: 0, value: 1 });
-    expect(hipAttr(HIP.ATTR_HOST_REGISTER_SUPPORTED)).toEqual({ rc: 0, value: 1 });
+    expectDevice0(hip, hipAttr, 'Double HIP Device', [
+      [HIP.ATTR_INTEGRATED, 0],
+      [HIP.ATTR_CAN_MAP_HOST_MEMORY, 1],
+      [HIP.ATTR_HOST_REGISTER_SUPPORTED, 1],
+    ]);
     expect(hipAttr(18).rc).toBe(HIP.INVALID_VALUE); // CUDA's number for integrated means nothing here
     expect(hipAttr(4242).rc).toBe(HIP.INVALID_VALUE);
     expect(hip.errorName(713)).toBe('hipErrorHostMemoryNotRegistered');

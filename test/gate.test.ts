@@ -9,7 +9,7 @@ import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { InputError, readResults, resultsValidator } from '../results/read.js';
 import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
 import { MAIN, cleanEnv } from './support/command.js';
-import { workspace } from './support/workspace.js';
+import { type CommandRun, runCommand, workspace } from './support/workspace.js';
 import { ROCM724_FAILS } from './support/profiles.js';
 import { validateJunit } from './support/junit-xsd.js';
 
@@ -17,12 +17,8 @@ const { work, doubles } = workspace('mapped-reg-gate-', 'now');
 
 /** The double's copies paced: registered at 2 GB/s, page-locked at 1.5 (the staged copy, a memcpy and then the page-locked copy, stays below 1.5: a registered copy cut by 25% to 1.5 is still Usable, above 0.8 x staged, however fast the memcpy), pageable at 0.5, on any machine. */
 const RATES = 'registered=2,pinned=1.5,pageable=0.5';
-let serial = 0;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+interface Ran extends CommandRun {
   /** The last line of stdout: the gate's PASS/FAIL line. */
   last: string;
   json: RunResult;
@@ -32,32 +28,18 @@ interface Ran {
 
 /** The command with --json, --junit and a step summary, in a scratch folder of its own. */
 function run(args: string[], env: Record<string, string | undefined> = {}): Ran {
-  const n = serial++;
-  const scratch = mkdtempSync(join(work, 'scratch-'));
-  const json = join(work, `r${n}.json`);
-  const junit = join(work, `r${n}.xml`);
-  const summary = join(work, `r${n}.md`);
-  const r = spawnSync(process.execPath, [MAIN, '--size', '8', '--scratch-dir', scratch, '--json', json, '--junit', junit, ...args], {
-    env: cleanEnv({ GITHUB_STEP_SUMMARY: summary, ...env }),
-    encoding: 'utf8',
-    cwd: work,
-  });
-  const read = (f: string): string => {
-    try {
-      return readFileSync(f, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  const text = read(json);
+  const r = runCommand(
+    work,
+    (out) => ['--size', '8', '--junit', out('xml'), ...args],
+    (out) => ({ GITHUB_STEP_SUMMARY: out('md'), ...env }),
+  );
+  const text = r.read('json');
   return {
-    code: r.status,
-    stdout: r.stdout,
-    stderr: r.stderr,
+    ...r,
     last: r.stdout.trimEnd().split('\n').at(-1) ?? '',
     json: text ? (JSON.parse(text) as RunResult) : (undefined as unknown as RunResult),
-    junit: read(junit),
-    summary: read(summary),
+    junit: r.read('xml'),
+    summary: r.read('md'),
   };
 }
 

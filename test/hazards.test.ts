@@ -168,14 +168,23 @@ it('applies only to devices that register (CUDA, HIP); others get the reason and
   }
 });
 
-describe('CUDA double, profile cuda (the H200 of the facts file)', () => {
-  let run: Run;
+/** runAll in a beforeAll of the describe block it is called in: the run is filled in then, so read it inside tests only. */
+function runBeforeAll(backend: 'cuda' | 'hip', profile: string): Run {
+  const run = {} as Run; // filled in by beforeAll, before any test reads it
   beforeAll(() => {
-    run = runAll('cuda', 'cuda');
+    Object.assign(run, runAll(backend, profile));
   }, 120_000);
+  return run;
+}
+
+/** Every hazard check's status when all pass. */
+const ALL_PASS = Object.fromEntries(IDS.map((id) => [id, 'pass']));
+
+describe('CUDA double, profile cuda (the H200 of the facts file)', () => {
+  const run = runBeforeAll('cuda', 'cuda');
 
   it('every hazard check passes', () => {
-    expect(statuses(run)).toEqual(Object.fromEntries(IDS.map((id) => [id, 'pass'])));
+    expect(statuses(run)).toEqual(ALL_PASS);
   });
 
   it('observes the codes of the facts file, by number and name', () => {
@@ -215,10 +224,7 @@ describe('CUDA double, profile cuda (the H200 of the facts file)', () => {
 });
 
 describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', () => {
-  let run: Run;
-  beforeAll(() => {
-    run = runAll('hip', 'rocm724');
-  }, 120_000);
+  const run = runBeforeAll('hip', 'rocm724');
 
   it('exactly the five ROCm 7.2.4 behaviours fail; the rest pass', () => {
     expect(failing(run).sort()).toEqual([...ROCM724_FAILS].sort());
@@ -254,13 +260,10 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
 });
 
 describe('HIP double, profile rocm-fixed', () => {
-  let run: Run;
-  beforeAll(() => {
-    run = runAll('hip', 'rocm-fixed');
-  }, 120_000);
+  const run = runBeforeAll('hip', 'rocm-fixed');
 
   it('every hazard check passes', () => {
-    expect(statuses(run)).toEqual(Object.fromEntries(IDS.map((id) => [id, 'pass'])));
+    expect(statuses(run)).toEqual(ALL_PASS);
     expect(data(run, 'hazard.double_registration_refused')).toMatchObject({ second: 712, secondName: 'hipErrorHostMemoryAlreadyRegistered' });
     expect(data(run, 'hazard.prot_none_refused').tries).toEqual([{ flags: 0, register: 1, registerName: 'hipErrorInvalidValue' }]);
   });

@@ -2,7 +2,6 @@
 // libamdhip64.so would be. Scenarios that need another double configuration (read at hipInit) load a copy
 // of the library under another name: a separate instance with its own state.
 
-import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -35,13 +34,9 @@ const ENV_KEYS = [
   'MAPPED_REG_DOUBLE_HIP_VERSION',
 ];
 const fixture = bindingFixture('hip', ENV_KEYS);
-const { fileMapping, restoreEnv } = fixture;
+const { fileMapping, restoreEnv, freshCopy, state } = fixture;
 
-let dir = '';
-let doublePath = '';
-let cudaDoublePath = '';
 let driver: HipDriver;
-let serial = 0;
 
 let dbl: DoubleExports;
 
@@ -50,8 +45,7 @@ let dbl: DoubleExports;
  * hipRuntimeGetVersion reads the version whenever it is asked, so `env` stays set while `use` runs.
  */
 function withFreshDriver<T>(env: Record<string, string>, use: (d: HipDriver, exports: DoubleExports) => T): T {
-  const path = join(dir, `libamdhip64_double_${++serial}.so`);
-  copyFileSync(doublePath, path);
+  const path = freshCopy('libamdhip64_double');
   for (const [k, v] of Object.entries(env)) process.env[k] = v;
   try {
     return use(loadHip(path), exportsOf(path));
@@ -63,14 +57,14 @@ function withFreshDriver<T>(env: Record<string, string>, use: (d: HipDriver, exp
 const pattern = (n: number, seed = 5): Uint8Array => patternOf(n, seed);
 
 beforeAll(() => {
-  ({ dir, doublePath, otherDoublePath: cudaDoublePath, exports: dbl } = fixture.state);
-  driver = loadHip(doublePath);
+  dbl = state.exports;
+  driver = loadHip(state.doublePath);
 });
 
 describe('loading', () => {
   it('a missing library is LibraryNotFoundError naming every name tried', () => {
     expect(HIP_LIBRARIES).toEqual(['libamdhip64.so', 'libamdhip64.so.7', 'libamdhip64.so.6', 'libamdhip64.so.5']);
-    const where = join(dir, 'nowhere', 'libamdhip64.so');
+    const where = join(state.dir, 'nowhere', 'libamdhip64.so');
     const e = thrown(() => loadHip(where)) as LibraryNotFoundError;
     expect(e).toBeInstanceOf(LibraryNotFoundError);
     expect(e.api).toBe('HIP');
@@ -89,7 +83,7 @@ describe('loading', () => {
     }
     if (found) expect(HIP_LIBRARIES).toContain(found.path); // e.g. the GPU machine's libamdhip64.so.5
 
-    process.env['MAPPED_REG_HIP_LIBRARY'] = doublePath;
+    process.env['MAPPED_REG_HIP_LIBRARY'] = state.doublePath;
     try {
       expect(loadHip()).toBe(driver);
     } finally {
@@ -98,9 +92,9 @@ describe('loading', () => {
   });
 
   it('a file that is not a library, or a library without the HIP symbols, is NotADriverError', () => {
-    expectTextFileRefused(loadHip, dir, 'libamdhip64.so');
-    const cuda = thrown(() => loadHip(cudaDoublePath)) as NotADriverError;
-    expect(cuda.message).toBe(`HIP: ${cudaDoublePath} is not a HIP driver library (no symbol hipRuntimeGetVersion)`);
+    expectTextFileRefused(loadHip, state.dir, 'libamdhip64.so');
+    const cuda = thrown(() => loadHip(state.otherDoublePath)) as NotADriverError;
+    expect(cuda.message).toBe(`HIP: ${state.otherDoublePath} is not a HIP driver library (no symbol hipRuntimeGetVersion)`);
   });
 });
 

@@ -2,12 +2,9 @@
 // pocl-opencl-icd: a missing library fails these tests, it does not skip them), and against a small fake
 // libOpenCL compiled here with cc for what PoCL cannot show (GPUs, PCI bus ids, failing calls).
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV } from '../bindings/opencl.js';
+import { compiledFake } from './support/compiled-fake.js';
 import { describeUnusableLibrary } from './support/unusable-library.js';
 
 const FAKE_OPENCL_C = String.raw`
@@ -92,30 +89,7 @@ cl_int clGetDeviceInfo(void *device, cl_uint param, size_t value_size, void *val
 }
 `;
 
-let dir = '';
-let fakeLibrary = '';
-const savedEnv = { library: process.env[OPENCL_LIBRARY_ENV], mode: process.env.FAKE_CL_MODE };
-
-function restore(name: string, value: string | undefined): void {
-  if (value === undefined) delete process.env[name];
-  else process.env[name] = value;
-}
-
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'opencl-test-'));
-  writeFileSync(join(dir, 'fake_opencl.c'), FAKE_OPENCL_C);
-  fakeLibrary = join(dir, 'libfakeopencl.so');
-  execFileSync(process.env.CC ?? 'cc', ['-shared', '-fPIC', '-O1', '-o', fakeLibrary, join(dir, 'fake_opencl.c')], { stdio: 'pipe' });
-});
-
-afterEach(() => {
-  restore(OPENCL_LIBRARY_ENV, savedEnv.library);
-  restore('FAKE_CL_MODE', savedEnv.mode);
-});
-
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+const fake = compiledFake('opencl-test-', FAKE_OPENCL_C, 'libfakeopencl', [OPENCL_LIBRARY_ENV, 'FAKE_CL_MODE']);
 
 describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
   it('finds a PoCL CPU device through libOpenCL.so.1', () => {
@@ -143,14 +117,14 @@ describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
 });
 
 describeUnusableLibrary(
-  { api: 'OpenCL', discover: discoverOpenCL, env: OPENCL_LIBRARY_ENV, soname: 'libOpenCL.so.1', unversioned: 'libOpenCL.so', defaults: OPENCL_DEFAULT_LIBRARIES, other: 'OpenCL', notIt: 'not an OpenCL library', symbol: 'clGetPlatformIDs', dir: () => dir },
+  { api: 'OpenCL', discover: discoverOpenCL, env: OPENCL_LIBRARY_ENV, soname: 'libOpenCL.so.1', unversioned: 'libOpenCL.so', defaults: OPENCL_DEFAULT_LIBRARIES, other: 'OpenCL', notIt: 'not an OpenCL library', symbol: 'clGetPlatformIDs', dir: () => fake.dir },
   'discoverOpenCL when the library is not usable',
 );
 
 describe('discoverOpenCL against a fake driver', () => {
   it('describes GPUs, accelerators and PCI bus ids, and names each failing call with its code', () => {
-    const found = discoverOpenCL(fakeLibrary);
-    expect(found.library).toBe(fakeLibrary);
+    const found = discoverOpenCL(fake.library);
+    expect(found.library).toBe(fake.library);
     expect(found.devices).toEqual([
       {
         index: 0,
@@ -195,13 +169,13 @@ describe('discoverOpenCL against a fake driver', () => {
 
   it('treats CL_PLATFORM_NOT_FOUND_KHR as zero platforms, not an error', () => {
     process.env.FAKE_CL_MODE = 'none';
-    expect(discoverOpenCL(fakeLibrary)).toEqual({ library: fakeLibrary, tried: [fakeLibrary], devices: [] });
+    expect(discoverOpenCL(fake.library)).toEqual({ library: fake.library, tried: [fake.library], devices: [] });
   });
 
   it('reports another clGetPlatformIDs failure with its code', () => {
     process.env.FAKE_CL_MODE = 'fail';
-    const found = discoverOpenCL(fakeLibrary);
-    expect(found.library).toBe(fakeLibrary);
+    const found = discoverOpenCL(fake.library);
+    expect(found.library).toBe(fake.library);
     expect(found.devices).toEqual([]);
     expect(found.error).toBe('OpenCL: clGetPlatformIDs returned CL_OUT_OF_HOST_MEMORY (-6)');
   });

@@ -2,13 +2,11 @@
 // mesa-vulkan-drivers: a missing library fails these tests, it does not skip them), and against a small fake
 // libvulkan compiled here with cc for what lavapipe cannot show (GPU types, PCI bus ids, failing calls).
 
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV } from '../bindings/vulkan.js';
+import { compiledFake } from './support/compiled-fake.js';
 import { describeUnusableLibrary } from './support/unusable-library.js';
 
 // A stand-in for the loader: it exports the entry points the binding binds, checks what it is given, and
@@ -115,35 +113,16 @@ void vkGetPhysicalDeviceProperties2(void *device, VkPhysicalDeviceProperties2 *p
 }
 `;
 
-let dir = '';
-let fakeLibrary = '';
-let fake: { live: () => number; created: () => number; apiVersion: () => number } | undefined;
-const savedEnv = Object.fromEntries(
-  [VULKAN_LIBRARY_ENV, 'FAKE_VK_MODE', 'VK_DRIVER_FILES', 'VK_ICD_FILENAMES'].map((name) => [name, process.env[name]]),
-);
+const fake = compiledFake('vulkan-test-', FAKE_VULKAN_C, 'libfakevulkan', [VULKAN_LIBRARY_ENV, 'FAKE_VK_MODE', 'VK_DRIVER_FILES', 'VK_ICD_FILENAMES']);
+let counters: { live: () => number; created: () => number; apiVersion: () => number } | undefined;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'vulkan-test-'));
-  writeFileSync(join(dir, 'fake_vulkan.c'), FAKE_VULKAN_C);
-  fakeLibrary = join(dir, 'libfakevulkan.so');
-  execFileSync(process.env.CC ?? 'cc', ['-shared', '-fPIC', '-O1', '-o', fakeLibrary, join(dir, 'fake_vulkan.c')], { stdio: 'pipe' });
-  const lib = koffi.load(fakeLibrary);
-  fake = {
+  const lib = koffi.load(fake.library);
+  counters = {
     live: lib.func('int fake_live_instances(void)'),
     created: lib.func('int fake_created_instances(void)'),
     apiVersion: lib.func('uint32_t fake_last_api_version(void)'),
   };
-});
-
-afterEach(() => {
-  for (const [name, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[name];
-    else process.env[name] = value;
-  }
-});
-
-afterAll(() => {
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('discoverVulkan on this machine (loader + lavapipe)', () => {
@@ -165,8 +144,8 @@ describe('discoverVulkan on this machine (loader + lavapipe)', () => {
   });
 
   it('treats a loader that finds no driver as zero devices', () => {
-    process.env.VK_DRIVER_FILES = join(dir, 'no-such-icd.json');
-    process.env.VK_ICD_FILENAMES = join(dir, 'no-such-icd.json');
+    process.env.VK_DRIVER_FILES = join(fake.dir, 'no-such-icd.json');
+    process.env.VK_ICD_FILENAMES = join(fake.dir, 'no-such-icd.json');
     expect(discoverVulkan('libvulkan.so.1')).toEqual({ library: 'libvulkan.so.1', tried: ['libvulkan.so.1'], devices: [] });
   });
 
@@ -196,16 +175,16 @@ describe('discoverVulkan on this machine (loader + lavapipe)', () => {
 });
 
 describeUnusableLibrary(
-  { api: 'Vulkan', discover: discoverVulkan, env: VULKAN_LIBRARY_ENV, soname: 'libvulkan.so.1', unversioned: 'libvulkan.so', defaults: VULKAN_DEFAULT_LIBRARIES, other: 'the Vulkan loader', notIt: 'not a Vulkan library', symbol: 'vkCreateInstance', dir: () => dir },
+  { api: 'Vulkan', discover: discoverVulkan, env: VULKAN_LIBRARY_ENV, soname: 'libvulkan.so.1', unversioned: 'libvulkan.so', defaults: VULKAN_DEFAULT_LIBRARIES, other: 'the Vulkan loader', notIt: 'not a Vulkan library', symbol: 'vkCreateInstance', dir: () => fake.dir },
   'discoverVulkan when the library is not usable',
 );
 
 describe('discoverVulkan against a fake loader', () => {
   it('maps device types, decodes versions, reads VK_EXT_pci_bus_info and destroys its instance', () => {
-    const before = fake?.created() ?? 0;
-    const found = discoverVulkan(fakeLibrary);
+    const before = counters?.created() ?? 0;
+    const found = discoverVulkan(fake.library);
     expect(found.error).toBeUndefined();
-    expect(found.library).toBe(fakeLibrary);
+    expect(found.library).toBe(fake.library);
     expect(found.devices).toEqual([
       {
         index: 0,
@@ -248,16 +227,16 @@ describe('discoverVulkan against a fake loader', () => {
         platform: 'Vulkan 1.2.0',
       },
     ]);
-    expect(fake?.created()).toBe(before + 1);
-    expect(fake?.live()).toBe(0);
-    expect(fake?.apiVersion()).toBe((1 << 22) | (1 << 12)); // VK_API_VERSION_1_1, the loader being 1.3
+    expect(counters?.created()).toBe(before + 1);
+    expect(counters?.live()).toBe(0);
+    expect(counters?.apiVersion()).toBe((1 << 22) | (1 << 12)); // VK_API_VERSION_1_1, the loader being 1.3
   });
 
   it('names a failing vkCreateInstance with its VkResult', () => {
     process.env.FAKE_VK_MODE = 'create-fail';
-    expect(discoverVulkan(fakeLibrary)).toEqual({
-      library: fakeLibrary,
-      tried: [fakeLibrary],
+    expect(discoverVulkan(fake.library)).toEqual({
+      library: fake.library,
+      tried: [fake.library],
       devices: [],
       error: 'Vulkan: vkCreateInstance returned VK_ERROR_INITIALIZATION_FAILED (-3)',
     });
@@ -265,20 +244,20 @@ describe('discoverVulkan against a fake loader', () => {
 
   it('treats VK_ERROR_INCOMPATIBLE_DRIVER from vkCreateInstance as zero devices', () => {
     process.env.FAKE_VK_MODE = 'no-driver';
-    expect(discoverVulkan(fakeLibrary)).toEqual({ library: fakeLibrary, tried: [fakeLibrary], devices: [] });
+    expect(discoverVulkan(fake.library)).toEqual({ library: fake.library, tried: [fake.library], devices: [] });
   });
 
   it('names a failing vkEnumeratePhysicalDevices and still destroys the instance', () => {
     process.env.FAKE_VK_MODE = 'enum-fail';
-    const found = discoverVulkan(fakeLibrary);
+    const found = discoverVulkan(fake.library);
     expect(found.devices).toEqual([]);
     expect(found.error).toBe('Vulkan: vkEnumeratePhysicalDevices returned VK_ERROR_INITIALIZATION_FAILED (-3)');
-    expect(fake?.live()).toBe(0);
+    expect(counters?.live()).toBe(0);
   });
 
   it('keeps the devices when the PCI extension query fails', () => {
     process.env.FAKE_VK_MODE = 'ext-fail';
-    const found = discoverVulkan(fakeLibrary);
+    const found = discoverVulkan(fake.library);
     expect(found.devices.map((d) => [d.name, d.pciBusId])).toEqual([
       ['Fake Intel iGPU', null],
       ['Fake NVIDIA dGPU', null],

@@ -16,20 +16,25 @@
 
 typedef int fakeResult;
 
-enum {
-  fakeSuccess = 0,
-  fakeErrorInvalidValue = 22,
-  fakeErrorOutOfMemory = 12,
-  fakeErrorNotInitialized = 30,
-  fakeErrorNoDevice = 40,
-  fakeErrorInvalidDevice = 41,
-  fakeErrorInvalidContext = 42,
-  fakeErrorAlreadyRegistered = 4041,
-  fakeErrorNotRegistered = 4040,
-  fakeErrorNotSupported = 50,
-  fakeErrorInvalidDirection = 23,
-  fakeErrorUnknown = 99,
-};
+/* Each of the fake's codes once: its value, the engine's neutral result it stands for (common.h: DR_*), its name and
+ * the text of its row in fakeErrorName's table (NULL: none). */
+#define FAKE_CODES(X)                                                                                           \
+  X(fakeSuccess, 0, DR_OK, "FAKE_SUCCESS", "no error")                                                          \
+  X(fakeErrorInvalidValue, 22, DR_INVALID_VALUE, "FAKE_ERROR_INVALID_VALUE", NULL)                              \
+  X(fakeErrorOutOfMemory, 12, DR_OUT_OF_MEMORY, "FAKE_ERROR_OUT_OF_MEMORY", NULL)                               \
+  X(fakeErrorNotInitialized, 30, DR_NOT_INITIALIZED, "FAKE_ERROR_NOT_INITIALIZED", NULL)                        \
+  X(fakeErrorNoDevice, 40, DR_NO_DEVICE, "FAKE_ERROR_NO_DEVICE", NULL)                                          \
+  X(fakeErrorInvalidDevice, 41, DR_INVALID_DEVICE, "FAKE_ERROR_INVALID_DEVICE", NULL)                           \
+  X(fakeErrorInvalidContext, 42, DR_INVALID_CONTEXT, "FAKE_ERROR_INVALID_CONTEXT", NULL)                        \
+  X(fakeErrorAlreadyRegistered, 4041, DR_ALREADY_REGISTERED, "FAKE_ERROR_ALREADY_REGISTERED", NULL)             \
+  X(fakeErrorNotRegistered, 4040, DR_NOT_REGISTERED, "FAKE_ERROR_NOT_REGISTERED", NULL)                         \
+  X(fakeErrorNotSupported, 50, DR_NOT_SUPPORTED, "FAKE_ERROR_NOT_SUPPORTED", NULL)                              \
+  X(fakeErrorInvalidDirection, 23, DR_INVALID_MEMCPY_DIRECTION, "FAKE_ERROR_INVALID_DIRECTION", NULL)           \
+  X(fakeErrorUnknown, 99, DR_UNKNOWN, "FAKE_ERROR_UNKNOWN", NULL)
+
+#define FAKE_ENUM(code, value, result, name, text) code = value,
+enum { FAKE_CODES(FAKE_ENUM) };
+#undef FAKE_ENUM
 
 /* The flag bits fakeHostRegister accepts: portable and mapped, as the others name them. */
 #define FAKE_REGISTER_PORTABLE 0x1u
@@ -50,20 +55,9 @@ __attribute__((constructor)) static void fake_double_setup(void) {
 }
 
 /* The engine's neutral results (common.h: DR_*) as the fake's codes. */
-static const fakeResult CODES[] = {
-    [DR_OK] = fakeSuccess,
-    [DR_INVALID_VALUE] = fakeErrorInvalidValue,
-    [DR_OUT_OF_MEMORY] = fakeErrorOutOfMemory,
-    [DR_NOT_INITIALIZED] = fakeErrorNotInitialized,
-    [DR_NO_DEVICE] = fakeErrorNoDevice,
-    [DR_INVALID_DEVICE] = fakeErrorInvalidDevice,
-    [DR_INVALID_CONTEXT] = fakeErrorInvalidContext,
-    [DR_ALREADY_REGISTERED] = fakeErrorAlreadyRegistered,
-    [DR_NOT_REGISTERED] = fakeErrorNotRegistered,
-    [DR_NOT_SUPPORTED] = fakeErrorNotSupported,
-    [DR_UNKNOWN] = fakeErrorUnknown,
-    [DR_INVALID_MEMCPY_DIRECTION] = fakeErrorInvalidDirection,
-};
+#define FAKE_CODE_OF(code, value, result, name, text) [result] = code,
+static const fakeResult CODES[] = {FAKE_CODES(FAKE_CODE_OF)};
+#undef FAKE_CODE_OF
 
 static fakeResult code(int r) { return r >= 0 && r < (int)(sizeof CODES / sizeof CODES[0]) ? CODES[r] : fakeErrorUnknown; }
 
@@ -165,20 +159,9 @@ DBL_API fakeResult fakeMemcpyDtoH(void *dst, const void *src, size_t size) { DBL
 
 /* ---------------------------------------------------------------- errors */
 
-static const dbl_error_t ERRORS[] = {
-    {fakeSuccess, "FAKE_SUCCESS", "no error"},
-    {fakeErrorInvalidValue, "FAKE_ERROR_INVALID_VALUE"},
-    {fakeErrorOutOfMemory, "FAKE_ERROR_OUT_OF_MEMORY"},
-    {fakeErrorNotInitialized, "FAKE_ERROR_NOT_INITIALIZED"},
-    {fakeErrorNoDevice, "FAKE_ERROR_NO_DEVICE"},
-    {fakeErrorInvalidDevice, "FAKE_ERROR_INVALID_DEVICE"},
-    {fakeErrorInvalidContext, "FAKE_ERROR_INVALID_CONTEXT"},
-    {fakeErrorAlreadyRegistered, "FAKE_ERROR_ALREADY_REGISTERED"},
-    {fakeErrorNotRegistered, "FAKE_ERROR_NOT_REGISTERED"},
-    {fakeErrorNotSupported, "FAKE_ERROR_NOT_SUPPORTED"},
-    {fakeErrorInvalidDirection, "FAKE_ERROR_INVALID_DIRECTION"},
-    {fakeErrorUnknown, "FAKE_ERROR_UNKNOWN"},
-};
+#define FAKE_ERROR_ROW(code, value, result, name, text) {code, name, text},
+static const dbl_error_t ERRORS[] = {FAKE_CODES(FAKE_ERROR_ROW)};
+#undef FAKE_ERROR_ROW
 
 /* The name of a code; NULL for one the driver does not know. */
 DBL_API const char *fakeErrorName(fakeResult error) {

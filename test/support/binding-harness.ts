@@ -1,7 +1,7 @@
 // What the binding tests (test/cuda.test.ts, test/hip.test.ts) set up around a driver double loaded by path: the
 // double's test-only counters, the environment variables a test sets and must give back, and file-backed
 // mappings unmapped after each test.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
@@ -73,6 +73,8 @@ export interface BindingFixture {
   state: BindingState;
   fileMapping(content: Uint8Array): Mapping;
   restoreEnv(key: string): void;
+  /** A copy of the double in the temp folder, `<name>_<n>.so`: loaded, a separate instance with its own state. */
+  freshCopy(name: string): string;
 }
 
 /**
@@ -97,5 +99,11 @@ export function bindingFixture(backend: 'cuda' | 'hip', envKeys: string[]): Bind
     kept.restoreAll();
     if (state.dir) rmSync(state.dir, { recursive: true, force: true });
   });
-  return { state, fileMapping: mappings.map, restoreEnv: kept.restore };
+  let copies = 0;
+  const freshCopy = (name: string): string => {
+    const path = join(state.dir, `${name}_${++copies}.so`);
+    copyFileSync(state.doublePath, path);
+    return path;
+  };
+  return { state, fileMapping: mappings.map, restoreEnv: kept.restore, freshCopy };
 }

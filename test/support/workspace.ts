@@ -1,12 +1,12 @@
 // A command test file's surroundings: a temp folder of its own (removed after all its tests) and the C driver
 // doubles, built before its tests run.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { buildDoubles, type DoublePaths } from '../double/build.js';
-import { cleanEnv } from './command.js';
+import { MAIN, cleanEnv } from './command.js';
 
 export interface Workspace {
   /** The test file's temp folder (`prefix`XXXXXX under the system's). */
@@ -38,4 +38,35 @@ export interface Ran {
 export function runScript(script: string, args: string[], cwd: string, env: Record<string, string | undefined> = {}, drop: string[] = [], timeout?: number): Ran {
   const r = spawnSync(process.execPath, [script, ...args], { env: cleanEnv(env, drop), encoding: 'utf8', cwd, timeout });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** One run of the built command in a test file's temp folder: its own scratch folder and output files. */
+export interface CommandRun extends Ran {
+  /** The run's scratch folder (`--scratch-dir`), `run-`XXXXXX in the temp folder. */
+  scratch: string;
+  /** The run's output file with extension `ext`, beside its scratch folder (`--json` is out('json')). */
+  out(ext: string): string;
+  /** The text of out(ext), '' where the run wrote none. */
+  read(ext: string): string;
+}
+
+/**
+ * Runs the built command (MAIN) to its end in `work` with `--scratch-dir` and `--json` of this run and then `args`;
+ * `args` and `env` may name the run's other output files through `out`.
+ */
+export function runCommand(
+  work: string,
+  args: (out: (ext: string) => string) => string[],
+  env: (out: (ext: string) => string) => Record<string, string | undefined> = () => ({}),
+): CommandRun {
+  const scratch = mkdtempSync(join(work, 'run-'));
+  const out = (ext: string): string => `${scratch}.${ext}`;
+  const read = (ext: string): string => {
+    try {
+      return readFileSync(out(ext), 'utf8');
+    } catch {
+      return ''; // the run wrote no such file
+    }
+  };
+  return { ...runScript(MAIN, ['--scratch-dir', scratch, '--json', out('json'), ...args(out)], work, env(out)), scratch, out, read };
 }
