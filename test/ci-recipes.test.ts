@@ -51,7 +51,8 @@ beforeAll(() => {
   cuda = buildDoubles().cuda;
   const packs = join(work, 'packs');
   mkdirSync(packs);
-  execFileSync('npm', ['pack', '--pack-destination', packs], { cwd: ROOT, stdio: 'ignore', env: npmEnv() });
+  // the tree the global setup built: `prepare` is not run again (dist/ is not rebuilt while other files run it)
+  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packs], { cwd: ROOT, stdio: 'ignore', env: npmEnv() });
   tgz = join(packs, readdirSync(packs)[0]!);
   // the image's install, as the Dockerfile's last RUN makes it
   const prefix = join(work, 'image');

@@ -95,6 +95,31 @@ beforeAll(() => {
   );
 });
 
+/**
+ * Stores of fleet A, each added once (by the first test that asks) and then only read: compare and report open
+ * a store read-only. A test that adds to a store copies it (storeCopy).
+ */
+const stores = new Map<string, string>();
+function sharedStore(...sides: ('old' | 'new')[]): string {
+  const name = `a-${sides.join('-')}.db`;
+  if (!stores.has(name)) {
+    const db = join(work, name);
+    for (const side of sides) expect(cli(['history', 'add', '--db', db, join(A, side)]).code).toBe(0);
+    stores.set(name, db);
+  }
+  return stores.get(name)!;
+}
+/** Fleet A's two sides. */
+const sharedStoreA = (): string => sharedStore('old', 'new');
+/** A copy of fleet A's store (the file and its write-ahead log, if any) for a test that adds to it. */
+function storeCopy(name: string): string {
+  const from = sharedStoreA();
+  const to = join(work, name);
+  cpSync(from, to);
+  if (existsSync(`${from}.wal`)) cpSync(`${from}.wal`, `${to}.wal`);
+  return to;
+}
+
 describe('history add', () => {
   it('adds a folder, and adding it again (or a merged file of the same runs) adds nothing', () => {
     const db = join(work, 'idem.db');
@@ -160,10 +185,9 @@ describe('history add', () => {
 });
 
 describe('history compare', () => {
-  const db = join(work, 'a.db');
+  let db: string;
   beforeAll(() => {
-    expect(cli(['history', 'add', '--db', db, join(A, 'old')]).code).toBe(0);
-    expect(cli(['history', 'add', '--db', db, join(A, 'new')]).code).toBe(0);
+    db = sharedStoreA();
   });
 
   it('agrees with compare of the merged files: every regression kind, every count', () => {
@@ -220,9 +244,7 @@ describe('history compare', () => {
   });
 
   it('exits 0 when nothing regressed (a side against itself), 2 on a bad selector or one that matches nothing', () => {
-    const oldOnly = join(work, 'old-only.db');
-    expect(cli(['history', 'add', '--db', oldOnly, join(A, 'old')]).code).toBe(0);
-    const same = cli(['history', 'compare', '--db', oldOnly, '--old', OLD, '--new', OLD]);
+    const same = cli(['history', 'compare', '--db', sharedStore('old'), '--old', OLD, '--new', OLD]);
     expect(same.code).toBe(0);
     expect(same.stdout).toMatch(/^0 regressions, 0 fixes, 0 new, 0 missing, \d+ unchanged: no regression$/m);
     for (const [sel, reason] of [
@@ -256,9 +278,9 @@ describe('history compare', () => {
   });
 
   it('the latest run of a host counts: a later run that passes again clears its regression; an earlier one changes nothing', () => {
-    const dbL = join(work, 'latest.db');
+    // fleet A's store, copied: this test adds to it
+    const dbL = storeCopy('latest.db');
     const status = truthA.planted.find((p) => p.kind === 'status')!;
-    expect(cli(['history', 'add', '--db', dbL, join(A, 'old'), join(A, 'new')]).code).toBe(0);
     const before = JSON.parse(cli(['history', 'compare', '--db', dbL, '--old', OLD, '--new', NEW, '--json']).stdout) as HistoryJson;
     expect(before.regressions.some((x) => x.host === status.host && x.kind === 'status')).toBe(true);
     const dir = join(work, 'later');
@@ -330,8 +352,7 @@ describe('history report in Chromium, offline', () => {
   }
 
   it('per driver version: hosts, devices by verdict, p1/p50/p99, check failures and the regressed devices, as the files say', async () => {
-    const db = join(work, 'report.db');
-    expect(cli(['history', 'add', '--db', db, join(A, 'old'), join(A, 'new')]).code).toBe(0);
+    const db = sharedStoreA();
     const html = join(work, 'report.html');
     const r = cli(['history', 'report', '--db', db, '--html', html]);
     expect(r.stderr).toBe('');
@@ -429,9 +450,7 @@ describe('DuckDB is loaded by the history commands only', () => {
   const engine = (urls: string[]): string[] => urls.filter((u) => /@duckdb|\/history\//.test(u));
 
   it('history compare loads it (the control: the hook sees it)', () => {
-    const db = join(work, 'hook.db');
-    expect(cli(['history', 'add', '--db', db, join(A, 'old')]).code).toBe(0);
-    const r = resolved(['history', 'compare', '--db', db, '--old', OLD, '--new', OLD]);
+    const r = resolved(['history', 'compare', '--db', sharedStore('old'), '--old', OLD, '--new', OLD]);
     expect(r.code).toBe(0);
     expect(r.urls.some((u) => u.includes('/dist/cli/main.js'))).toBe(true);
     expect(r.urls.some((u) => u.includes('@duckdb/node-api'))).toBe(true);
