@@ -2,28 +2,11 @@
 // (new) or went (missing); known failures of the expectations file are `expected`, not regressions. The gate
 // (results/gate.ts) makes the same comparison of a run against its baseline, or against nothing.
 //
-// The rules (docs/gate.md; deqp-runner's order of severity and its expectations):
-// - Devices are matched by backend, PCI bus id and name, never by index or id (cuda:0 may be another GPU after a
-//   driver upgrade or with CUDA_VISIBLE_DEVICES); when both files are merged (every device carries `host`),
-//   by hostname too. Two devices with the same key in one file are told apart by their order (#2, #3...).
-// - Presence: a device of OLD that is not in NEW is a regression, whatever the reason (the library gone, its
-//   init failing, fewer devices): its verdict entry says so, and its checks are `missing`. A device only in
-//   NEW is `new`.
-// - Check statuses rise in severity pass < warn < fail < timeout < crash. A status that rose is a regression,
-//   one that fell a fix, the same unchanged. `error` in NEW (the host failed the check) is `error`: no
-//   judgement of the driver, and the gate does not pass on it.
-// - `skip` and `error` are no result of the driver's: a check with no result in OLD is `new` in NEW, except
-//   that a new result of fail, timeout or crash is a regression ("new failure"): the baseline never accepted
-//   it. A check with a result in OLD and none in NEW is `missing`.
-// - The device's verdict is the entry `verdict`: leaving Usable is a regression, and so is a refusal that
-//   appeared (or changed to another refusal); becoming Usable is a fix; any other change is `changed`.
-// - The registered copy's GB/s is the entry `bandwidth`: a drop of more than `maxDrop` (a fraction, 0.1 by
-//   default) of OLD's figure is a regression, named with both figures; a rise beyond it is a fix. The staged
-//   copy's figure is shown, never judged: it moves by some 15% from run to run on the H200.
-// - Expectations: a regression covered by a `fail` entry is `expected`. A check covered by a `fail` entry that
-//   passed (or warned) in NEW is an `unexpected-pass`: the list is out of date, and the gate does not pass
-//   until it is updated (deqp-runner's UnexpectedPass). A regression covered by a `flake` entry stays a
-//   regression in compare (a file cannot be re-run) and is marked "known flake"; the gate re-runs it.
+// The rules are told once, for users, in docs/gate.md (deqp-runner's order of severity and its expectations);
+// each function below applies one of them and says which. In short: devices are matched by backend, PCI bus id
+// and name (never by index), a device gone is a regression, a status that rose in severity is one, a verdict
+// that left Usable is one, a registered GB/s or registered / page-locked that fell by more than `maxDrop` is one,
+// and a regression covered by a `fail` expectation is `expected`.
 import { findExpectation, type Expectation, type Expectations } from './expectations.js';
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, RegressionKind, RunResult } from './types.js';
