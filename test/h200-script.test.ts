@@ -25,10 +25,8 @@ it('the four scenarios: every check reported (from the first process or its re-r
     cwd: ROOT,
     encoding: 'utf8',
     // a loaded machine may slow the double's registered copy: the margin is not what is tested here
-    // (and the caller's MAIN, SIZE... change nothing: the script reads only its own MAPPED_REG_SIGNALS_*).
-    // 8 MiB keeps each kill moment: the scratch file is opened before its writer thread starts, so the script
-    // sees it still being written (at 0 of 8 MiB) for as long as that thread takes to start, tens of ms
-    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_SIGNALS_SIZE: '8', MAPPED_REG_SIGNALS_SCRATCH: scratch, MAPPED_REG_SIGNALS_ARGS: '--min-relative-speed 0.05', MAIN: join(work, 'no-such-main.js'), SIZE: 'x' }),
+    // (and the caller's MAIN, SIZE... change nothing: the script reads only its own MAPPED_REG_SIGNALS_*)
+    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_SIGNALS_SIZE: '64', MAPPED_REG_SIGNALS_SCRATCH: scratch, MAPPED_REG_SIGNALS_ARGS: '--min-relative-speed 0.05', MAIN: join(work, 'no-such-main.js'), SIZE: 'x' }),
     timeout: 280_000,
   });
   // the script's own words first, should it have stopped before writing its table
