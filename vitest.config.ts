@@ -12,6 +12,9 @@ export default defineConfig({
     // timing lock and per-test folders keep them apart.
     maxWorkers: 2,
     testTimeout: 60_000,
+    // a beforeAll that builds a fleet or a store runs the command many times: on a loaded machine that takes more
+    // than Vitest's default of 10 s (a full run beside two busy loops and another test run timed one out)
+    hookTimeout: 120_000,
     coverage: {
       provider: 'v8',
       // the model, the checks and the bindings, as the tests' own processes run them (the command's and the
