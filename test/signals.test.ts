@@ -92,6 +92,9 @@ describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
     it(`${signal} while a check hangs: every device process stopped, no scratch file, the JSON marked incomplete, exit ${status}`, async () => {
       const { c, scratch, json } = cuda(['--size', '8', '--timeout', '60'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
       await c.waitFor(/cuda:0 probe\.verdict pass/); // the next check, probe.release, hangs
+      // the other backends' discovering processes end on their own once the command has answered them (on a
+      // loaded machine, after the CUDA device's first checks)
+      await waitUntil(() => runners(c).length === 1, 60_000, "the other discovering processes to end (the CUDA device's left)");
       const before = runners(c);
       expect(before.length).toBe(1);
       c.child.kill(signal);
@@ -142,6 +145,7 @@ describe('item 4 and item 9: a device process ends itself when the command dies'
   it('SIGKILL of the command while a check spins: its device processes end too (no orphan left running)', async () => {
     const { c } = cuda(['--size', '8', '--timeout', '60'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
     await c.waitFor(/cuda:0 probe\.verdict pass/);
+    await waitUntil(() => runners(c).length === 1, 60_000, "the other discovering processes to end (the CUDA device's left)");
     const before = runners(c);
     expect(before.length).toBe(1);
     c.child.kill('SIGKILL');
