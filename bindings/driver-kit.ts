@@ -232,6 +232,34 @@ export function driverCalls(driver: SharedHostMethods, pinned: { alloc(n: number
   };
 }
 
+/** What an API whose device is made current by a set-device call (HIP's hipSetDevice) gives its ops. */
+export interface SetDeviceDriver {
+  setDevice(ordinal: number): void;
+  malloc(bytes: number): bigint;
+  free(buffer: bigint): void;
+}
+
+/**
+ * The ops' driver of such an API: opening sets the device, and making it current again for the release is all
+ * that is held (nothing to give back). `what` names the device in errors: "HIP device", "fake device".
+ */
+export function setDeviceOpsDriver(api: DriverApi, owner: string, what: string, driver: SetDeviceDriver, registerFlags: number, calls: OpsDriver['calls']): OpsDriver {
+  return {
+    api,
+    owner,
+    open(ordinal, hold) {
+      driver.setDevice(ordinal);
+      const held = { makeCurrent: () => driver.setDevice(ordinal), currentWhat: `making ${what} ${ordinal} current` };
+      hold(held);
+      return held;
+    },
+    registerFlags: () => registerFlags,
+    malloc: (n) => driver.malloc(n),
+    free: (buffer) => driver.free(buffer),
+    calls,
+  };
+}
+
 /**
  * Run f on ops backed by device `ordinal` and a device buffer of `bytes` bytes. When f returns or throws (or
  * its promise settles), every step of the release runs, whatever the others did (device-ops.ts: withRelease):

@@ -6,7 +6,7 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
+import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
 import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
@@ -305,25 +305,6 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
  * hipDeviceReset is never called here. The ops must not be used after f returns.
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  return withDriverOps(
-    {
-      api: 'HIP',
-      owner: 'withHipOps',
-      open(ordinal, hold) {
-        driver.setDevice(ordinal);
-        // nothing to give back but making the device current again for the release
-        const held = { makeCurrent: () => driver.setDevice(ordinal), currentWhat: `making HIP device ${ordinal} current` };
-        hold(held);
-        return held;
-      },
-      registerFlags: () => HOST_REGISTER_DEFAULT,
-      malloc: (n) => driver.malloc(n),
-      free: (buffer) => driver.free(buffer),
-      calls: driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize()),
-    },
-    ordinal,
-    bytes,
-    f,
-    options,
-  );
+  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize());
+  return withDriverOps(setDeviceOpsDriver('HIP', 'withHipOps', 'HIP device', driver, HOST_REGISTER_DEFAULT, calls), ordinal, bytes, f, options);
 }

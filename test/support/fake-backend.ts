@@ -7,17 +7,17 @@ import type { Host } from '../../src/ops.js';
 import { type DiscoveredDevice, ask } from '../../bindings/backend.js';
 import { registeringBackend, registeringDevice } from '../../bindings/backends/registering.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal } from '../../bindings/device-ops.js';
+import { deviceQueries, driverBase, outNumber } from '../../bindings/driver-queries.js';
 import {
   type HostCalls,
   type IntLike,
   type Out,
   type Pointer,
-  checker,
-  cString,
   driverErrorClass,
   driverLoader,
   driverCalls,
   hostCalls,
+  setDeviceOpsDriver,
   withDriverOps,
 } from '../../bindings/driver-kit.js';
 
@@ -96,40 +96,21 @@ export interface FakeDriver {
 const FakeError = driverErrorClass('Fake', 'FakeError');
 
 function makeFakeDriver(path: string, c: FakeFunctions): FakeDriver {
-  const checks = checker(FakeError, (code) => c.fakeErrorName(code) ?? `UNKNOWN_${code}`, () => undefined);
-  const { check, fail } = checks;
-  let init: { count: number; reason?: string } | undefined;
-  const devices = (): { count: number; reason?: string } => {
-    if (init === undefined) {
-      const code = c.fakeInit(0);
-      if (code === FAKE_NO_DEVICE) init = { count: 0, reason: 'no fake device here' };
-      else {
-        check('fakeInit', code);
-        const out: Out<number> = [0];
-        check('fakeDeviceCount', c.fakeDeviceCount(out));
-        init = { count: out[0] };
-      }
-    }
-    return init;
-  };
-  const ready = (): void => {
-    if (devices().count === 0) throw fail('fakeInit', FAKE_NO_DEVICE);
-  };
+  const texts = { errorName: (code: number) => c.fakeErrorName(code) ?? `UNKNOWN_${code}`, errorString: () => undefined };
+  const { checks, devices, ready } = driverBase('Fake', FakeError, texts, { init: ['fakeInit', () => c.fakeInit(0)], count: ['fakeDeviceCount', (out) => c.fakeDeviceCount(out)], noDeviceCode: FAKE_NO_DEVICE, noDeviceFrom: ['fakeInit'] });
+  const { check } = checks;
   const dev = (ordinal: number): number => {
     checkOrdinal('Fake', ordinal);
     ready();
     return ordinal;
   };
-  const text = (call: 'fakeDeviceName' | 'fakeDevicePciBusId', ordinal: number): string => {
-    const buf = Buffer.alloc(256);
-    check(call, c[call](buf, buf.length, dev(ordinal)));
-    return cString(buf);
-  };
-  const number = (call: 'fakeDriverVersion' | 'fakeDeviceTotalMem' | 'fakeDeviceIntegrated', ...args: number[]): number => {
-    const out: Out<IntLike> = [0];
-    check(call, (c[call] as (out: Out<IntLike>, ...rest: number[]) => number)(out, ...args));
-    return Number(out[0]);
-  };
+  // the fake has no attribute call: its one attribute, the integrated query, stands in for it
+  const queries = deviceQueries(checks, dev, {
+    name: ['fakeDeviceName', c.fakeDeviceName],
+    pciBusId: ['fakeDevicePciBusId', c.fakeDevicePciBusId],
+    totalMem: ['fakeDeviceTotalMem', c.fakeDeviceTotalMem],
+    attribute: ['fakeDeviceIntegrated', (out, _attribute, d) => c.fakeDeviceIntegrated(out, d)],
+  });
   const host = hostCalls('Fake', checks, ready, {
     register: ['fakeHostRegister', c.fakeHostRegister],
     unregister: ['fakeHostUnregister', c.fakeHostUnregister],
@@ -140,12 +121,12 @@ function makeFakeDriver(path: string, c: FakeFunctions): FakeDriver {
   });
   return {
     path,
-    version: () => number('fakeDriverVersion'),
+    version: () => outNumber(checks, 'fakeDriverVersion', (out) => c.fakeDriverVersion(out)),
     devices: () => ({ ...devices() }),
-    name: (ordinal) => text('fakeDeviceName', ordinal),
-    pciBusId: (ordinal) => text('fakeDevicePciBusId', ordinal),
-    totalMem: (ordinal) => number('fakeDeviceTotalMem', dev(ordinal)),
-    integrated: (ordinal) => number('fakeDeviceIntegrated', dev(ordinal)) !== 0,
+    name: queries.name,
+    pciBusId: queries.pciBusId,
+    totalMem: queries.totalMem,
+    integrated: (ordinal) => queries.attribute(ordinal, 0) !== 0,
     setDevice: (ordinal) => check('fakeSetDevice', c.fakeSetDevice(dev(ordinal))),
     synchronize: () => check('fakeSynchronize', c.fakeSynchronize()),
     reset: (ordinal) => check('fakeDeviceReset', c.fakeDeviceReset(dev(ordinal))),
@@ -168,27 +149,8 @@ export const loadFake = driverLoader<FakeFunctions, FakeDriver>({ api: 'Fake', e
 
 /** The fake's with…Ops: the device made current before every call, a device buffer, nothing else held. */
 export function withFakeOps<T>(driver: FakeDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  const h = driver.host;
-  return withDriverOps(
-    {
-      api: 'Fake',
-      owner: 'withFakeOps',
-      open(ordinal, hold) {
-        driver.setDevice(ordinal);
-        const held = { makeCurrent: () => driver.setDevice(ordinal), currentWhat: `making fake device ${ordinal} current` };
-        hold(held);
-        return held;
-      },
-      registerFlags: () => 0,
-      malloc: (n) => driver.malloc(n),
-      free: (buffer) => driver.free(buffer),
-      calls: driverCalls(h, h, () => driver.synchronize()),
-    },
-    ordinal,
-    bytes,
-    f,
-    options,
-  );
+  const calls = driverCalls(driver.host, driver.host, () => driver.synchronize());
+  return withDriverOps(setDeviceOpsDriver('Fake', 'withFakeOps', 'fake device', driver, 0, calls), ordinal, bytes, f, options);
 }
 
 function fakeDevice(driver: FakeDriver, i: number): DiscoveredDevice {
