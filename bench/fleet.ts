@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
-import { PROBE_VERDICT } from '../suites/checks/probe.js';
+import { PROBE_VERDICT } from '../suites/checks/data.js';
 
 export const OLD_DRIVER = { name: 'CUDA', version: '13.0 (kernel module 580.159.04)' };
 export const NEW_DRIVER = { name: 'CUDA', version: '13.1 (kernel module 590.44.01)' };

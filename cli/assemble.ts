@@ -5,8 +5,8 @@ import type { DiscoveredDevice, PlainDiscovery } from '../bindings/discovery.js'
 import { SCHEMA_VERSION } from '../results/read.js';
 import type { DeviceResult, RunResult, VerdictJson } from '../results/types.js';
 import { Inconclusive, type Verdict, cacheable, staticVerdict, staticToString, verdictFromJson, verdictJson } from '../src/index.js';
-import { PROBE_VERDICT, probeData } from '../suites/checks/probe.js';
-import { linkOf } from '../suites/checks/timing.js';
+import { PROBE_VERDICT, probeData } from '../suites/checks/data.js';
+import { linkOf } from '../suites/checks/data.js';
 import type { DeviceRun } from './orchestrate.js';
 
 /** A verdict as the results carry it, with the model's cacheable; `text` replaces the verdict's own text. */

@@ -86,7 +86,7 @@ if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`readi
 // The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 const { startProbeScratch } = await import('../suites/context.js');
-const { PROBE_VERDICT } = await import('../suites/checks/probe.js');
+const { PROBE_VERDICT } = await import('../suites/checks/data.js');
 for (const d of devices) {
   if (isGpuDriver({ backend: d.device.split(':')[0] as Backend }) && !d.skip.includes(PROBE_VERDICT)) startProbeScratch(d);
 }

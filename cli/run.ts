@@ -12,7 +12,7 @@ import { type RunOptions, UsageError, resultOptions, suiteBase } from './options
 import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
 import { selectDevices, selectionProblem } from './select-devices.js';
-import { PROBE_VERDICT } from '../suites/checks/probe.js';
+import { PROBE_VERDICT } from '../suites/checks/data.js';
 import type { Selection } from '../suites/protocol.js';
 import { onStop } from './signals.js';
 

@@ -1,32 +1,10 @@
 // probe.verdict and probe.release: the self-test on a scratch file of --size MiB, and its releases.
-import type { CheckResult, VerdictJson } from '../../results/types.js';
-import { staticVerdict, verdictJson, verdictToString, type ProbeReport, type TimingReport, type Verdict } from '../../src/index.js';
+import { staticVerdict, verdictJson, verdictToString, type Verdict } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
-import { type Probed, probeOnce } from '../context.js';
+import { PROBE_RELEASE, PROBE_VERDICT, type ProbeData } from './data.js';
+import { probeOnce } from '../context.js';
 
-export const PROBE_VERDICT = 'probe.verdict';
-export const PROBE_RELEASE = 'probe.release';
-
-/** What probe.verdict's data holds (through JSON: a control figure of `timing` the clock gave no duration for is null). */
-export type ProbeData = {
-  verdict: VerdictJson;
-  windows: ProbeReport['windows'];
-  /** null when the self-test ended before its timed copies. */
-  timing: TimingReport | null;
-  scratch: Probed['scratch'];
-  phasesMs: Probed['phasesMs'];
-  load?: Probed['load'];
-  numa?: Probed['numa'];
-};
-
-/**
- * probe.verdict's data among a device's checks, when the check itself reported it (a probe.verdict the command
- * reported, crashed or timed out, has none).
- */
-export function probeData(checks: readonly CheckResult[]): ProbeData | undefined {
-  const data = checks.find((c) => c.id === PROBE_VERDICT)?.data;
-  return data && 'verdict' in data ? (data as ProbeData) : undefined;
-}
+export { PROBE_RELEASE, PROBE_VERDICT, type ProbeData, probeData } from './data.js';
 
 /** The self-test applies to devices whose static verdict asks for it. */
 export function needsSelfTest({ device }: CheckContext): true | string {

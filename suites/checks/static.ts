@@ -1,11 +1,9 @@
 // static.verdict: the static verdict of the device; for a refused device, the proof that no op was reached.
 import { probe, staticToString, staticVerdict, verdictToString } from '../../src/index.js';
 import type { Check } from '../check.js';
+import { STATIC_VERDICT, type StaticData } from './data.js';
 
-export const STATIC_VERDICT = 'static.verdict';
-
-/** What static.verdict's data holds: the static verdict, its kind, and for a refused device the ops opened (0). */
-export type StaticData = { static: string; kind: string; opsOpened?: number };
+export { STATIC_VERDICT, type StaticData } from './data.js';
 
 /** A map that throws when read: a probe that reads it has gone past the static verdict. */
 const untouchable = {

@@ -1,25 +1,11 @@
 // timing.margin (the spec's margin) and timing.link (the registered copy against the PCIe link's limit).
 import { type Link, readLink } from '../../bindings/pci.js';
-import type { CheckResult } from '../../results/types.js';
-import type { TimingReport } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
 import { probeOnce } from '../context.js';
-import { PROBE_VERDICT, needsSelfTest } from './probe.js';
+import { needsSelfTest } from './probe.js';
+import { type LinkData, type MarginData, PROBE_VERDICT, TIMING_LINK, TIMING_MARGIN } from './data.js';
 
-export const TIMING_MARGIN = 'timing.margin';
-export const TIMING_LINK = 'timing.link';
-
-/** What timing.margin's data holds: the self-test's timing. */
-export type MarginData = TimingReport;
-
-/** What timing.link's data holds: the link, and the registered copy's share of it (none without the self-test's timing). */
-export type LinkData = { link: Link; registeredGBps?: number; share?: number };
-
-/** The link timing.link read, among a device's checks (none when it did not run, or the command reported it). */
-export function linkOf(checks: readonly CheckResult[]): Link | undefined {
-  const data = checks.find((c) => c.id === TIMING_LINK)?.data;
-  return data && 'link' in data ? (data as LinkData).link : undefined;
-}
+export { type LinkData, type MarginData, TIMING_LINK, TIMING_MARGIN, linkOf } from './data.js';
 
 /**
  * Below this share of the PCIe link's limit the registered copy is a `warn`: a discrete GPU copying from
