@@ -149,6 +149,84 @@ const dbl_error_t *dbl_find_error(const dbl_error_t *table, size_t n, int code) 
   return NULL;
 }
 
+/* Each neutral result as the CUDA driver (column 0) and HIP (column 1) answer it: the code, and its name and
+ * text as cuGetErrorName / cuGetErrorString and hipGetErrorName / hipGetErrorString give them. CUDA has no code
+ * of its own for a copy direction (its copy calls name theirs): that result is an invalid value there, and the
+ * name and text of code 1 stay those of DR_INVALID_VALUE, the first row with it. */
+static const dbl_error_t API_RESULTS[][2] = {
+    [DR_OK] = {{0, "CUDA_SUCCESS", "no error"},
+               {0, "hipSuccess", "no error"}},
+    [DR_INVALID_VALUE] = {{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+                          {1, "hipErrorInvalidValue", "invalid argument"}},
+    [DR_OUT_OF_MEMORY] = {{2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+                          {2, "hipErrorOutOfMemory", "out of memory"}},
+    [DR_NOT_INITIALIZED] = {{3, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+                            {3, "hipErrorNotInitialized", "initialization error"}},
+    [DR_NO_DEVICE] = {{100, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+                      {100, "hipErrorNoDevice", "no ROCm-capable device is detected"}},
+    [DR_INVALID_DEVICE] = {{101, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+                           {101, "hipErrorInvalidDevice", "invalid device ordinal"}},
+    [DR_INVALID_CONTEXT] = {{201, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+                            {201, "hipErrorInvalidContext", "invalid device context"}},
+    [DR_ALREADY_REGISTERED] = {{712, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+                               {712, "hipErrorHostMemoryAlreadyRegistered", "part or all of the requested memory range is already mapped"}},
+    [DR_NOT_REGISTERED] = {{713, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+                           {713, "hipErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"}},
+    [DR_NOT_SUPPORTED] = {{801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+                          {801, "hipErrorNotSupported", "operation not supported"}},
+    [DR_UNKNOWN] = {{999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+                    {999, "hipErrorUnknown", "unknown error"}},
+    [DR_INVALID_MEMCPY_DIRECTION] = {{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+                                     {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"}},
+};
+
+#define API_RESULT_ROWS (sizeof API_RESULTS / sizeof API_RESULTS[0])
+
+static int api_column(int api) { return api == API_HIP ? 1 : 0; }
+
+int dbl_api_code(int api, int r) {
+  if (r < 0 || (size_t)r >= API_RESULT_ROWS) r = DR_UNKNOWN;
+  return API_RESULTS[r][api_column(api)].code;
+}
+
+const dbl_error_t *dbl_api_error(int api, int code) {
+  for (size_t r = 0; r < API_RESULT_ROWS; r++) {
+    if (API_RESULTS[r][api_column(api)].code == code) return &API_RESULTS[r][api_column(api)];
+  }
+  return NULL;
+}
+
+int dbl_integrated(int *value) {
+  if (g.faults.integrated_query_fails) return g.prof.integrated_fail_result;
+  *value = g.faults.integrated ? 1 : 0;
+  return DR_OK;
+}
+
+static int selects(const dbl_profile_choice_t *c, const char *name) {
+  if (strcmp(c->name, name) == 0) return 1;
+  for (size_t i = 0; i < sizeof c->aliases / sizeof c->aliases[0] && c->aliases[i]; i++) {
+    if (strcmp(c->aliases[i], name) == 0) return 1;
+  }
+  return 0;
+}
+
+int dbl_pick_profile(const profile_t *base, const dbl_profile_choice_t *choices, size_t n, const char *name, profile_t *out) {
+  for (size_t i = 0; i < n; i++) {
+    if (!(name ? selects(&choices[i], name) : i == 0)) continue;
+    *out = *base;
+    out->name = choices[i].name;
+    out->nodevice = choices[i].nodevice;
+    if (choices[i].rocm724_bugs) {
+      out->accept_prot_none = 1;
+      out->accept_overlap = 1;
+      out->tmpfs_serves_zeros = 1;
+      out->stuck_unregister = 1;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 int dbl_env_long(const char *name, long dflt, long *out) {
   const char *s = getenv(name);
   if (!s || !*s) {
@@ -785,6 +863,28 @@ static alloc_t *find_alloc(alloc_t *arr, size_t n, uintptr_t p, size_t len) {
 
 /* ---------------------------------------------------------------- registration */
 
+/* Whether the pages `info` describes may be registered with `flags`, as far as their protection goes: DR_OK, or
+ * INVALID_VALUE. *fail_once: accepted under the fault readonly_flags0, and its first release fails. */
+static int check_protection(const range_info *info, unsigned flags, int *fail_once) {
+  if (!info->readable) return g.prof.accept_prot_none || g.faults.accept_prot_none ? DR_OK : DR_INVALID_VALUE;
+  if (info->beyond_eof) return DR_INVALID_VALUE;
+  int readonly = g.prof.readonly_flag && (flags & g.prof.readonly_flag);
+  if (g.prof.readonly_needs_flag && !readonly) {
+    /* Without READ_ONLY the pages are pinned for writing: the mapping must allow it, and the kernel
+     * refuses a long-term writable pin of the pages of a regular file mapped MAP_SHARED. */
+    if (info->shared_writable_regular_file) return DR_INVALID_VALUE;
+    if (!info->writable) {
+      if (!g.faults.readonly_flags0) return DR_INVALID_VALUE;
+      *fail_once = 1; /* accepted, and its first release fails */
+    }
+  }
+  if (!g.prof.readonly_needs_flag && info->writable && info->shared_writable_regular_file) {
+    /* HIP ignores the read-only flag and pins writable mappings for writing. */
+    return DR_INVALID_VALUE;
+  }
+  return DR_OK;
+}
+
 int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   if (!p || !size) return DR_INVALID_VALUE;
   if (flags & ~g.prof.valid_flags) return DR_INVALID_VALUE;
@@ -820,25 +920,8 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   }
   int prot_none = !info.readable;
   int fail_once = 0;
-  if (prot_none) {
-    if (!g.prof.accept_prot_none && !g.faults.accept_prot_none) return DR_INVALID_VALUE;
-  } else {
-    if (info.beyond_eof) return DR_INVALID_VALUE;
-    int readonly = g.prof.readonly_flag && (flags & g.prof.readonly_flag);
-    if (g.prof.readonly_needs_flag && !readonly) {
-      /* Without READ_ONLY the pages are pinned for writing: the mapping must allow it, and the kernel
-       * refuses a long-term writable pin of the pages of a regular file mapped MAP_SHARED. */
-      if (info.shared_writable_regular_file) return DR_INVALID_VALUE;
-      if (!info.writable) {
-        if (!g.faults.readonly_flags0) return DR_INVALID_VALUE;
-        fail_once = 1; /* accepted, and its first release fails */
-      }
-    }
-    if (!g.prof.readonly_needs_flag && info.writable && info.shared_writable_regular_file) {
-      /* HIP ignores the read-only flag and pins writable mappings for writing. */
-      return DR_INVALID_VALUE;
-    }
-  }
+  int protection = check_protection(&info, flags, &fail_once);
+  if (protection != DR_OK) return protection;
   if (grow((void **)&g.regs, &g.capregs, g.nregs, sizeof *g.regs) != 0) return DR_OUT_OF_MEMORY;
   reg_t *r = &g.regs[g.nregs++];
   memset(r, 0, sizeof *r);

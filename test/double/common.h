@@ -3,7 +3,8 @@
  *
  * Each double is one shared library with the real driver ABI; both compile this engine in (with hidden
  * visibility, so two doubles loaded in one process never bind to each other's copy). The engine speaks
- * in neutral results (DR_*); each double maps them to its own codes (CUresult, hipError_t).
+ * in neutral results (DR_*); each double answers them in its own codes (CUresult, hipError_t: one table in
+ * common.c, dbl_api_code; the fake double keeps its own).
  *
  * Read README.md beside this file for the profiles, the faults and the codes each call returns.
  */
@@ -21,7 +22,7 @@
 #define DBL_API __attribute__((visibility("default")))
 #define DBL_HIDDEN __attribute__((visibility("hidden")))
 
-/* Neutral results; each double maps them to its codes. */
+/* Neutral results; each double answers them in its codes. */
 enum {
   DR_OK = 0,
   DR_INVALID_VALUE,
@@ -241,6 +242,14 @@ DBL_HIDDEN int dbl_alloc_into(int (*alloc)(size_t size, int device, uintptr_t *o
 /* A free of `release` (dbl_dfree, dbl_hfree): a NULL pointer frees nothing and succeeds. */
 DBL_HIDDEN int dbl_free_unless_null(int (*release)(uintptr_t p), void *ptr);
 
+/* The init call (cuInit, hipInit) of a double of API `api` (after DBL_DRIVER): flags must be 0; it reads the
+ * configuration again. */
+#define DBL_INIT_CALL(T, INIT_FN, api)                                                               \
+  DBL_API T INIT_FN(unsigned int flags) {                                                           \
+    DBL_ENTER();                                                                                    \
+    return code(flags != 0 ? DR_INVALID_VALUE : dbl_init(api, parse_profile));                      \
+  }
+
 /* The device queries both doubles answer alike, defined in each double under its own names and result type T,
  * with its own device check (check_device) and codes (code). */
 #define DBL_DEVICE_QUERIES(T, NAME_FN, BUS_ID_FN, TOTAL_MEM_FN, DEVICE_NAME)                         \
@@ -259,6 +268,27 @@ DBL_HIDDEN int dbl_free_unless_null(int (*release)(uintptr_t p), void *ptr);
     return code(r);                                                                                 \
   }
 
+/* What the CUDA and HIP doubles define alike, from their data: a constructor that gives the engine NAMES (the
+ * exported call names), code (a neutral result as a T of API `api`: dbl_api_code) and parse_profile (for dbl_init:
+ * the profile a name selects among PROFILES over BASE: dbl_pick_profile). */
+#define DBL_DRIVER(T, api, NAMES, BASE, PROFILES)                                                  \
+  __attribute__((constructor)) static void dbl_driver_setup(void) {                                \
+    dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));                                   \
+    g.current_ctx = -1;                                                                            \
+  }                                                                                                \
+  static T code(int r) { return dbl_api_code(api, r); }                                            \
+  static int parse_profile(const char *name, profile_t *p) {                                       \
+    return dbl_pick_profile(&BASE, PROFILES, sizeof PROFILES / sizeof PROFILES[0], name, p);       \
+  }
+
+/* The body of a call that runs `expr` (a neutral result) only once `check` (one too) is DR_OK, answered in the
+ * double's own codes (its function code). */
+#define DBL_RETURN_AFTER(check, expr)       \
+  do {                                      \
+    int r_ = (check);                       \
+    return code(r_ != DR_OK ? r_ : (expr)); \
+  } while (0)
+
 /* One row of a double's error table: its code, name and text. */
 typedef struct {
   int code;
@@ -267,6 +297,26 @@ typedef struct {
 } dbl_error_t;
 /* The row of `code` in a table of n rows; NULL when the table has none. */
 DBL_HIDDEN const dbl_error_t *dbl_find_error(const dbl_error_t *table, size_t n, int code);
+
+/* A neutral result as the code of `api` (API_CUDA, API_HIP); one the table lacks is that API's unknown error. */
+DBL_HIDDEN int dbl_api_code(int api, int r);
+/* The code, name and text of `code` in `api` (API_CUDA, API_HIP); NULL for a code that API does not have. */
+DBL_HIDDEN const dbl_error_t *dbl_api_error(int api, int code);
+
+/* The integrated-device attribute: faults integrated and integrated_query_fails, else 0 (a discrete device). */
+DBL_HIDDEN int dbl_integrated(int *value);
+
+/* One profile a double answers to: what sets it apart from the double's base profile. */
+typedef struct {
+  const char *name;       /* profile_t.name, and a name that selects it */
+  const char *aliases[2]; /* other names that select it: the other double's profiles (NULL: none more) */
+  int nodevice;           /* profile_t.nodevice */
+  int rocm724_bugs;       /* accept_prot_none, accept_overlap, tmpfs_serves_zeros and stuck_unregister */
+} dbl_profile_choice_t;
+/* The profile `name` selects among a double's n choices (NULL: the first, its default) over its base, into *out;
+ * 0 for a name no choice answers to. */
+DBL_HIDDEN int dbl_pick_profile(const profile_t *base, const dbl_profile_choice_t *choices, size_t n, const char *name,
+                                profile_t *out);
 
 #define DBL_TOTAL_MEM ((size_t)80 << 30) /* 80 GiB reported */
 

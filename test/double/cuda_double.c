@@ -11,23 +11,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* CUresult values: common.c's table of results (dbl_api_code), column CUDA. */
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
-
-enum {
-  CUDA_SUCCESS = 0,
-  CUDA_ERROR_INVALID_VALUE = 1,
-  CUDA_ERROR_OUT_OF_MEMORY = 2,
-  CUDA_ERROR_NOT_INITIALIZED = 3,
-  CUDA_ERROR_NO_DEVICE = 100,
-  CUDA_ERROR_INVALID_DEVICE = 101,
-  CUDA_ERROR_INVALID_CONTEXT = 201,
-  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
-  CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
-  CUDA_ERROR_NOT_SUPPORTED = 801,
-  CUDA_ERROR_UNKNOWN = 999,
-};
 
 /* cuMemHostRegister flags */
 #define CU_MEMHOSTREGISTER_PORTABLE 0x01
@@ -47,52 +34,19 @@ static const char *const NAMES[] = {
     "cuMemHostUnregister", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuGetErrorName", "cuGetErrorString",
 };
 
-__attribute__((constructor)) static void cuda_double_setup(void) {
-  dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));
-  g.current_ctx = -1;
-}
-
-static CUresult code(int r) {
-  switch (r) {
-    case DR_OK: return CUDA_SUCCESS;
-    case DR_INVALID_VALUE: return CUDA_ERROR_INVALID_VALUE;
-    case DR_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
-    case DR_NOT_INITIALIZED: return CUDA_ERROR_NOT_INITIALIZED;
-    case DR_NO_DEVICE: return CUDA_ERROR_NO_DEVICE;
-    case DR_INVALID_DEVICE: return CUDA_ERROR_INVALID_DEVICE;
-    case DR_INVALID_CONTEXT: return CUDA_ERROR_INVALID_CONTEXT;
-    case DR_ALREADY_REGISTERED: return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    case DR_NOT_REGISTERED: return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-    case DR_NOT_SUPPORTED: return CUDA_ERROR_NOT_SUPPORTED;
-    case DR_INVALID_MEMCPY_DIRECTION: return CUDA_ERROR_INVALID_VALUE;
-    default: return CUDA_ERROR_UNKNOWN;
-  }
-}
+/* What every profile of the CUDA double shares: CUDA's register flags, READ_ONLY needed for a read-only mapping,
+ * small copies read by the CPU, and CUDA's results of the faulty calls. */
+static const profile_t CUDA_BASE = {
+    .api = API_CUDA, .readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY, .readonly_needs_flag = 1, .cpu_copy_max = 64 * 1024,
+    .valid_flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY,
+    .unregister_fault_result = DR_UNKNOWN, .integrated_fail_result = DR_NOT_SUPPORTED};
 
 /* The CUDA double knows one profile of its own, "cuda", and "nodevice". The HIP profile names
  * (rocm724, rocm-fixed) describe the HIP library: when a process sets one for its HIP double, the CUDA
  * double loaded beside it keeps its own default ("cuda"). Anything else is refused. */
-static int parse_profile(const char *name, profile_t *p) {
-  memset(p, 0, sizeof *p);
-  p->api = API_CUDA;
-  p->valid_flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
-                   CU_MEMHOSTREGISTER_READ_ONLY;
-  p->readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY;
-  p->readonly_needs_flag = 1;
-  p->cpu_copy_max = 64 * 1024;
-  p->unregister_fault_result = DR_UNKNOWN;
-  p->integrated_fail_result = DR_NOT_SUPPORTED;
-  p->name = "cuda";
-  if (!name || strcmp(name, "cuda") == 0 || strcmp(name, "rocm724") == 0 || strcmp(name, "rocm-fixed") == 0) {
-    return 1;
-  }
-  if (strcmp(name, "nodevice") == 0) {
-    p->name = "nodevice";
-    p->nodevice = 1;
-    return 1;
-  }
-  return 0;
-}
+static const dbl_profile_choice_t PROFILES[] = {{"cuda", {"rocm724", "rocm-fixed"}, 0, 0}, {"nodevice", {NULL}, 1, 0}};
+
+DBL_DRIVER(CUresult, API_CUDA, NAMES, CUDA_BASE, PROFILES)
 
 static int check_init(void) { return g.initialized ? DR_OK : DR_NOT_INITIALIZED; }
 
@@ -119,31 +73,27 @@ static int ctx_created[DBL_MAX_DEVICES];
 
 /* ---------------------------------------------------------------- init and devices */
 
-DBL_API CUresult cuInit(unsigned int flags) {
-  DBL_ENTER();
-  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  return code(dbl_init(API_CUDA, parse_profile));
-}
+DBL_INIT_CALL(CUresult, cuInit, API_CUDA)
 
 DBL_API CUresult cuDriverGetVersion(int *version) {
   DBL_ENTER();
-  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  if (!version) return code(DR_INVALID_VALUE);
   *version = CUDA_DRIVER_VERSION;
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuDeviceGetCount(int *count) {
   DBL_ENTER();
-  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (!count) return code(DR_INVALID_VALUE);
   if (!g.initialized) {
     if (g.last_init_result == DR_NO_DEVICE) {
       *count = 0;
-      return CUDA_ERROR_NO_DEVICE;
+      return code(DR_NO_DEVICE);
     }
-    return CUDA_ERROR_NOT_INITIALIZED;
+    return code(DR_NOT_INITIALIZED);
   }
   *count = g.ndevices;
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
@@ -155,30 +105,30 @@ DBL_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 
 DBL_DEVICE_QUERIES(CUresult, cuDeviceGetName, cuDeviceGetPCIBusId, cuDeviceTotalMem_v2, "Double CUDA Device")
 
+/* The value of attribute `attrib` of a device checked already. */
+static int attribute(int *value, int attrib, CUdevice dev) {
+  switch (attrib) {
+    case 1: *value = 1024; return DR_OK;    /* MAX_THREADS_PER_BLOCK (not measured) */
+    case 16: *value = 132; return DR_OK;    /* MULTIPROCESSOR_COUNT (not measured) */
+    case 18: return dbl_integrated(value);  /* INTEGRATED: facts 0 */
+    case 19: *value = 1; return DR_OK;      /* CAN_MAP_HOST_MEMORY: facts 1 */
+    case 33: *value = 0; return DR_OK;      /* PCI_BUS_ID */
+    case 34: *value = dbl_physical(dev); return DR_OK; /* PCI_DEVICE_ID: as in the bus id string */
+    case 41: *value = 1; return DR_OK;      /* UNIFIED_ADDRESSING (not measured) */
+    case 50: *value = 0; return DR_OK;      /* PCI_DOMAIN_ID */
+    case 75: *value = 9; return DR_OK;      /* COMPUTE_CAPABILITY_MAJOR (not measured) */
+    case 76: *value = 0; return DR_OK;      /* COMPUTE_CAPABILITY_MINOR (not measured) */
+    case 88: *value = 0; return DR_OK;      /* PAGEABLE_MEMORY_ACCESS: facts 0 */
+    case 99: *value = 1; return DR_OK;      /* HOST_REGISTER_SUPPORTED: facts 1 */
+    case 100: *value = 0; return DR_OK;     /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
+    case 113: *value = 1; return DR_OK;     /* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
+    default: return DR_INVALID_VALUE;
+  }
+}
+
 DBL_API CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev) {
   DBL_ENTER();
-  int r = dbl_check_out(check_device, dev, value);
-  if (r != DR_OK) return code(r);
-  switch (attrib) {
-    case 1: *value = 1024; return CUDA_SUCCESS;  /* MAX_THREADS_PER_BLOCK (not measured) */
-    case 16: *value = 132; return CUDA_SUCCESS;  /* MULTIPROCESSOR_COUNT (not measured) */
-    case 18:                                     /* INTEGRATED: facts 0 */
-      if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
-      *value = g.faults.integrated ? 1 : 0;
-      return CUDA_SUCCESS;
-    case 19: *value = 1; return CUDA_SUCCESS;    /* CAN_MAP_HOST_MEMORY: facts 1 */
-    case 33: *value = 0; return CUDA_SUCCESS;    /* PCI_BUS_ID */
-    case 34: *value = dbl_physical(dev); return CUDA_SUCCESS; /* PCI_DEVICE_ID: as in the bus id string */
-    case 41: *value = 1; return CUDA_SUCCESS;    /* UNIFIED_ADDRESSING (not measured) */
-    case 50: *value = 0; return CUDA_SUCCESS;    /* PCI_DOMAIN_ID */
-    case 75: *value = 9; return CUDA_SUCCESS;    /* COMPUTE_CAPABILITY_MAJOR (not measured) */
-    case 76: *value = 0; return CUDA_SUCCESS;    /* COMPUTE_CAPABILITY_MINOR (not measured) */
-    case 88: *value = 0; return CUDA_SUCCESS;    /* PAGEABLE_MEMORY_ACCESS: facts 0 */
-    case 99: *value = 1; return CUDA_SUCCESS;    /* HOST_REGISTER_SUPPORTED: facts 1 */
-    case 100: *value = 0; return CUDA_SUCCESS;   /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
-    case 113: *value = 1; return CUDA_SUCCESS;   /* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
+  DBL_RETURN_AFTER(dbl_check_out(check_device, dev, value), attribute(value, attrib, dev));
 }
 
 /* ---------------------------------------------------------------- contexts */
@@ -189,16 +139,16 @@ DBL_API CUresult cuDevicePrimaryCtxRetain(void **pctx, CUdevice dev) {
   if (r != DR_OK) return code(r);
   if (g.ctx_refcount[dev]++ == 0) ctx_created[dev]++;
   *pctx = &ctx_handles[dev];
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   DBL_ENTER();
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
-  if (g.ctx_refcount[dev] <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (g.ctx_refcount[dev] <= 0) return code(DR_INVALID_CONTEXT);
   if (--g.ctx_refcount[dev] == 0) dbl_drop_device(dev); /* the primary context is destroyed */
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
@@ -206,7 +156,7 @@ DBL_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   int r = check_device(dev);
   if (r != DR_OK) return code(r);
   dbl_reset_device(dev); /* facts: a later unregister returns 713 */
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuCtxSetCurrent(void *ctx) {
@@ -215,14 +165,14 @@ DBL_API CUresult cuCtxSetCurrent(void *ctx) {
   if (r != DR_OK) return code(r);
   if (!ctx) {
     g.current_ctx = -1;
-    return CUDA_SUCCESS;
+    return code(DR_OK);
   }
   char *c = ctx;
-  if (c < ctx_handles || c >= ctx_handles + DBL_MAX_DEVICES) return CUDA_ERROR_INVALID_CONTEXT;
+  if (c < ctx_handles || c >= ctx_handles + DBL_MAX_DEVICES) return code(DR_INVALID_CONTEXT);
   int dev = (int)(c - ctx_handles);
-  if (dev >= g.ndevices || g.ctx_refcount[dev] <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (dev >= g.ndevices || g.ctx_refcount[dev] <= 0) return code(DR_INVALID_CONTEXT);
   g.current_ctx = dev;
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuCtxSynchronize(void) {
@@ -237,7 +187,7 @@ DBL_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
   if (r != DR_OK) return code(r);
-  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!dptr) return code(DR_INVALID_VALUE);
   uintptr_t p = 0;
   r = dbl_dalloc(bytes, dev, &p);
   if (r == DR_OK) *dptr = (CUdeviceptr)p;
@@ -248,71 +198,55 @@ DBL_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
 
 DBL_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_dfree((uintptr_t)dptr));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_dfree((uintptr_t)dptr));
 }
 
 DBL_API CUresult cuMemHostAlloc(void **pp, size_t bytes, unsigned int flags) {
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
   if (r != DR_OK) return code(r);
-  if (flags & ~(unsigned)CU_MEMHOSTALLOC_ALL) return CUDA_ERROR_INVALID_VALUE;
+  if (flags & ~(unsigned)CU_MEMHOSTALLOC_ALL) return code(DR_INVALID_VALUE);
   return code(dbl_alloc_into(dbl_halloc, bytes, dev, pp));
 }
 
 DBL_API CUresult cuMemFreeHost(void *p) {
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_hfree((uintptr_t)p));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_hfree((uintptr_t)p));
 }
 
 DBL_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_register((uintptr_t)p, bytesize, flags, dev));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_register((uintptr_t)p, bytesize, flags, dev));
 }
 
 DBL_API CUresult cuMemHostUnregister(void *p) {
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_unregister((uintptr_t)p));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_unregister((uintptr_t)p));
 }
 
 DBL_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes) {
   double entry = dbl_now(); /* paced copies are timed from here */
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes, dev, entry));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_htod((uintptr_t)dst, (uintptr_t)src, bytes, dev, entry));
 }
 
 DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   DBL_ENTER();
-  int dev, r = check_ctx(&dev);
-  return code(r != DR_OK ? r : dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
 }
 
 /* ---------------------------------------------------------------- errors */
 
-static const dbl_error_t ERRORS[] = {
-    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
-    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
-    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
-    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
-    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
-    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
-    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
-    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
-     "part or all of the requested memory range is already mapped"},
-    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
-     "pointer does not correspond to a registered memory region"},
-    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
-};
-
 /* The row of `error`, NULL (and *pstr NULL) for a code the table lacks; NULL for a NULL pstr. */
 static const dbl_error_t *find_error(int error, const char **pstr) {
   if (!pstr) return NULL;
-  const dbl_error_t *e = dbl_find_error(ERRORS, sizeof ERRORS / sizeof ERRORS[0], error);
+  const dbl_error_t *e = dbl_api_error(API_CUDA, error);
   if (!e) *pstr = NULL;
   return e;
 }
@@ -320,17 +254,17 @@ static const dbl_error_t *find_error(int error, const char **pstr) {
 DBL_API CUresult cuGetErrorName(CUresult error, const char **pstr) {
   DBL_ENTER();
   const dbl_error_t *e = find_error(error, pstr);
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  if (!e) return code(DR_INVALID_VALUE);
   *pstr = e->name;
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 DBL_API CUresult cuGetErrorString(CUresult error, const char **pstr) {
   DBL_ENTER();
   const dbl_error_t *e = find_error(error, pstr);
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  if (!e) return code(DR_INVALID_VALUE);
   *pstr = e->text;
-  return CUDA_SUCCESS;
+  return code(DR_OK);
 }
 
 /* ---------------------------------------------------------------- test exports */

@@ -37,22 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* hipError_t values: common.c's table of results (dbl_api_code), column HIP. */
 typedef int hipError_t;
-
-enum {
-  hipSuccess = 0,
-  hipErrorInvalidValue = 1,
-  hipErrorOutOfMemory = 2,
-  hipErrorNotInitialized = 3,
-  hipErrorInvalidMemcpyDirection = 21,
-  hipErrorNoDevice = 100,
-  hipErrorInvalidDevice = 101,
-  hipErrorInvalidContext = 201,
-  hipErrorHostMemoryAlreadyRegistered = 712,
-  hipErrorHostMemoryNotRegistered = 713,
-  hipErrorNotSupported = 801,
-  hipErrorUnknown = 999,
-};
 
 /* hipHostRegister flags (hip_runtime_api.h). hipHostRegisterReadOnly: "This flag is ignored On AMD
  * devices"; hipExtHostRegisterCoarseGrained shares its bit. */
@@ -100,58 +86,21 @@ static const char *const NAMES[] = {
     "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
 };
 
-__attribute__((constructor)) static void hip_double_setup(void) {
-  dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));
-  g.current_ctx = -1;
-}
+/* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
+ * (ignored on AMD), and HIP's results of the faulty calls. */
+static const profile_t HIP_BASE = {
+    .api = API_HIP, .readonly_flag = hipHostRegisterReadOnly, .readonly_needs_flag = 0,
+    .valid_flags = hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory | hipHostRegisterReadOnly |
+                   hipExtHostRegisterUncached,
+    .unregister_fault_result = DR_NOT_REGISTERED, .integrated_fail_result = DR_INVALID_VALUE};
 
-static hipError_t code(int r) {
-  switch (r) {
-    case DR_OK: return hipSuccess;
-    case DR_INVALID_VALUE: return hipErrorInvalidValue;
-    case DR_OUT_OF_MEMORY: return hipErrorOutOfMemory;
-    case DR_NOT_INITIALIZED: return hipErrorNotInitialized;
-    case DR_NO_DEVICE: return hipErrorNoDevice;
-    case DR_INVALID_DEVICE: return hipErrorInvalidDevice;
-    case DR_INVALID_CONTEXT: return hipErrorInvalidContext;
-    case DR_ALREADY_REGISTERED: return hipErrorHostMemoryAlreadyRegistered;
-    case DR_NOT_REGISTERED: return hipErrorHostMemoryNotRegistered;
-    case DR_NOT_SUPPORTED: return hipErrorNotSupported;
-    case DR_INVALID_MEMCPY_DIRECTION: return hipErrorInvalidMemcpyDirection;
-    default: return hipErrorUnknown;
-  }
-}
+/* Profiles of the HIP double: rocm724 (with its bugs) the default, rocm-fixed, nodevice. "cuda" names the CUDA
+ * double's profile: set for a CUDA double in the same process, it leaves this one on its default. Anything else is
+ * refused. */
+static const dbl_profile_choice_t PROFILES[] = {
+    {"rocm724", {"cuda"}, 0, 1}, {"rocm-fixed", {NULL}, 0, 0}, {"nodevice", {NULL}, 1, 0}};
 
-/* Profiles of the HIP double. "cuda" names the CUDA double's profile: set for a CUDA double in the same
- * process, it leaves this one on its default (rocm724). Anything else is refused. */
-static int parse_profile(const char *name, profile_t *p) {
-  memset(p, 0, sizeof *p);
-  p->api = API_HIP;
-  p->valid_flags = hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory |
-                   hipHostRegisterReadOnly | hipExtHostRegisterUncached;
-  p->readonly_flag = hipHostRegisterReadOnly;
-  p->readonly_needs_flag = 0; /* ignored on AMD: flags 0 on a read-only mapping succeeds */
-  p->unregister_fault_result = DR_NOT_REGISTERED;
-  p->integrated_fail_result = DR_INVALID_VALUE;
-  if (!name || strcmp(name, "rocm724") == 0 || strcmp(name, "cuda") == 0) {
-    p->name = "rocm724";
-    p->accept_prot_none = 1;
-    p->accept_overlap = 1;
-    p->tmpfs_serves_zeros = 1;
-    p->stuck_unregister = 1;
-    return 1;
-  }
-  if (strcmp(name, "rocm-fixed") == 0) {
-    p->name = "rocm-fixed";
-    return 1;
-  }
-  if (strcmp(name, "nodevice") == 0) {
-    p->name = "nodevice";
-    p->nodevice = 1;
-    return 1;
-  }
-  return 0;
-}
+DBL_DRIVER(hipError_t, API_HIP, NAMES, HIP_BASE, PROFILES)
 
 /* HIP initializes itself on the first call that needs a device: so does the double. */
 static int ensure_init(void) {
@@ -185,7 +134,7 @@ static int reported_version(long *v) {
 
 /* Both version calls report the same number. */
 static hipError_t version_into(int *version) {
-  if (!version) return hipErrorInvalidValue;
+  if (!version) return code(DR_INVALID_VALUE);
   long v;
   int r = reported_version(&v);
   if (r == DR_OK) *version = (int)v;
@@ -202,77 +151,68 @@ DBL_API hipError_t hipDriverGetVersion(int *version) {
   return version_into(version);
 }
 
-DBL_API hipError_t hipInit(unsigned int flags) {
-  DBL_ENTER();
-  if (flags != 0) return hipErrorInvalidValue;
-  return code(dbl_init(API_HIP, parse_profile));
-}
+DBL_INIT_CALL(hipError_t, hipInit, API_HIP)
 
 DBL_API hipError_t hipGetDeviceCount(int *count) {
   DBL_ENTER();
-  if (!count) return hipErrorInvalidValue;
+  if (!count) return code(DR_INVALID_VALUE);
   int r = ensure_init();
-  if (r != DR_OK) {
-    *count = 0;
-    return code(r);
-  }
-  *count = g.ndevices;
-  return hipSuccess;
+  *count = r == DR_OK ? g.ndevices : 0;
+  return code(r);
 }
 
 DBL_DEVICE_QUERIES(hipError_t, hipDeviceGetName, hipDeviceGetPCIBusId, hipDeviceTotalMem, "Double HIP Device")
 
+/* The value of attribute `attr` of a device checked already, in the layout of HIP 4.x. */
+static int attribute4(int *value, int attr, int dev) {
+  switch (attr) {
+    case ATTR4_INTEGRATED: return dbl_integrated(value);
+    case ATTR4_MAX_THREADS_PER_BLOCK: *value = 1024; return DR_OK;
+    case ATTR4_WARP_SIZE: *value = 32; return DR_OK;
+    case ATTR4_MULTIPROCESSOR_COUNT: *value = 48; return DR_OK;
+    case ATTR4_L2_CACHE_SIZE: *value = 6 << 20; return DR_OK;
+    case ATTR4_COMPUTE_CAPABILITY_MAJOR: *value = 11; return DR_OK;
+    case ATTR4_COMPUTE_CAPABILITY_MINOR: *value = 0; return DR_OK;
+    case ATTR4_PCI_BUS_ID: *value = 0; return DR_OK;
+    case ATTR4_PCI_DEVICE_ID: *value = dbl_physical(dev); return DR_OK;
+    default: return DR_INVALID_VALUE;
+  }
+}
+
+/* The value of attribute `attr` of a device checked already, in the layout of the major version reported. */
+static int attribute(int *value, int attr, int dev) {
+  long major = g.hip_version / 10000000L;
+  if (major <= 4) return attribute4(value, attr, dev);
+  switch (attr) {
+    case ATTR_INTEGRATED: return dbl_integrated(value);
+    case ATTR_CAN_MAP_HOST_MEMORY: *value = 1; return DR_OK;
+    case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return DR_OK; /* gfx1100 (RX 7900 XTX) */
+    case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return DR_OK;
+    case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return DR_OK;
+    case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return DR_OK;
+    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return DR_OK;
+    case ATTR_PCI_BUS_ID: *value = 0; return DR_OK;
+    case ATTR_PCI_DEVICE_ID: *value = dbl_physical(dev); return DR_OK;
+    case ATTR_PCI_DOMAIN_ID: *value = 0; return DR_OK;
+    case ATTR_WARP_SIZE: *value = 32; return DR_OK;
+    case ATTR_HOST_REGISTER_SUPPORTED:
+      if (major < 6) return DR_INVALID_VALUE; /* not in HIP 5's enum */
+      *value = 1;
+      return DR_OK;
+    default: return DR_INVALID_VALUE;
+  }
+}
+
 DBL_API hipError_t hipDeviceGetAttribute(int *value, int attr, int dev) {
   DBL_ENTER();
-  int r = dbl_check_out(check_device, dev, value);
-  if (r != DR_OK) return code(r);
-  long major = g.hip_version / 10000000L;
-  if (major <= 4) {
-    switch (attr) {
-      case ATTR4_INTEGRATED:
-        if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
-        *value = g.faults.integrated ? 1 : 0;
-        return hipSuccess;
-      case ATTR4_MAX_THREADS_PER_BLOCK: *value = 1024; return hipSuccess;
-      case ATTR4_WARP_SIZE: *value = 32; return hipSuccess;
-      case ATTR4_MULTIPROCESSOR_COUNT: *value = 48; return hipSuccess;
-      case ATTR4_L2_CACHE_SIZE: *value = 6 << 20; return hipSuccess;
-      case ATTR4_COMPUTE_CAPABILITY_MAJOR: *value = 11; return hipSuccess;
-      case ATTR4_COMPUTE_CAPABILITY_MINOR: *value = 0; return hipSuccess;
-      case ATTR4_PCI_BUS_ID: *value = 0; return hipSuccess;
-      case ATTR4_PCI_DEVICE_ID: *value = dbl_physical(dev); return hipSuccess;
-      default: return hipErrorInvalidValue;
-    }
-  }
-  switch (attr) {
-    case ATTR_INTEGRATED:
-      if (g.faults.integrated_query_fails) return code(g.prof.integrated_fail_result);
-      *value = g.faults.integrated ? 1 : 0;
-      return hipSuccess;
-    case ATTR_CAN_MAP_HOST_MEMORY: *value = 1; return hipSuccess;
-    case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return hipSuccess; /* gfx1100 (RX 7900 XTX) */
-    case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return hipSuccess;
-    case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return hipSuccess;
-    case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return hipSuccess;
-    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return hipSuccess;
-    case ATTR_PCI_BUS_ID: *value = 0; return hipSuccess;
-    case ATTR_PCI_DEVICE_ID: *value = dbl_physical(dev); return hipSuccess;
-    case ATTR_PCI_DOMAIN_ID: *value = 0; return hipSuccess;
-    case ATTR_WARP_SIZE: *value = 32; return hipSuccess;
-    case ATTR_HOST_REGISTER_SUPPORTED:
-      if (major < 6) return hipErrorInvalidValue; /* not in HIP 5's enum */
-      *value = 1;
-      return hipSuccess;
-    default: return hipErrorInvalidValue;
-  }
+  DBL_RETURN_AFTER(dbl_check_out(check_device, dev, value), attribute(value, attr, dev));
 }
 
 DBL_API hipError_t hipSetDevice(int dev) {
   DBL_ENTER();
   int r = check_device(dev);
-  if (r != DR_OK) return code(r);
-  g.current_device = dev;
-  return hipSuccess;
+  if (r == DR_OK) g.current_device = dev;
+  return code(r);
 }
 
 DBL_API hipError_t hipDeviceSynchronize(void) {
@@ -283,9 +223,8 @@ DBL_API hipError_t hipDeviceSynchronize(void) {
 DBL_API hipError_t hipDeviceReset(void) {
   DBL_ENTER();
   int r = ensure_init();
-  if (r != DR_OK) return code(r);
-  dbl_reset_device(g.current_device); /* allocations and registrations of the current device */
-  return hipSuccess;
+  if (r == DR_OK) dbl_reset_device(g.current_device); /* allocations and registrations of the current device */
+  return code(r);
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -294,40 +233,35 @@ DBL_API hipError_t hipDeviceReset(void) {
 
 DBL_API hipError_t hipMalloc(void **ptr, size_t size) {
   DBL_ENTER();
-  int r = ensure_init();
-  return code(r != DR_OK ? r : dbl_alloc_into(dbl_dalloc, size, g.current_device, ptr));
+  DBL_RETURN_AFTER(ensure_init(), dbl_alloc_into(dbl_dalloc, size, g.current_device, ptr));
 }
 
 DBL_API hipError_t hipFree(void *ptr) {
   DBL_ENTER();
-  int r = ensure_init();
-  return code(r != DR_OK ? r : dbl_free_unless_null(dbl_dfree, ptr));
+  DBL_RETURN_AFTER(ensure_init(), dbl_free_unless_null(dbl_dfree, ptr));
 }
 
 DBL_API hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
   DBL_ENTER();
   int r = ensure_init();
   if (r != DR_OK) return code(r);
-  if ((flags & hipHostMallocCoherent) && (flags & hipHostMallocNonCoherent)) return hipErrorInvalidValue;
+  if ((flags & hipHostMallocCoherent) && (flags & hipHostMallocNonCoherent)) return code(DR_INVALID_VALUE);
   return code(dbl_alloc_into(dbl_halloc, size, g.current_device, ptr));
 }
 
 DBL_API hipError_t hipHostFree(void *ptr) {
   DBL_ENTER();
-  int r = ensure_init();
-  return code(r != DR_OK ? r : dbl_free_unless_null(dbl_hfree, ptr));
+  DBL_RETURN_AFTER(ensure_init(), dbl_free_unless_null(dbl_hfree, ptr));
 }
 
 DBL_API hipError_t hipHostRegister(void *ptr, size_t size, unsigned int flags) {
   DBL_ENTER();
-  int r = ensure_init();
-  return code(r != DR_OK ? r : dbl_register((uintptr_t)ptr, size, flags, g.current_device));
+  DBL_RETURN_AFTER(ensure_init(), dbl_register((uintptr_t)ptr, size, flags, g.current_device));
 }
 
 DBL_API hipError_t hipHostUnregister(void *ptr) {
   DBL_ENTER();
-  int r = ensure_init();
-  return code(r != DR_OK ? r : dbl_unregister((uintptr_t)ptr));
+  DBL_RETURN_AFTER(ensure_init(), dbl_unregister((uintptr_t)ptr));
 }
 
 DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) {
@@ -338,42 +272,26 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
   switch (kind) {
     case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
     case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
-    default: return hipErrorInvalidMemcpyDirection; /* the double copies host<->device only */
+    default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device only */
   }
 }
 
 /* ---------------------------------------------------------------- errors */
 
-static const dbl_error_t ERRORS[] = {
-    {hipSuccess, "hipSuccess", "no error"},
-    {hipErrorInvalidValue, "hipErrorInvalidValue", "invalid argument"},
-    {hipErrorOutOfMemory, "hipErrorOutOfMemory", "out of memory"},
-    {hipErrorNotInitialized, "hipErrorNotInitialized", "initialization error"},
-    {hipErrorInvalidMemcpyDirection, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
-    {hipErrorNoDevice, "hipErrorNoDevice", "no ROCm-capable device is detected"},
-    {hipErrorInvalidDevice, "hipErrorInvalidDevice", "invalid device ordinal"},
-    {hipErrorInvalidContext, "hipErrorInvalidContext", "invalid device context"},
-    {hipErrorHostMemoryAlreadyRegistered, "hipErrorHostMemoryAlreadyRegistered",
-     "part or all of the requested memory range is already mapped"},
-    {hipErrorHostMemoryNotRegistered, "hipErrorHostMemoryNotRegistered",
-     "pointer does not correspond to a registered memory region"},
-    {hipErrorNotSupported, "hipErrorNotSupported", "operation not supported"},
-    {hipErrorUnknown, "hipErrorUnknown", "unknown error"},
-};
+/* Like HIP: an unknown code reads as hipErrorUnknown. */
+static const dbl_error_t *find_error(int error) {
+  const dbl_error_t *e = dbl_api_error(API_HIP, error);
+  return e ? e : dbl_api_error(API_HIP, code(DR_UNKNOWN));
+}
 
-static const dbl_error_t *find_error(int error) { return dbl_find_error(ERRORS, sizeof ERRORS / sizeof ERRORS[0], error); }
-
-/* Like HIP: an unknown code is named hipErrorUnknown. */
 DBL_API const char *hipGetErrorName(hipError_t error) {
   DBL_ENTER();
-  const dbl_error_t *e = find_error(error);
-  return e ? e->name : "hipErrorUnknown";
+  return find_error(error)->name;
 }
 
 DBL_API const char *hipGetErrorString(hipError_t error) {
   DBL_ENTER();
-  const dbl_error_t *e = find_error(error);
-  return e ? e->text : "unknown error";
+  return find_error(error)->text;
 }
 
 /* ---------------------------------------------------------------- test exports */
