@@ -8,7 +8,6 @@
  */
 #include "common.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* CUresult values: common.c's table of results (dbl_api_code), column CUDA. */

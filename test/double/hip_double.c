@@ -33,7 +33,6 @@
  */
 #include "common.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
