@@ -61,6 +61,38 @@ export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, 
   };
 }
 
+// ---- calls by role ----
+
+/** A call as the kit takes it: its C name (for errors and call counts) and the function. */
+export type Call<Fn> = readonly [call: string, fn: Fn];
+
+/** C prototypes by the role the kit gives each call (HostFunctions' register, alloc, ...). */
+export type RolePrototypes<R> = { readonly [K in keyof R]: string };
+
+/** The C function a prototype declares: 'int fakeInit(unsigned int flags)' declares fakeInit. */
+export function prototypeName(prototype: string): string {
+  const name = /(\w+)\s*\(/.exec(prototype)?.[1];
+  if (name === undefined) throw new Error(`not a C prototype: ${prototype}`);
+  return name;
+}
+
+/** Role tables as driverLoader declares them: one table by C name (what a missing symbol is reported by). */
+export function byCName(...tables: readonly Record<string, string>[]): Record<string, string> {
+  return Object.fromEntries(tables.flatMap((t) => Object.values(t).map((p) => [prototypeName(p), p])));
+}
+
+/**
+ * A role table's calls, each its C name and the function declared for it (`declared`: driverLoader's functions by
+ * C name). `R` is the caller's typed view of them: koffi types its functions as `(...args: any[]) => any`.
+ */
+export function roleCalls<R extends { [K in keyof R]: Call<unknown> }>(prototypes: RolePrototypes<R>, declared: Readonly<Record<string, unknown>>): R {
+  const entries = Object.entries<string>(prototypes).map(([role, prototype]) => {
+    const call = prototypeName(prototype);
+    return [role, [call, declared[call]]] as const;
+  });
+  return Object.fromEntries(entries) as R;
+}
+
 // ---- errors ----
 
 /** The constructor of a driver's error class (CudaError, HipError): DriverError with the api filled in. */

@@ -18,19 +18,15 @@ import {
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_NONE, PROT_READ, PROT_WRITE } from '../bindings/libc.js';
 import { buildDoubles, type DoublePaths } from './double/build.js';
 import { diskTempDir } from './support/temp-dir.js';
 
 // ------------------------------------------------------------------ libc
 
 const PAGE = 4096;
-const PROT_NONE = 0;
-const PROT_READ = 1;
-const PROT_WRITE = 2;
-const MAP_SHARED = 0x01;
-const MAP_PRIVATE = 0x02;
+// the bindings need no fixed placement: only this file's hole-making does
 const MAP_FIXED = 0x10;
-const MAP_ANONYMOUS = 0x20;
 const MAP_FAILED = 0xffffffffffffffffn;
 const TMPFS_MAGIC = 0x01021994;
 
@@ -161,69 +157,77 @@ function isTmpfs(path: string): boolean {
 
 let paths: DoublePaths;
 
-function loadCuda(path: string) {
+/** What koffi declares a C function as. */
+type CFunction = ReturnType<ReturnType<typeof koffi.load>['func']>;
+
+/** Each of `prototypes` declared from the library at `path`, under its key. */
+function declare<K extends string>(path: string, prototypes: Readonly<Record<K, string>>): Record<K, CFunction> {
   const lib = koffi.load(path);
-  return {
-    init: lib.func('int cuInit(unsigned int flags)'),
-    driverVersion: lib.func('int cuDriverGetVersion(_Out_ int *version)'),
-    deviceCount: lib.func('int cuDeviceGetCount(_Out_ int *count)'),
-    deviceGet: lib.func('int cuDeviceGet(_Out_ int *dev, int ordinal)'),
-    deviceName: lib.func('int cuDeviceGetName(_Out_ uint8_t *name, int len, int dev)'),
-    pciBusId: lib.func('int cuDeviceGetPCIBusId(_Out_ uint8_t *busid, int len, int dev)'),
-    totalMem: lib.func('int cuDeviceTotalMem_v2(_Out_ size_t *bytes, int dev)'),
-    attribute: lib.func('int cuDeviceGetAttribute(_Out_ int *value, int attrib, int dev)'),
-    retain: lib.func('int cuDevicePrimaryCtxRetain(_Out_ void **ctx, int dev)'),
-    release: lib.func('int cuDevicePrimaryCtxRelease_v2(int dev)'),
-    reset: lib.func('int cuDevicePrimaryCtxReset_v2(int dev)'),
-    setCurrent: lib.func('int cuCtxSetCurrent(void *ctx)'),
-    synchronize: lib.func('int cuCtxSynchronize(void)'),
-    memAlloc: lib.func('int cuMemAlloc_v2(_Out_ uint64_t *dptr, size_t bytes)'),
-    memFree: lib.func('int cuMemFree_v2(uint64_t dptr)'),
-    hostAlloc: lib.func('int cuMemHostAlloc(_Out_ void **p, size_t bytes, unsigned int flags)'),
-    freeHost: lib.func('int cuMemFreeHost(void *p)'),
-    register: lib.func('int cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags)'),
-    unregister: lib.func('int cuMemHostUnregister(void *p)'),
-    htod: lib.func('int cuMemcpyHtoD_v2(uint64_t dst, void *src, size_t bytes)'),
-    dtoh: lib.func('int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes)'),
-    errorName: lib.func('int cuGetErrorName(int error, _Out_ const char **str)'),
-    errorString: lib.func('int cuGetErrorString(int error, _Out_ const char **str)'),
-    doubleReset: lib.func('void double_reset(void)'),
-    registrations: lib.func('int double_registration_count(void)'),
-    calls: lib.func('int double_calls(const char *name)'),
-  };
+  return Object.fromEntries(Object.entries<string>(prototypes).map(([key, prototype]) => [key, lib.func(prototype)])) as Record<K, CFunction>;
 }
 
-function loadHip(path: string) {
-  const lib = koffi.load(path);
-  return {
-    runtimeVersion: lib.func('int hipRuntimeGetVersion(_Out_ int *version)'),
-    driverVersion: lib.func('int hipDriverGetVersion(_Out_ int *version)'),
-    init: lib.func('int hipInit(unsigned int flags)'),
-    deviceCount: lib.func('int hipGetDeviceCount(_Out_ int *count)'),
-    deviceName: lib.func('int hipDeviceGetName(_Out_ uint8_t *name, int len, int dev)'),
-    pciBusId: lib.func('int hipDeviceGetPCIBusId(_Out_ uint8_t *busid, int len, int dev)'),
-    totalMem: lib.func('int hipDeviceTotalMem(_Out_ size_t *bytes, int dev)'),
-    attribute: lib.func('int hipDeviceGetAttribute(_Out_ int *value, int attr, int dev)'),
-    setDevice: lib.func('int hipSetDevice(int dev)'),
-    synchronize: lib.func('int hipDeviceSynchronize(void)'),
-    deviceReset: lib.func('int hipDeviceReset(void)'),
-    malloc: lib.func('int hipMalloc(_Out_ void **p, size_t bytes)'),
-    free: lib.func('int hipFree(void *p)'),
-    hostMalloc: lib.func('int hipHostMalloc(_Out_ void **p, size_t bytes, unsigned int flags)'),
-    hostFree: lib.func('int hipHostFree(void *p)'),
-    register: lib.func('int hipHostRegister(void *p, size_t bytes, unsigned int flags)'),
-    unregister: lib.func('int hipHostUnregister(void *p)'),
-    memcpy: lib.func('int hipMemcpy(void *dst, void *src, size_t bytes, int kind)'),
-    errorName: lib.func('const char *hipGetErrorName(int error)'),
-    errorString: lib.func('const char *hipGetErrorString(int error)'),
-    doubleReset: lib.func('void double_reset(void)'),
-    registrations: lib.func('int double_registration_count(void)'),
-    calls: lib.func('int double_calls(const char *name)'),
-  };
-}
+/** The double's own controls (common.c), the same in every library it builds. */
+const DOUBLE_CONTROLS = {
+  doubleReset: 'void double_reset(void)',
+  registrations: 'int double_registration_count(void)',
+  calls: 'int double_calls(const char *name)',
+} as const;
 
-let cu: ReturnType<typeof loadCuda>;
-let hip: ReturnType<typeof loadHip>;
+/** The CUDA double's functions this file calls, by a short name. */
+const CUDA_CALLS = {
+  init: 'int cuInit(unsigned int flags)',
+  driverVersion: 'int cuDriverGetVersion(_Out_ int *version)',
+  deviceCount: 'int cuDeviceGetCount(_Out_ int *count)',
+  deviceGet: 'int cuDeviceGet(_Out_ int *dev, int ordinal)',
+  deviceName: 'int cuDeviceGetName(_Out_ uint8_t *name, int len, int dev)',
+  pciBusId: 'int cuDeviceGetPCIBusId(_Out_ uint8_t *busid, int len, int dev)',
+  totalMem: 'int cuDeviceTotalMem_v2(_Out_ size_t *bytes, int dev)',
+  attribute: 'int cuDeviceGetAttribute(_Out_ int *value, int attrib, int dev)',
+  retain: 'int cuDevicePrimaryCtxRetain(_Out_ void **ctx, int dev)',
+  release: 'int cuDevicePrimaryCtxRelease_v2(int dev)',
+  reset: 'int cuDevicePrimaryCtxReset_v2(int dev)',
+  setCurrent: 'int cuCtxSetCurrent(void *ctx)',
+  synchronize: 'int cuCtxSynchronize(void)',
+  memAlloc: 'int cuMemAlloc_v2(_Out_ uint64_t *dptr, size_t bytes)',
+  memFree: 'int cuMemFree_v2(uint64_t dptr)',
+  hostAlloc: 'int cuMemHostAlloc(_Out_ void **p, size_t bytes, unsigned int flags)',
+  freeHost: 'int cuMemFreeHost(void *p)',
+  register: 'int cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags)',
+  unregister: 'int cuMemHostUnregister(void *p)',
+  htod: 'int cuMemcpyHtoD_v2(uint64_t dst, void *src, size_t bytes)',
+  dtoh: 'int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t bytes)',
+  errorName: 'int cuGetErrorName(int error, _Out_ const char **str)',
+  errorString: 'int cuGetErrorString(int error, _Out_ const char **str)',
+  ...DOUBLE_CONTROLS,
+} as const;
+
+/** The HIP double's functions this file calls, by a short name. */
+const HIP_CALLS = {
+  runtimeVersion: 'int hipRuntimeGetVersion(_Out_ int *version)',
+  driverVersion: 'int hipDriverGetVersion(_Out_ int *version)',
+  init: 'int hipInit(unsigned int flags)',
+  deviceCount: 'int hipGetDeviceCount(_Out_ int *count)',
+  deviceName: 'int hipDeviceGetName(_Out_ uint8_t *name, int len, int dev)',
+  pciBusId: 'int hipDeviceGetPCIBusId(_Out_ uint8_t *busid, int len, int dev)',
+  totalMem: 'int hipDeviceTotalMem(_Out_ size_t *bytes, int dev)',
+  attribute: 'int hipDeviceGetAttribute(_Out_ int *value, int attr, int dev)',
+  setDevice: 'int hipSetDevice(int dev)',
+  synchronize: 'int hipDeviceSynchronize(void)',
+  deviceReset: 'int hipDeviceReset(void)',
+  malloc: 'int hipMalloc(_Out_ void **p, size_t bytes)',
+  free: 'int hipFree(void *p)',
+  hostMalloc: 'int hipHostMalloc(_Out_ void **p, size_t bytes, unsigned int flags)',
+  hostFree: 'int hipHostFree(void *p)',
+  register: 'int hipHostRegister(void *p, size_t bytes, unsigned int flags)',
+  unregister: 'int hipHostUnregister(void *p)',
+  memcpy: 'int hipMemcpy(void *dst, void *src, size_t bytes, int kind)',
+  errorName: 'const char *hipGetErrorName(int error)',
+  errorString: 'const char *hipGetErrorString(int error)',
+  ...DOUBLE_CONTROLS,
+} as const;
+
+let cu: Record<keyof typeof CUDA_CALLS, CFunction>;
+let hip: Record<keyof typeof HIP_CALLS, CFunction>;
 
 const CU = {
   SUCCESS: 0,
@@ -272,8 +276,8 @@ function setEnv(vars: Partial<Record<(typeof ENV_KEYS)[number], string>>): void 
 
 beforeAll(() => {
   paths = buildDoubles();
-  cu = loadCuda(paths.cuda);
-  hip = loadHip(paths.hip);
+  cu = declare(paths.cuda, CUDA_CALLS);
+  hip = declare(paths.hip, HIP_CALLS);
   scratch = diskTempDir('mapped-reg-double-test-');
 });
 
@@ -382,6 +386,19 @@ function expectDevice0(api: DeviceQueries, attr: (a: number) => { rc: number; va
   for (const [a, value] of attrs) expect(attr(a), `attribute ${a}`).toEqual({ rc: 0, value });
 }
 
+/** What a double's registration calls need: register, unregister and its count of registrations. */
+type RegistrationCalls = Pick<typeof cu & typeof hip, 'register' | 'unregister' | 'registrations'>;
+
+/** `m` registered, then released twice in vain (each answering `failed`, the registration kept), then for good. */
+function expectTwoFailedReleases(api: RegistrationCalls, m: Mapping, failed: number): void {
+  expect(api.register(m.addr, m.len, 0)).toBe(0);
+  expect(api.unregister(m.addr)).toBe(failed);
+  expect(api.unregister(m.addr)).toBe(failed);
+  expect(api.registrations()).toBe(1);
+  expect(api.unregister(m.addr)).toBe(0);
+  expect(api.registrations()).toBe(0);
+}
+
 // ------------------------------------------------------------------ build
 
 describe('buildDoubles', () => {
@@ -454,7 +471,9 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
     expect(cu.setCurrent(0x1234n)).toBe(CU.INVALID_CONTEXT);
     unmap(m);
   });
+});
 
+describe('CUDA double, profile cuda: registration', () => {
   it('registers a read-only MAP_SHARED file mapping only with READ_ONLY; twice 712; unregister 0 then 713', () => {
     cudaUp();
     const data = randomBytes(4 * PAGE);
@@ -506,7 +525,9 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
     expect(cu.registrations()).toBe(0);
     unmap(m);
   });
+});
 
+describe('CUDA double, profile cuda: kinds of mapping', () => {
   it('treats writable, private, memfd, anonymous and tmpfs mappings as the H200 did', () => {
     cudaUp();
     // MAP_SHARED writable mapping of a regular file: the kernel refuses a writable long-term pin
@@ -557,7 +578,9 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
     });
     expect(cu.registrations()).toBe(0);
   });
+});
 
+describe('CUDA double, profile cuda: unusable ranges and lost registrations', () => {
   it('refuses PROT_NONE and unmapped ranges with an error code, never a crash', () => {
     cudaUp();
     const m = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT_NONE, MAP_SHARED);
@@ -624,7 +647,9 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
     expect(cu.unregister(m.addr)).toBe(CU.NOT_REGISTERED);
     unmap(m);
   });
+});
 
+describe('CUDA double, profile cuda: page-locked memory, call counts and configuration', () => {
   it('refuses to register page-locked memory of its own (712) and copies from it correctly', () => {
     cudaUp();
     const p: [bigint | null] = [null];
@@ -721,7 +746,9 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
     expect(n[0]).toBe(1);
     expect(hip.calls('hipInit')).toBe(0);
   });
+});
 
+describe('HIP double, profile rocm724: registration', () => {
   it('registers a read-only file mapping with flags 0 and copies the right bytes', () => {
     const data = randomBytes(4 * PAGE);
     const m = mapFile(scratchFile(data), PROT_READ, MAP_SHARED);
@@ -848,24 +875,15 @@ describe('faults', () => {
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'unregister_fails=2' });
     cudaUp();
     const m = anon(2 * PAGE);
-    expect(cu.register(m.addr, m.len, 0)).toBe(0);
-    expect(cu.unregister(m.addr)).toBe(CU.UNKNOWN);
-    expect(cu.unregister(m.addr)).toBe(CU.UNKNOWN);
-    expect(cu.registrations()).toBe(1);
-    expect(cu.unregister(m.addr)).toBe(0);
-    expect(cu.registrations()).toBe(0);
-
+    expectTwoFailedReleases(cu, m, CU.UNKNOWN);
     setEnv({ MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed' });
     expect(hip.init(0)).toBe(0);
-    expect(hip.register(m.addr, m.len, 0)).toBe(0);
-    expect(hip.unregister(m.addr)).toBe(HIP.NOT_REGISTERED);
-    expect(hip.unregister(m.addr)).toBe(HIP.NOT_REGISTERED);
-    expect(hip.registrations()).toBe(1);
-    expect(hip.unregister(m.addr)).toBe(0);
-    expect(hip.registrations()).toBe(0);
+    expectTwoFailedReleases(hip, m, HIP.NOT_REGISTERED);
     unmap(m);
   });
+});
 
+describe('faults: stuck registrations, fault lists and wrong bytes', () => {
   it('stuck_registration=2: the second registration since init is never released; the others are', () => {
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'stuck_registration=2' });
     cudaUp();
@@ -923,7 +941,9 @@ describe('faults', () => {
     expect(hip.unregister(a.addr)).toBe(0);
     unmap(a);
   });
+});
 
+describe('faults: slow copies and no device', () => {
   it('slow_registered=5: a registered 32 MiB copy takes clearly longer than a plain one', () => {
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'slow_registered=5' });
     cudaUp();

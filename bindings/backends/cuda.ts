@@ -16,7 +16,7 @@ import {
   loadCuda,
   withCudaOps,
 } from '../cuda.js';
-import { registeringBackend, registeringDevice } from './registering.js';
+import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 function nvidiaModuleVersion(): string | undefined {
   try {
@@ -59,14 +59,10 @@ function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredD
   const integrated = ask(() => driver.attribute(i, INTEGRATED) !== 0);
   attributes.INTEGRATED = integrated.ok ? Number(integrated.value) : errorText(integrated.error);
   return registeringDevice(cuda, {
-    ordinal: i,
-    name: driver.name(i),
-    pciBusId: driver.pciBusId(i),
-    totalMemBytes: driver.totalMem(i),
+    ...identityFacts(driver, i),
     integrated,
     attributes,
     version,
-    library: driver.path,
     kit: {
       contextReset: {
         call: 'cuDevicePrimaryCtxReset_v2',

@@ -1,18 +1,14 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
 import { type DiscoveredDevice, ask } from '../backend.js';
 import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
-import { registeringBackend, registeringDevice } from './registering.js';
+import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 function hipDevice(driver: HipDriver, i: number, version: string): DiscoveredDevice {
   const integrated = ask(() => driver.integrated(i));
   return registeringDevice(hip, {
-    ordinal: i,
-    name: driver.name(i),
-    pciBusId: driver.pciBusId(i),
-    totalMemBytes: driver.totalMem(i),
+    ...identityFacts(driver, i),
     integrated,
     version,
-    library: driver.path,
     kit: {
       contextReset: {
         call: 'hipDeviceReset',

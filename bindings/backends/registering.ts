@@ -45,6 +45,19 @@ export interface RegisteringDeviceFacts {
   keepContext(): void;
 }
 
+/** What every registering driver object answers of a device by its ordinal, and the library it loaded. */
+export interface DeviceIdentity {
+  readonly path: string;
+  name(ordinal: number): string;
+  pciBusId(ordinal: number): string;
+  totalMem(ordinal: number): number;
+}
+
+/** The facts each registering module reads alike: device `ordinal`'s name, PCI bus id and memory, and the library. */
+export function identityFacts(driver: DeviceIdentity, ordinal: number): Pick<RegisteringDeviceFacts, 'ordinal' | 'name' | 'pciBusId' | 'totalMemBytes' | 'library'> {
+  return { ordinal, name: driver.name(ordinal), pciBusId: driver.pciBusId(ordinal), totalMemBytes: driver.totalMem(ordinal), library: driver.path };
+}
+
 /** The device `f` of backend `b`: its id `<backend>:<ordinal>`, the model's Device and its native ops. */
 export function registeringDevice(b: RegisteringBackend, f: RegisteringDeviceFacts): DiscoveredDevice {
   const id = `${b.id}:${f.ordinal}`;
