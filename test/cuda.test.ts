@@ -26,6 +26,8 @@ import {
 } from '../bindings/cuda.js';
 import { bindingFixture, exportsOf, pattern as patternOf, type DoubleExports } from './support/binding-harness.js';
 import { thrown } from './support/thrown.js';
+import { expectRoundTrip } from './support/ops-round-trip.js';
+import { expectDoubleDevice } from './support/double-device.js';
 import { expectTextFileRefused } from './support/not-a-driver.js';
 
 const ENV_KEYS = ['MAPPED_REG_CUDA_LIBRARY', 'MAPPED_REG_DOUBLE_PROFILE', 'MAPPED_REG_DOUBLE_FAULTS', 'MAPPED_REG_DOUBLE_DEVICES'];
@@ -119,14 +121,11 @@ describe('loading', () => {
   });
 });
 
+// The 'driver' suite, in two blocks to keep each callback short: this one, the driver's queries and error names.
 describe('driver', () => {
   it('reports version, devices, name, bus id, memory', () => {
     expect(driver.driverVersion()).toBe(13000);
-    expect(driver.devices()).toEqual({ count: 1 });
-    expect(driver.deviceCount()).toBe(1);
-    expect(driver.name(0)).toBe('Double CUDA Device');
-    expect(driver.pciBusId(0)).toBe('0000:00:00.0');
-    expect(driver.totalMem(0)).toBe(80 * 2 ** 30);
+    expectDoubleDevice(driver, 'Double CUDA Device');
   });
 
   it('reads the attributes the facts list', () => {
@@ -165,6 +164,17 @@ describe('driver', () => {
     expect(d.devices()).toEqual({ count: 1 }); // not cached: the next cuInit succeeds
   });
 
+  it('names codes the driver does not know from its own table, else UNKNOWN_<code>', () => {
+    expect(driver.errorName(713)).toBe('CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED');
+    expect(driver.errorName(709)).toBe('CUDA_ERROR_CONTEXT_IS_DESTROYED'); // not in the double's table
+    expect(driver.errorName(123456)).toBe('UNKNOWN_123456');
+    expect(driver.errorString(712)).toBe('part or all of the requested memory range is already mapped');
+    expect(driver.errorString(123456)).toBeUndefined();
+  });
+});
+
+// The same suite: registrations and page-locked memory, straight through the driver.
+describe('driver', () => {
   it('keeps 712 and 713 apart, with their names', () => {
     const m = fileMapping(pattern(3 * 4096));
     const ctx = driver.primaryCtxRetain(0);
@@ -190,14 +200,6 @@ describe('driver', () => {
     } finally {
       driver.primaryCtxRelease(0);
     }
-  });
-
-  it('names codes the driver does not know from its own table, else UNKNOWN_<code>', () => {
-    expect(driver.errorName(713)).toBe('CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED');
-    expect(driver.errorName(709)).toBe('CUDA_ERROR_CONTEXT_IS_DESTROYED'); // not in the double's table
-    expect(driver.errorName(123456)).toBe('UNKNOWN_123456');
-    expect(driver.errorString(712)).toBe('part or all of the requested memory range is already mapped');
-    expect(driver.errorString(123456)).toBeUndefined();
   });
 
   it('page-locked memory: a zero-copy view the driver reads and writes', () => {
@@ -232,40 +234,19 @@ describe('driver', () => {
   });
 });
 
+// The 'withCudaOps' suite, in blocks of one name to keep each callback short (docs cite its tests by full name):
+// this one, the ops' own calls.
 describe('withCudaOps', () => {
   it('round trip from a read-only file mapping registered READ_ONLY returns the bytes', () => {
     const content = pattern(64 * 1024);
-    const m = fileMapping(content);
-    const calls = {
-      retain: dbl.calls('cuDevicePrimaryCtxRetain'),
-      release: dbl.calls('cuDevicePrimaryCtxRelease_v2'),
-      alloc: dbl.calls('cuMemAlloc_v2'),
-      free: dbl.calls('cuMemFree_v2'),
-    };
-    const regs = dbl.registrations();
-    const out = withCudaOps(driver, 0, 64 * 1024, (ops) => {
-      expect(ops.registerFlags).toBe(READ_ONLY);
-      expect(ops.bytes).toBe(64 * 1024);
-      const into = ops.allocHost(64 * 1024);
-      ops.register(m);
-      ops.roundTrip(m, into);
-      const got = Uint8Array.from(into.bytes);
-      // A window: a slice of the mapping, back into a slice of the buffer.
-      const w = hostSlice(m, 4096, 8192);
-      ops.roundTrip(w, hostSlice(into, 0, 8192));
-      expect(into.bytes.subarray(0, 8192)).toEqual(content.subarray(4096, 4096 + 8192));
-      ops.upload(m);
-      ops.synchronize();
-      ops.unregister(m);
-      ops.freeHost(into);
-      return got;
-    });
-    expect(out).toEqual(content);
-    expect(dbl.registrations()).toBe(regs);
-    expect(dbl.calls('cuDevicePrimaryCtxRetain')).toBe(calls.retain + 1);
-    expect(dbl.calls('cuDevicePrimaryCtxRelease_v2')).toBe(calls.release + 1);
-    expect(dbl.calls('cuMemAlloc_v2')).toBe(calls.alloc + 1);
-    expect(dbl.calls('cuMemFree_v2')).toBe(calls.free + 1);
+    const trip = { content, mapping: fileMapping(content), window: { offset: 4096, length: 8192 } };
+    const inCudaOps = (steps: (ops: DeviceOps) => Uint8Array): Uint8Array =>
+      withCudaOps(driver, 0, 64 * 1024, (ops) => {
+        expect(ops.registerFlags).toBe(READ_ONLY);
+        expect(ops.bytes).toBe(64 * 1024);
+        return steps(ops);
+      });
+    expectRoundTrip(dbl, inCudaOps, trip, { cuDevicePrimaryCtxRetain: 1, cuDevicePrimaryCtxRelease_v2: 1, cuMemAlloc_v2: 1, cuMemFree_v2: 1 });
   });
 
   it('download reads the device buffer back; registerWithFlags passes the flags given', () => {
@@ -298,7 +279,10 @@ describe('withCudaOps', () => {
     });
     expect(ran).toBe('ran');
   });
+});
 
+// The same suite: what the ops leave behind when f returns or throws, and the context retain they keep for it.
+describe('withCudaOps', () => {
   it('frees what f left allocated, leaves registrations alone, even when f throws', () => {
     const m = fileMapping(pattern(2 * 4096));
     const unregisters = dbl.calls('cuMemHostUnregister');
@@ -354,7 +338,10 @@ describe('withCudaOps', () => {
     expect(exports.calls('cuDevicePrimaryCtxRelease_v2')).toBe(1);
     expect(exports.registrations()).toBe(0);
   });
+});
 
+// The same suite: a release step that fails, ordinary or fatal.
+describe('withCudaOps', () => {
   it('a failed release is logged and replaces neither the result nor the exception', () => {
     const logged: string[] = [];
     // f drops the context's last retain itself: the double frees the device buffer with it, so every
@@ -418,7 +405,10 @@ describe('withCudaOps', () => {
     // every retain was given back, whatever was thrown
     expect(dbl.calls('cuDevicePrimaryCtxRetain') - created).toBe(released() - releasedAtStart);
   });
+});
 
+// The same suite: a log that throws, an async f, and the checks on sizes, ownership and flags.
+describe('withCudaOps', () => {
   it('a fatal error from the log is rethrown once every step ran; an ordinary one is swallowed', () => {
     const before = dbl.calls('cuMemFree_v2');
     const kept = withCudaOps(driver, 0, 4096, (ops) => {
