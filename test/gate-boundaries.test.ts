@@ -101,6 +101,37 @@ describe('the bandwidth rule at its limit', () => {
   });
 });
 
+/** A run whose registered / page-locked ratio is `ratio` (2 GB/s registered). */
+const withRatio = (ratio: number): RunResult => {
+  const r = runOf({ registered: 2 });
+  r.devices[0]!.timing = { ...r.devices[0]!.timing!, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio };
+  return r;
+};
+/** The look at a machine still busy after --quiet-wait 60. */
+const BUSY: DeviceLoad = {
+  busy: true,
+  why: ['CPU pressure 95.0% (some, avg10): more runnable threads than cores'],
+  attempts: 2,
+  waitedForQuietMs: 60_000,
+  lockWaitMs: 0,
+  timedMs: 100,
+  quietWaitS: 60,
+  processes: [],
+  linkMBps: null,
+  monitor: null,
+  hostCopyGBps: null,
+  pressure: { cpuSome: 95, memorySome: 0 },
+};
+/** A re-run of probe.verdict that comes back with the ratio given, on a busy machine where `busy`. */
+const rerunOf = (ratio: number, busy = false) => async (): Promise<CheckResult> => ({
+  id: 'probe.verdict',
+  suite: 'probe',
+  title: 'probe',
+  status: 'pass',
+  durationMs: 1,
+  data: { timing: { registeredGBps: 2, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio }, ...(busy ? { load: BUSY } : {}) },
+});
+
 describe('the gate\'s other edges', () => {
   it('--require cuda:1 with only cuda:0 present fails, naming what was found; cuda:0 holds', async () => {
     const run = runOf({});
@@ -141,34 +172,7 @@ describe('the gate\'s other edges', () => {
   });
 
   it('a registered / page-locked that fell is re-run once: back within the limit it is flaky; fallen again it stays the driver\'s; fallen again on a busy machine it is the host\'s', async () => {
-    const withRatio = (ratio: number): RunResult => {
-      const r = runOf({ registered: 2 });
-      r.devices[0]!.timing = { ...r.devices[0]!.timing!, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio };
-      return r;
-    };
     const baseline = { file: 'b.json', result: withRatio(1) };
-    const BUSY: DeviceLoad = {
-      busy: true,
-      why: ['CPU pressure 95.0% (some, avg10): more runnable threads than cores'],
-      attempts: 2,
-      waitedForQuietMs: 60_000,
-      lockWaitMs: 0,
-      timedMs: 100,
-      quietWaitS: 60,
-      processes: [],
-      linkMBps: null,
-      monitor: null,
-      hostCopyGBps: null,
-      pressure: { cpuSome: 95, memorySome: 0 },
-    };
-    const rerunOf = (ratio: number, busy = false) => async (): Promise<CheckResult> => ({
-      id: 'probe.verdict',
-      suite: 'probe',
-      title: 'probe',
-      status: 'pass',
-      durationMs: 1,
-      data: { timing: { registeredGBps: 2, pageLockedGBps: 2 / ratio, pageLockedRatio: ratio }, ...(busy ? { load: BUSY } : {}) },
-    });
     // [the re-run's ratio, busy?, the note's kind, its text, the gate's reason kinds]: a 40% fall (1 -> 0.6) first
     const cases: [number, boolean, string, string, string[]][] = [
       [0.95, false, 'flaky', 'flaky, passed on re-run (0.950)', []],
@@ -213,32 +217,18 @@ interface Host {
   /** What the bandwidth entry is at a limit of 5%, 10% (the default) and 20%: R regression, F fix, - unchanged. */
   at: { '5%': string; '10%': string; '20%': string };
 }
-const H = (host: string, old: number, neu: number, a: string, b: string, c: string): Host => ({ host, old, neu, at: { '5%': a, '10%': b, '20%': c } });
+/** The hosts [name, old GB/s, new GB/s] whose bandwidth entry is `a` at 5%, `b` at 10% and `c` at 20%. */
+const hostsAt = (a: string, b: string, c: string, hosts: [string, number, number][]): Host[] => hosts.map(([host, old, neu]) => ({ host, old, neu, at: { '5%': a, '10%': b, '20%': c } }));
+// Grouped by those three answers. A host's name is its drop (d) or rise (r) in percent; -above / -below: exactly at
+// that limit, the division rounding above or below it.
 const FLEET: Host[] = [
-  H('bw-d05-above', 2, 1.9, '-', '-', '-'), // exactly 5%, rounds above
-  H('bw-d05-above2', 1.1, 1.045, '-', '-', '-'), // exactly 5%, rounds above
-  H('bw-d06', 2, 1.88, 'R', '-', '-'),
-  H('bw-d08', 2, 1.84, 'R', '-', '-'),
-  H('bw-d09', 2, 1.82, 'R', '-', '-'),
-  H('bw-d10-above', 1.97, 1.773, 'R', '-', '-'), // exactly 10%, rounds above
-  H('bw-d10-above2', 2.2, 1.98, 'R', '-', '-'), // exactly 10%, rounds above
-  H('bw-d10-below', 2, 1.8, 'R', '-', '-'), // exactly 10%, rounds below
-  H('bw-d11', 2, 1.78, 'R', 'R', '-'),
-  H('bw-d13', 2, 1.74, 'R', 'R', '-'),
-  H('bw-d15', 2, 1.7, 'R', 'R', '-'),
-  H('bw-d17', 2, 1.66, 'R', 'R', '-'),
-  H('bw-d19', 2, 1.62, 'R', 'R', '-'),
-  H('bw-d20-above', 3, 2.4, 'R', 'R', '-'), // exactly 20%, rounds above
-  H('bw-d21', 2, 1.58, 'R', 'R', 'R'),
-  H('bw-d25', 2, 1.5, 'R', 'R', 'R'),
-  H('bw-d30', 2, 1.4, 'R', 'R', 'R'),
-  H('bw-d39', 2, 1.22, 'R', 'R', 'R'),
-  H('bw-same', 2, 2, '-', '-', '-'),
-  H('bw-r04', 2, 2.08, '-', '-', '-'),
-  H('bw-r07', 2, 2.14, 'F', '-', '-'),
-  H('bw-r10-above', 2, 2.2, 'F', '-', '-'), // a rise of exactly 10%, rounds above
-  H('bw-r11', 2, 2.22, 'F', 'F', '-'),
-  H('bw-r25', 2, 2.5, 'F', 'F', 'F'),
+  ...hostsAt('-', '-', '-', [['bw-d05-above', 2, 1.9], ['bw-d05-above2', 1.1, 1.045], ['bw-same', 2, 2], ['bw-r04', 2, 2.08]]),
+  ...hostsAt('R', '-', '-', [['bw-d06', 2, 1.88], ['bw-d08', 2, 1.84], ['bw-d09', 2, 1.82], ['bw-d10-above', 1.97, 1.773], ['bw-d10-above2', 2.2, 1.98], ['bw-d10-below', 2, 1.8]]),
+  ...hostsAt('R', 'R', '-', [['bw-d11', 2, 1.78], ['bw-d13', 2, 1.74], ['bw-d15', 2, 1.7], ['bw-d17', 2, 1.66], ['bw-d19', 2, 1.62], ['bw-d20-above', 3, 2.4]]),
+  ...hostsAt('R', 'R', 'R', [['bw-d21', 2, 1.58], ['bw-d25', 2, 1.5], ['bw-d30', 2, 1.4], ['bw-d39', 2, 1.22]]),
+  ...hostsAt('F', '-', '-', [['bw-r07', 2, 2.14], ['bw-r10-above', 2, 2.2]]),
+  ...hostsAt('F', 'F', '-', [['bw-r11', 2, 2.22]]),
+  ...hostsAt('F', 'F', 'F', [['bw-r25', 2, 2.5]]),
 ];
 /** Hosts whose figures do not move: their verdict is listed as a known failure in one of the runs below. */
 const LISTED = { usable: 'vd-usable', fixed: 'vd-was-refused', refused: 'vd-still-refused' };

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { discoverOpenCL, OPENCL_DEFAULT_LIBRARIES, OPENCL_LIBRARY_ENV } from '../bindings/opencl.js';
 import { compiledFake } from './support/compiled-fake.js';
+import { discoverSystemLibrary, expectNoDevices, type FakeModes } from './support/fake-api-modes.js';
 import { describeUnusableLibrary } from './support/unusable-library.js';
 
 const FAKE_OPENCL_C = String.raw`
@@ -90,14 +91,11 @@ cl_int clGetDeviceInfo(void *device, cl_uint param, size_t value_size, void *val
 `;
 
 const fake = compiledFake('opencl-test-', FAKE_OPENCL_C, 'libfakeopencl', [OPENCL_LIBRARY_ENV, 'FAKE_CL_MODE']);
+const modes: FakeModes = { discover: discoverOpenCL, fake, modeVariable: 'FAKE_CL_MODE' };
 
 describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
   it('finds a PoCL CPU device through libOpenCL.so.1', () => {
-    delete process.env[OPENCL_LIBRARY_ENV];
-    const found = discoverOpenCL();
-    expect(found.error).toBeUndefined();
-    expect(found.library).toBe('libOpenCL.so.1');
-    expect(found.tried).toEqual(['libOpenCL.so.1']);
+    const found = discoverSystemLibrary(discoverOpenCL, OPENCL_LIBRARY_ENV, 'libOpenCL.so.1');
     const pocl = found.devices.filter((d) => d.type === 'cpu' && (d.platform ?? '').includes('Portable Computing Language'));
     expect(pocl.length).toBeGreaterThanOrEqual(1);
     for (const device of pocl) {
@@ -105,7 +103,6 @@ describe('discoverOpenCL on this machine (ICD loader + PoCL)', () => {
       expect(device.driverVersion.trim()).not.toBe('');
       expect(device.integrated).toBeNull();
     }
-    found.devices.forEach((device, i) => expect(device.index).toBe(i));
   });
 
   it('gives the same list when asked again (the library is bound once)', () => {
@@ -126,36 +123,9 @@ describe('discoverOpenCL against a fake driver', () => {
     const found = discoverOpenCL(fake.library);
     expect(found.library).toBe(fake.library);
     expect(found.devices).toEqual([
-      {
-        index: 0,
-        name: 'Fake iGPU',
-        type: 'integrated-gpu',
-        integrated: true,
-        vendor: 'FakeVendor',
-        driverVersion: '1.2.3',
-        pciBusId: null,
-        platform: 'Fake GPU Platform',
-      },
-      {
-        index: 1,
-        name: 'Fake dGPU',
-        type: 'gpu',
-        integrated: false,
-        vendor: 'FakeVendor',
-        driverVersion: '550.54',
-        pciBusId: '0000:65:00.0',
-        platform: 'Fake GPU Platform',
-      },
-      {
-        index: 2,
-        name: 'Fake Accelerator',
-        type: 'accelerator',
-        integrated: null,
-        vendor: 'FakeVendor',
-        driverVersion: '7',
-        pciBusId: null,
-        platform: 'Fake GPU Platform',
-      },
+      { index: 0, name: 'Fake iGPU', type: 'integrated-gpu', integrated: true, vendor: 'FakeVendor', driverVersion: '1.2.3', pciBusId: null, platform: 'Fake GPU Platform' },
+      { index: 1, name: 'Fake dGPU', type: 'gpu', integrated: false, vendor: 'FakeVendor', driverVersion: '550.54', pciBusId: '0000:65:00.0', platform: 'Fake GPU Platform' },
+      { index: 2, name: 'Fake Accelerator', type: 'accelerator', integrated: null, vendor: 'FakeVendor', driverVersion: '7', pciBusId: null, platform: 'Fake GPU Platform' },
       // Its name query fails: listed with what could be read, and the failure is in `error`.
       { index: 3, name: '', type: 'gpu', integrated: false, vendor: 'FakeVendor', driverVersion: '9', pciBusId: null, platform: 'Fake GPU Platform' },
       // Platform 1 failed clGetDeviceIDs and platform 2 has no devices: discovery goes on past both.
@@ -168,15 +138,10 @@ describe('discoverOpenCL against a fake driver', () => {
   });
 
   it('treats CL_PLATFORM_NOT_FOUND_KHR as zero platforms, not an error', () => {
-    process.env.FAKE_CL_MODE = 'none';
-    expect(discoverOpenCL(fake.library)).toEqual({ library: fake.library, tried: [fake.library], devices: [] });
+    expectNoDevices(modes, 'none');
   });
 
   it('reports another clGetPlatformIDs failure with its code', () => {
-    process.env.FAKE_CL_MODE = 'fail';
-    const found = discoverOpenCL(fake.library);
-    expect(found.library).toBe(fake.library);
-    expect(found.devices).toEqual([]);
-    expect(found.error).toBe('OpenCL: clGetPlatformIDs returned CL_OUT_OF_HOST_MEMORY (-6)');
+    expectNoDevices(modes, 'fail', 'OpenCL: clGetPlatformIDs returned CL_OUT_OF_HOST_MEMORY (-6)');
   });
 });

@@ -7,6 +7,7 @@ import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { discoverVulkan, VULKAN_DEFAULT_LIBRARIES, VULKAN_LIBRARY_ENV } from '../bindings/vulkan.js';
 import { compiledFake } from './support/compiled-fake.js';
+import { discoverInMode, discoverSystemLibrary, expectNoDevices, type FakeModes } from './support/fake-api-modes.js';
 import { describeUnusableLibrary } from './support/unusable-library.js';
 
 // A stand-in for the loader: it exports the entry points the binding binds, checks what it is given, and
@@ -114,6 +115,7 @@ void vkGetPhysicalDeviceProperties2(void *device, VkPhysicalDeviceProperties2 *p
 `;
 
 const fake = compiledFake('vulkan-test-', FAKE_VULKAN_C, 'libfakevulkan', [VULKAN_LIBRARY_ENV, 'FAKE_VK_MODE', 'VK_DRIVER_FILES', 'VK_ICD_FILENAMES']);
+const modes: FakeModes = { discover: discoverVulkan, fake, modeVariable: 'FAKE_VK_MODE' };
 let counters: { live: () => number; created: () => number; apiVersion: () => number } | undefined;
 
 beforeAll(() => {
@@ -127,11 +129,7 @@ beforeAll(() => {
 
 describe('discoverVulkan on this machine (loader + lavapipe)', () => {
   it('finds the lavapipe CPU device through libvulkan.so.1', () => {
-    delete process.env[VULKAN_LIBRARY_ENV];
-    const found = discoverVulkan();
-    expect(found.error).toBeUndefined();
-    expect(found.library).toBe('libvulkan.so.1');
-    expect(found.tried).toEqual(['libvulkan.so.1']);
+    const found = discoverSystemLibrary(discoverVulkan, VULKAN_LIBRARY_ENV, 'libvulkan.so.1');
     const lavapipe = found.devices.filter((d) => d.type === 'cpu' && d.name.includes('llvmpipe'));
     expect(lavapipe.length).toBeGreaterThanOrEqual(1);
     for (const device of lavapipe) {
@@ -140,7 +138,6 @@ describe('discoverVulkan on this machine (loader + lavapipe)', () => {
       expect(device.driverVersion).toMatch(/^\d+\.\d+\.\d+$/);
       expect(device.platform).toMatch(/^Vulkan 1\.\d+\.\d+$/);
     }
-    found.devices.forEach((device, i) => expect(device.index).toBe(i));
   });
 
   it('treats a loader that finds no driver as zero devices', () => {
@@ -186,46 +183,10 @@ describe('discoverVulkan against a fake loader', () => {
     expect(found.error).toBeUndefined();
     expect(found.library).toBe(fake.library);
     expect(found.devices).toEqual([
-      {
-        index: 0,
-        name: 'Fake Intel iGPU',
-        type: 'integrated-gpu',
-        integrated: true,
-        vendor: 'Intel (0x8086)',
-        driverVersion: '23.1.4',
-        pciBusId: '0000:00:02.0',
-        platform: 'Vulkan 1.3.250',
-      },
-      {
-        index: 1,
-        name: 'Fake NVIDIA dGPU',
-        type: 'gpu',
-        integrated: false,
-        vendor: 'NVIDIA (0x10de)',
-        driverVersion: '535.154.5.0',
-        pciBusId: '0001:3b:00.0',
-        platform: 'Vulkan 1.3.260',
-      },
-      {
-        index: 2,
-        name: 'Fake virtio GPU',
-        type: 'virtual-gpu',
-        integrated: null,
-        vendor: '0x1af4',
-        driverVersion: '0.9.1',
-        pciBusId: null,
-        platform: 'Vulkan 1.0.3',
-      },
-      {
-        index: 3,
-        name: 'Fake other device',
-        type: 'other',
-        integrated: null,
-        vendor: 'PoCL (0x10006)',
-        driverVersion: '2.0.0',
-        pciBusId: null,
-        platform: 'Vulkan 1.2.0',
-      },
+      { index: 0, name: 'Fake Intel iGPU', type: 'integrated-gpu', integrated: true, vendor: 'Intel (0x8086)', driverVersion: '23.1.4', pciBusId: '0000:00:02.0', platform: 'Vulkan 1.3.250' },
+      { index: 1, name: 'Fake NVIDIA dGPU', type: 'gpu', integrated: false, vendor: 'NVIDIA (0x10de)', driverVersion: '535.154.5.0', pciBusId: '0001:3b:00.0', platform: 'Vulkan 1.3.260' },
+      { index: 2, name: 'Fake virtio GPU', type: 'virtual-gpu', integrated: null, vendor: '0x1af4', driverVersion: '0.9.1', pciBusId: null, platform: 'Vulkan 1.0.3' },
+      { index: 3, name: 'Fake other device', type: 'other', integrated: null, vendor: 'PoCL (0x10006)', driverVersion: '2.0.0', pciBusId: null, platform: 'Vulkan 1.2.0' },
     ]);
     expect(counters?.created()).toBe(before + 1);
     expect(counters?.live()).toBe(0);
@@ -233,31 +194,20 @@ describe('discoverVulkan against a fake loader', () => {
   });
 
   it('names a failing vkCreateInstance with its VkResult', () => {
-    process.env.FAKE_VK_MODE = 'create-fail';
-    expect(discoverVulkan(fake.library)).toEqual({
-      library: fake.library,
-      tried: [fake.library],
-      devices: [],
-      error: 'Vulkan: vkCreateInstance returned VK_ERROR_INITIALIZATION_FAILED (-3)',
-    });
+    expectNoDevices(modes, 'create-fail', 'Vulkan: vkCreateInstance returned VK_ERROR_INITIALIZATION_FAILED (-3)');
   });
 
   it('treats VK_ERROR_INCOMPATIBLE_DRIVER from vkCreateInstance as zero devices', () => {
-    process.env.FAKE_VK_MODE = 'no-driver';
-    expect(discoverVulkan(fake.library)).toEqual({ library: fake.library, tried: [fake.library], devices: [] });
+    expectNoDevices(modes, 'no-driver');
   });
 
   it('names a failing vkEnumeratePhysicalDevices and still destroys the instance', () => {
-    process.env.FAKE_VK_MODE = 'enum-fail';
-    const found = discoverVulkan(fake.library);
-    expect(found.devices).toEqual([]);
-    expect(found.error).toBe('Vulkan: vkEnumeratePhysicalDevices returned VK_ERROR_INITIALIZATION_FAILED (-3)');
+    expectNoDevices(modes, 'enum-fail', 'Vulkan: vkEnumeratePhysicalDevices returned VK_ERROR_INITIALIZATION_FAILED (-3)');
     expect(counters?.live()).toBe(0);
   });
 
   it('keeps the devices when the PCI extension query fails', () => {
-    process.env.FAKE_VK_MODE = 'ext-fail';
-    const found = discoverVulkan(fake.library);
+    const found = discoverInMode(modes, 'ext-fail');
     expect(found.devices.map((d) => [d.name, d.pciBusId])).toEqual([
       ['Fake Intel iGPU', null],
       ['Fake NVIDIA dGPU', null],
