@@ -208,7 +208,9 @@ describe('the probe through the bindings and the CUDA double', () => {
     expect(cuda.contextsCreated(0) - before).toBe(3);
     expect(cuda.calls('cuDevicePrimaryCtxRetain') - cuda.calls('cuDevicePrimaryCtxRelease_v2')).toBe(1);
   });
+});
 
+describe('the probe through the bindings and the CUDA double: refusals and faults', () => {
   it('wrong bytes from a registered range: Refused Wrong_bytes', () => {
     const d = only(loadDouble('cuda', { faults: 'wrong_bytes' }).discovery.devices, 'cuda');
     const r = probeOn(d);

@@ -152,7 +152,9 @@ describe('cuda double: MAPPED_REG_DOUBLE_LINK_FILE, MAPPED_REG_DOUBLE_LINK_GBPS'
     expect(slots(file).filter(([p]) => p === pid)).toEqual([]);
     expect(slots(file)).toEqual([[next.child.pid!, 0]]);
   });
+});
 
+describe('MAPPED_REG_DOUBLE_LINK_FILE, MAPPED_REG_DOUBLE_LINK_GBPS configured wrong (the CUDA and the HIP double)', () => {
   it('a malformed or half configuration makes init fail with INVALID_VALUE and one line naming the variable', () => {
     const { dir, file } = folder();
     const bad: [Record<string, string>, RegExp][] = [

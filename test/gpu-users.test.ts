@@ -112,7 +112,9 @@ describe('openGpuUsers (NVML)', () => {
       expect(new Set(processes.map((p) => p.pid)).size).toBe(301);
     });
   });
+});
 
+describe('openGpuUsers (NVML): several devices, and what a device cannot report', () => {
   it('reads each device by its bus id, a device of its own list over the general one', () => {
     configure({
       MAPPED_REG_DOUBLE_DEVICES: '2',
@@ -149,7 +151,9 @@ describe('openGpuUsers (NVML)', () => {
       expect(() => m.sample([])).toThrow('NVML: nvmlDeviceGetComputeRunningProcesses_v3 failed: 4 NVML_ERROR_NO_PERMISSION (Insufficient Permissions)');
     });
   });
+});
 
+describe('openGpuUsers (NVML): init and shutdown, and the notes when it cannot open', () => {
   it('initializes once per open, not per sample, and shuts down on close (once)', () => {
     configure({});
     const inits = doubleCalls('nvmlInit_v2');

@@ -160,7 +160,9 @@ describe('makeLockedFolder', () => {
       b.remove();
     }
   });
+});
 
+describe('makeLockedFolder: taking its name by a rename, once its lock is held', () => {
   it('the folder takes its name only once its lock is held: when renamed, it is .mapped-reg-new-<pid>-XXXXXX and its lock file is locked', () => {
     const dir = folderIn();
     const seen: { from: string; to: string; locked: boolean; toExists: boolean }[] = [];
@@ -209,7 +211,9 @@ describe('makeLockedFolder', () => {
     expect(readdirSync(dir)).toEqual([]);
     expect(openFdCount()).toBe(fds);
   });
+});
 
+describe('makeLockedFolder: a full or missing folder, and /dev/shm', () => {
   it('no inode left for the lock file (a tmpfs with nr_inodes=2): ENOSPC is thrown, the folder being made removed', () => {
     const dir = folderIn();
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,nr_inodes=2', 'tmpfs', dir]);

@@ -126,7 +126,9 @@ describe('makeScratchRegion', () => {
     expect(mappingCount(r.path)).toBe(0);
     expect(fdsUnder(dir)).toEqual([]);
   });
+});
 
+describe('makeScratchRegion: written ahead by a thread (startScratchFile)', () => {
   it('written ahead by its own thread (startScratchFile): the region maps that file, random bytes, and close() removes it all', () => {
     const dir = folderIn();
     const bytes = 9 * MiB + 123;
@@ -190,7 +192,9 @@ describe('makeScratchRegion', () => {
     expect(readdirSync(dir)).toEqual([]);
     expect(fdsUnder(dir)).toEqual([]);
   });
+});
 
+describe('makeScratchRegion: the reference and close()', () => {
   it('the reference refuses reads outside the file, reports a file cut short, and is closed by close()', () => {
     const dir = folderIn();
     const bytes = 64 * 1024;
@@ -227,65 +231,65 @@ describe('makeScratchRegion', () => {
     expect(mappingCount(r.path)).toBe(0);
     expect(r.close(table)).toBe(true); // no second munmap (it would throw)
   });
+});
 
-  describe("the host's failures are HostFaults and leave nothing behind", () => {
-    it('a folder with less free space than asked: ENOSPC, with the free space, before anything is made', () => {
-      const dir = tmpfs('size=1m');
-      const e = thrown(() => makeScratchRegion(dir, 2 * MiB));
-      expect(e).toBeInstanceOf(HostFault);
-      expect((e as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
-      expect((e as Error).message).toBe(`the host: scratch folder ${dir} has 1 MiB free, less than the 2 MiB asked while making the probe's scratch file`);
-      expect(readdirSync(dir)).toEqual([]);
-    });
+describe("makeScratchRegion: the host's failures are HostFaults and leave nothing behind", () => {
+  it('a folder with less free space than asked: ENOSPC, with the free space, before anything is made', () => {
+    const dir = tmpfs('size=1m');
+    const e = thrown(() => makeScratchRegion(dir, 2 * MiB));
+    expect(e).toBeInstanceOf(HostFault);
+    expect((e as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
+    expect((e as Error).message).toBe(`the host: scratch folder ${dir} has 1 MiB free, less than the 2 MiB asked while making the probe's scratch file`);
+    expect(readdirSync(dir)).toEqual([]);
+  });
 
-    it('a folder that does not exist, or is read-only: a HostFault without an errno code', () => {
-      const missing = join(work, 'missing');
-      const e = thrown(() => makeScratchRegion(missing, MiB));
-      expect(e).toBeInstanceOf(HostFault);
-      expect((e as InstanceType<typeof HostFault>).code).toBeUndefined();
-      expect((e as Error).message).toBe(`the host: scratch folder ${missing} does not exist while making the probe's scratch file`);
-      const ro = tmpfs('ro,size=4m');
-      const f = thrown(() => makeScratchRegion(ro, MiB));
-      expect(f).toBeInstanceOf(HostFault);
-      expect((f as Error).message).toBe(`the host: scratch folder ${ro} is not writable while making the probe's scratch file`);
-      expect(existsSync(missing)).toBe(false);
-    });
+  it('a folder that does not exist, or is read-only: a HostFault without an errno code', () => {
+    const missing = join(work, 'missing');
+    const e = thrown(() => makeScratchRegion(missing, MiB));
+    expect(e).toBeInstanceOf(HostFault);
+    expect((e as InstanceType<typeof HostFault>).code).toBeUndefined();
+    expect((e as Error).message).toBe(`the host: scratch folder ${missing} does not exist while making the probe's scratch file`);
+    const ro = tmpfs('ro,size=4m');
+    const f = thrown(() => makeScratchRegion(ro, MiB));
+    expect(f).toBeInstanceOf(HostFault);
+    expect((f as Error).message).toBe(`the host: scratch folder ${ro} is not writable while making the probe's scratch file`);
+    expect(existsSync(missing)).toBe(false);
+  });
 
-    it('no inode for the private folder\'s lock file (nr_inodes=2): ENOSPC while making the folder, nothing left', () => {
-      const dir = tmpfs('size=4m,nr_inodes=2');
-      const e = thrown(() => makeScratchRegion(dir, MiB));
-      expect(e).toBeInstanceOf(HostFault);
-      expect((e as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
-      expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
-      expect(readdirSync(dir)).toEqual([]);
-      expect(fdsUnder(dir)).toEqual([]);
-    });
+  it('no inode for the private folder\'s lock file (nr_inodes=2): ENOSPC while making the folder, nothing left', () => {
+    const dir = tmpfs('size=4m,nr_inodes=2');
+    const e = thrown(() => makeScratchRegion(dir, MiB));
+    expect(e).toBeInstanceOf(HostFault);
+    expect((e as InstanceType<typeof HostFault>).code).toBe('ENOSPC');
+    expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(fdsUnder(dir)).toEqual([]);
+  });
 
-    it('no inode for the region file itself (nr_inodes=3): ENOSPC, the locked folder removed', () => {
-      const dir = tmpfs('size=4m,nr_inodes=3');
-      const e = thrown(() => makeScratchRegion(dir, MiB));
-      expect(e).toBeInstanceOf(HostFault);
-      expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
-      expect(readdirSync(dir)).toEqual([]);
-      expect(fdsUnder(dir)).toEqual([]);
-    });
+  it('no inode for the region file itself (nr_inodes=3): ENOSPC, the locked folder removed', () => {
+    const dir = tmpfs('size=4m,nr_inodes=3');
+    const e = thrown(() => makeScratchRegion(dir, MiB));
+    expect(e).toBeInstanceOf(HostFault);
+    expect((e as Error).message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the probe's scratch file`);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(fdsUnder(dir)).toEqual([]);
+  });
 
-    it('mmap failing with ENOMEM after the file is written: "out of memory", the file closed and removed', () => {
-      const dir = folderIn();
-      const maps = mappingCount(dir);
-      inject.mmapFails = true;
-      const e = thrown(() => makeScratchRegion(dir, MiB));
-      expect(inject.mmapFails).toBe(false); // the injected failure was the one hit
-      expect(e).toBeInstanceOf(HostFault);
-      expect((e as InstanceType<typeof HostFault>).code).toBe('ENOMEM');
-      expect((e as Error).message).toBe("the host: out of memory (ENOMEM) while making the probe's scratch file");
-      expect(readdirSync(dir)).toEqual([]);
-      expect(fdsUnder(dir)).toEqual([]);
-      expect(mappingCount(dir)).toBe(maps);
-      // and the next one works
-      const r = makeScratchRegion(dir, MiB);
-      expect(r.close(new RegistrationTable())).toBe(true);
-      expect(readdirSync(dir)).toEqual([]);
-    });
+  it('mmap failing with ENOMEM after the file is written: "out of memory", the file closed and removed', () => {
+    const dir = folderIn();
+    const maps = mappingCount(dir);
+    inject.mmapFails = true;
+    const e = thrown(() => makeScratchRegion(dir, MiB));
+    expect(inject.mmapFails).toBe(false); // the injected failure was the one hit
+    expect(e).toBeInstanceOf(HostFault);
+    expect((e as InstanceType<typeof HostFault>).code).toBe('ENOMEM');
+    expect((e as Error).message).toBe("the host: out of memory (ENOMEM) while making the probe's scratch file");
+    expect(readdirSync(dir)).toEqual([]);
+    expect(fdsUnder(dir)).toEqual([]);
+    expect(mappingCount(dir)).toBe(maps);
+    // and the next one works
+    const r = makeScratchRegion(dir, MiB);
+    expect(r.close(new RegistrationTable())).toBe(true);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

@@ -175,17 +175,11 @@ describe('the lock file', () => {
   });
 });
 
-describe('between processes', () => {
-  it('two processes and this one contend: the log of enter/leave never shows two inside; waitedMs is recorded', async () => {
-    const path = lockPath();
-    const log = join(work, `log-${n}`);
-    writeFileSync(log, '');
-    const ROUNDS = 20;
-    // this process holds it while the children start: each child's first try waits
-    const mine = acquireTimingLock({ path, label: 'test' });
-    const contenders = [0, 1].map(() =>
-      child(
-        `const [path, log, rounds] = process.argv.slice(1);
+/**
+ * A contender: takes the lock at argv[1] argv[3] times, logging start, enter and leave with its pid to the file
+ * argv[2]; prints each take's waitedMs and the wall time of the call, as JSON.
+ */
+const CONTENDER = `const [path, log, rounds] = process.argv.slice(1);
 appendFileSync(log, 'start ' + process.pid + '\\n');
 const waits = [];
 for (let r = 0; r < Number(rounds); r++) {
@@ -198,10 +192,41 @@ for (let r = 0; r < Number(rounds); r++) {
   appendFileSync(log, 'leave ' + process.pid + '\\n');
   lock.release();
 }
-console.log(JSON.stringify(waits));`,
-        [path, log, String(ROUNDS)],
-      ),
-    );
+console.log(JSON.stringify(waits));`;
+
+/**
+ * Reads a log of enter/leave events that starts with `first` inside, asserting that no one enters while another is
+ * inside and that each leave is the one inside; the number of enters of each, in the order they first entered.
+ */
+function entersOneAtATime(log: string, first: string): number[] {
+  let inside: string | null = first;
+  const enters = new Map<string, number>();
+  for (const line of readFileSync(log, 'utf8').split('\n').filter((l) => l !== '')) {
+    const [event, who] = line.split(' ') as [string, string];
+    if (event === 'start') continue;
+    if (event === 'enter') {
+      expect(inside, `${who} entered while ${inside} was inside`).toBeNull();
+      inside = who;
+      enters.set(who, (enters.get(who) ?? 0) + 1);
+    } else {
+      expect(event).toBe('leave');
+      expect(inside).toBe(who);
+      inside = null;
+    }
+  }
+  expect(inside).toBeNull();
+  return [...enters.values()];
+}
+
+describe('between processes', () => {
+  it('two processes and this one contend: the log of enter/leave never shows two inside; waitedMs is recorded', async () => {
+    const path = lockPath();
+    const log = join(work, `log-${n}`);
+    writeFileSync(log, '');
+    const ROUNDS = 20;
+    // this process holds it while the children start: each child's first try waits
+    const mine = acquireTimingLock({ path, label: 'test' });
+    const contenders = [0, 1].map(() => child(CONTENDER, [path, log, String(ROUNDS)]));
     await waitUntil(() => readFileSync(log, 'utf8').split('start').length === 3, 60_000, 'both children to start');
     appendFileSync(log, 'leave test\n');
     mine.release();
@@ -211,23 +236,7 @@ console.log(JSON.stringify(waits));`,
       { code: 0, signal: null },
     ]);
     // the log: 'test' inside first, then one process at a time
-    let inside: string | null = 'test';
-    const enters = new Map<string, number>();
-    for (const line of readFileSync(log, 'utf8').split('\n').filter((l) => l !== '')) {
-      const [event, who] = line.split(' ') as [string, string];
-      if (event === 'start') continue;
-      if (event === 'enter') {
-        expect(inside, `${who} entered while ${inside} was inside`).toBeNull();
-        inside = who;
-        enters.set(who, (enters.get(who) ?? 0) + 1);
-      } else {
-        expect(event).toBe('leave');
-        expect(inside).toBe(who);
-        inside = null;
-      }
-    }
-    expect(inside).toBeNull();
-    expect([...enters.values()]).toEqual([ROUNDS, ROUNDS]);
+    expect(entersOneAtATime(log, 'test')).toEqual([ROUNDS, ROUNDS]);
     // waitedMs: a figure of the wait, within the call's own time; the rounds as a whole waited for something
     const waits = contenders.flatMap((c) => JSON.parse(c.out()) as { waitedMs: number; wall: number }[]);
     expect(waits).toHaveLength(2 * ROUNDS);
@@ -268,7 +277,9 @@ console.log(JSON.stringify({ waitedMs: lock.waitedMs }));`,
     // and free now for this process too
     acquireTimingLock({ path, timeoutMs: 60_000 }).release();
   });
+});
 
+describe('between processes: a lock file read-only to its holder, or made by another user', () => {
   it('a timeout without a holder written (the file read-only to it) says so', async () => {
     const path = lockPath();
     writeFileSync(path, '');
