@@ -59,7 +59,10 @@ describe('with no GPU', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^cpu .*Not_needed/m);
   });
+});
 
+// with no GPU, continued under the same title (the test names stay as they were): processes, list, --help
+describe('with no GPU', () => {
   it('the devices that never register share one process; a crash there is that check\'s alone, the others go on in processes of their own', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'shared.json');
@@ -221,7 +224,10 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
       expect(existsSync(json)).toBe(false);
     });
   }
+});
 
+// bad input, continued under the same title: what discovery finds wrong, and a folder only root could write
+describe('bad input: one line on stderr, exit 2, nothing written', () => {
   it('an unknown device beside a valid one of another backend: refused before any check, nothing left behind', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'mixed.json');

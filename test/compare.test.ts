@@ -101,7 +101,10 @@ describe('compare', () => {
     // and back: becoming Usable is a fix
     expect(change(compareResults(load('cuda-wrong-bytes'), load('cuda')), 'verdict').kind).toBe('fix');
   });
+});
 
+// compare, continued under the same title (the test names stay as they were): matching devices, statuses, the JSON form
+describe('compare', () => {
   it('matches devices by PCI bus id and name, not by id or order', () => {
     const old = load('rocm724');
     const neu = clone(load('rocm-fixed'));
@@ -160,18 +163,19 @@ describe('compare', () => {
   });
 });
 
-describe('expectations', () => {
-  const text = [
-    '# known failures of ROCm 7.2.4 (spec)',
-    '',
-    'fail hazard.*_refused device="Double HIP Device" driver=7.2.4*   # three of them',
-    'fail hazard.tmpfs_bytes device=hip:* driver="HIP 7.2.4*"',
-    'fail hazard.release_after_double_registration',
-    'flake timing.margin device=*CUDA*',
-  ].join('\n');
+/** An expectations file listing ROCm 7.2.4's known failures (and a flake of CUDA's), as a user writes one. */
+const ROCM724_EXPECTATIONS = [
+  '# known failures of ROCm 7.2.4 (spec)',
+  '',
+  'fail hazard.*_refused device="Double HIP Device" driver=7.2.4*   # three of them',
+  'fail hazard.tmpfs_bytes device=hip:* driver="HIP 7.2.4*"',
+  'fail hazard.release_after_double_registration',
+  'flake timing.margin device=*CUDA*',
+].join('\n');
 
+describe('expectations', () => {
   it('a known failure is expected, not a regression', () => {
-    const e = parseExpectations(text, 'rocm.txt');
+    const e = parseExpectations(ROCM724_EXPECTATIONS, 'rocm.txt');
     expect(e.entries).toHaveLength(4);
     const c = compareResults(load('rocm-fixed'), load('rocm724'), { expectations: e });
     expect(of(c, 'expected')).toEqual(ROCM724_SORTED);

@@ -65,6 +65,33 @@ async function duck<T>(file: string, f: (run: (sql: string) => Promise<unknown[]
   }
 }
 
+/**
+ * Starts `history add --db db file` and kills it (SIGKILL) the moment the engine first writes into `dir`: its
+ * temporary store (or, in a version without one, the store's own .wal). What it saw written, and the signal it ended by.
+ */
+async function addKilledAtFirstWrite(dir: string, db: string, file: string): Promise<{ seen: string; signal: string | null }> {
+  let seen = '';
+  const watcher = watch(dir, (_event, name) => {
+    if (!seen && name && (name.endsWith('.tmp') || name.endsWith('.wal'))) {
+      seen = name;
+      child.kill('SIGKILL');
+    }
+  });
+  const child = spawn(process.execPath, [MAIN, 'history', 'add', '--db', db, file], { env: cleanEnv(), stdio: 'ignore' });
+  const signal = await new Promise<string | null>((done) => child.on('close', (_code, sig) => done(sig)));
+  watcher.close();
+  return { seen, signal };
+}
+
+/** A store as an older version could leave it: its tables made, no meta row written yet. */
+async function halfMadeStore(db: string): Promise<void> {
+  await duck(db, async (run) => {
+    await run(`CREATE TABLE meta(key VARCHAR, value VARCHAR)`);
+    await run(`CREATE TABLE runs(run INTEGER, host VARCHAR, started_at VARCHAR, started_ms DOUBLE, finished_at VARCHAR, kernel VARCHAR, platform VARCHAR,
+      tool VARCHAR, incomplete BOOLEAN, gate VARCHAR, init_error VARCHAR, source VARCHAR, added_at VARCHAR, devices INTEGER)`);
+  });
+}
+
 let good: string;
 beforeAll(() => {
   good = store('good.db');
@@ -144,18 +171,7 @@ describe('the store is made atomically; a half-made one of an older version is c
     const dir = mkdtempSync(join(work, 'kill-'));
     const db = join(dir, 'fleet.db');
     const file = results('kill-input.json', 'node-3', '2026-01-01T00:00:00.000Z');
-    // killed the moment the engine first writes: its temporary store (or, in a version without one, the store's own .wal)
-    let seen = '';
-    const watcher = watch(dir, (_event, name) => {
-      if (!seen && name && (name.endsWith('.tmp') || name.endsWith('.wal'))) {
-        seen = name;
-        child.kill('SIGKILL');
-      }
-    });
-    const child = spawn(process.execPath, [MAIN, 'history', 'add', '--db', db, file], { env: cleanEnv(), stdio: 'ignore' });
-    const ended = new Promise<string | null>((done) => child.on('close', (_code, signal) => done(signal)));
-    const signal = await ended;
-    watcher.close();
+    const { seen, signal } = await addKilledAtFirstWrite(dir, db, file);
     expect(seen, 'the engine wrote nothing the test saw').not.toBe('');
     expect(signal).toBe('SIGKILL');
     const r = cli(['history', 'add', '--db', db, file]);
@@ -192,11 +208,7 @@ describe('the store is made atomically; a half-made one of an older version is c
 
   it('a store an older version left half-made (its tables, no meta row): read commands say how; add completes it', async () => {
     const db = join(work, 'half.db');
-    await duck(db, async (run) => {
-      await run(`CREATE TABLE meta(key VARCHAR, value VARCHAR)`);
-      await run(`CREATE TABLE runs(run INTEGER, host VARCHAR, started_at VARCHAR, started_ms DOUBLE, finished_at VARCHAR, kernel VARCHAR, platform VARCHAR,
-        tool VARCHAR, incomplete BOOLEAN, gate VARCHAR, init_error VARCHAR, source VARCHAR, added_at VARCHAR, devices INTEGER)`);
-    });
+    await halfMadeStore(db);
     const read = cli(['history', 'compare', '--db', db, '--old', 'host=*', '--new', 'host=*']);
     expect(read.code, read.stderr).toBe(2);
     expect(oneLine(read)).toMatch(/half-made .* history add --db .*half\.db RESULTS\.\.\. completes it/);

@@ -260,6 +260,14 @@ describe('history compare', () => {
       expect(r.stderr, sel).toMatch(reason);
     }
   });
+});
+
+// history compare, continued under the same title (the test names stay as they were): selectors, later runs, hosts not upgraded
+describe('history compare', () => {
+  let db: string;
+  beforeAll(() => {
+    db = sharedStoreA();
+  });
 
   it('selectors: host= keeps those hosts, device= those devices, with the same decisions', () => {
     const all = JSON.parse(cli(['history', 'compare', '--db', db, '--old', OLD, '--new', NEW, '--json']).stdout) as HistoryJson;
@@ -324,32 +332,56 @@ function percentile(sorted: number[], q: number): number {
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
+/** Chromium, started by the first report test that asks (and closed after the report tests). */
+let launched: Promise<Browser> | undefined;
+const browser = (): Promise<Browser> =>
+  (launched ??= (async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium package`).toBe(true);
+    return chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
+  })());
+
+/** A page on `file`, offline, every other request blocked and recorded, its errors and warnings kept. */
+async function open(file: string) {
+  const url = pathToFileURL(file).href;
+  const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 }, offline: true });
+  const page = await context.newPage();
+  const requests: string[] = [];
+  const problems: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('pageerror', (err) => problems.push(String(err)));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+  });
+  await page.route('**', async (r) => (r.request().url() === url ? r.continue() : r.abort()));
+  await page.goto(url, { waitUntil: 'load' });
+  return { page, context, requests: () => requests.filter((u) => u !== url), problems };
+}
+
+/** What the report should say of each side of fleet A, worked out from the files themselves (one run per host and side here). */
+function reportFiguresA() {
+  return ['old', 'new'].map((side) => {
+    const runs = readdirSync(join(A, side)).map((f) => readJson<RunResult>(join(A, side, f)));
+    const gpus = runs.flatMap((run) => run.devices.filter((d) => d.backend === 'cuda').map((d) => ({ run, d })));
+    const regs = gpus.map((g) => g.d.timing!.registeredGBps).sort((a, b) => a - b);
+    const verdicts = new Map<string, number>();
+    for (const { d } of gpus) verdicts.set(d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind, (verdicts.get(d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind) ?? 0) + 1);
+    const failures = new Map<string, number>();
+    for (const { d } of gpus) for (const c of d.checks) if (c.status === 'fail') failures.set(c.id, (failures.get(c.id) ?? 0) + 1);
+    return {
+      driver: `CUDA ${side === 'old' ? truthA.oldDriver : truthA.newDriver}`,
+      hosts: new Set(gpus.map((g) => g.run.host.hostname)).size,
+      devices: gpus.length,
+      p: [0.01, 0.5, 0.99].map((q) => percentile(regs, q).toFixed(2)),
+      verdicts,
+      failures,
+    };
+  });
+}
+
 describe('history report in Chromium, offline', () => {
-  let launched: Promise<Browser> | undefined;
-  const browser = (): Promise<Browser> =>
-    (launched ??= (async () => {
-      expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium package`).toBe(true);
-      return chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'] });
-    })());
   afterAll(async () => {
     await (await launched?.catch(() => undefined))?.close();
   });
-
-  async function open(file: string) {
-    const url = pathToFileURL(file).href;
-    const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 }, offline: true });
-    const page = await context.newPage();
-    const requests: string[] = [];
-    const problems: string[] = [];
-    page.on('request', (r) => requests.push(r.url()));
-    page.on('pageerror', (err) => problems.push(String(err)));
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
-    });
-    await page.route('**', async (r) => (r.request().url() === url ? r.continue() : r.abort()));
-    await page.goto(url, { waitUntil: 'load' });
-    return { page, context, requests: () => requests.filter((u) => u !== url), problems };
-  }
 
   it('per driver version: hosts, devices by verdict, p1/p50/p99, check failures and the regressed devices, as the files say', async () => {
     const db = sharedStoreA();
@@ -361,24 +393,7 @@ describe('history report in Chromium, offline', () => {
     expect(text).not.toMatch(/<script|https?:|<(link|img|iframe|object|embed)\b/i);
     expect(text).toContain(`content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`);
 
-    // the figures, from the files themselves (one run per host and side here)
-    const sides = ['old', 'new'].map((side) => {
-      const runs = readdirSync(join(A, side)).map((f) => readJson<RunResult>(join(A, side, f)));
-      const gpus = runs.flatMap((run) => run.devices.filter((d) => d.backend === 'cuda').map((d) => ({ run, d })));
-      const regs = gpus.map((g) => g.d.timing!.registeredGBps).sort((a, b) => a - b);
-      const verdicts = new Map<string, number>();
-      for (const { d } of gpus) verdicts.set(d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind, (verdicts.get(d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind) ?? 0) + 1);
-      const failures = new Map<string, number>();
-      for (const { d } of gpus) for (const c of d.checks) if (c.status === 'fail') failures.set(c.id, (failures.get(c.id) ?? 0) + 1);
-      return {
-        driver: `CUDA ${side === 'old' ? truthA.oldDriver : truthA.newDriver}`,
-        hosts: new Set(gpus.map((g) => g.run.host.hostname)).size,
-        devices: gpus.length,
-        p: [0.01, 0.5, 0.99].map((q) => percentile(regs, q).toFixed(2)),
-        verdicts,
-        failures,
-      };
-    });
+    const sides = reportFiguresA();
     const regressions = (JSON.parse(cli(['compare', join(work, 'a-old.json'), join(work, 'a-new.json'), '--json']).stdout) as HistoryJson).regressions;
     const regressedHosts = [...new Set(regressions.map((x) => x.host!))].sort();
 

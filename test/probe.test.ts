@@ -96,7 +96,10 @@ describe('probeWith: the happy path', () => {
     const { map, reference, ops, options } = setup(2 * UNIT);
     expect(probeWith(ops, map, reference, options).kind).toBe('Usable');
   });
+});
 
+// the happy path, continued under the same title (the test names stay as they were): the timed copies
+describe('probeWith: the happy path', () => {
   it('times best of 7 against best of 7: exactly 7 registered, 7 page-locked and 7 staged uploads, the best of each compared', () => {
     expect(DEFAULT_RUNS).toBe(7);
     // Only the 7th registered run is fast: best of 7 gives 5 ms (ratio 2), best of 6 or the mean would give 20+.
@@ -320,7 +323,10 @@ describe('probeWith: the margin and the clock', () => {
     expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Too_slow');
     expectAllReleased(s.ops, s.table);
   });
+});
 
+// the margin and the clock, continued under the same title: durations the clock gives
+describe('probeWith: the margin and the clock', () => {
   it('a clock that returns NaN gives no valid duration: Inconclusive', () => {
     const s = setup(4 * UNIT, { clockValue: Number.NaN });
     const v = probeWith(s.ops, s.map, s.reference, s.options);
@@ -445,7 +451,10 @@ describe('probeWith: releases', () => {
     expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual(releases);
     expect(s.table.held()).toHaveLength(held);
   });
+});
 
+// releases, continued under the same title: one window at a time, a release beside another verdict, the page-locked buffer
+describe('probeWith: releases', () => {
   it('one window never released, the other released at the first try: Still_registered, only that window held', () => {
     for (const stuck of [0, 1] as const) {
       const s = setup(4 * UNIT);
@@ -553,7 +562,10 @@ describe('probeWith: exceptions', () => {
     expect(() => probeWith(s.ops, s.map, s.reference, s.options)).toThrow(OutOfMemory);
     expect(s.ops.live).toHaveLength(0);
   });
+});
 
+// exceptions, continued under the same title: a log callback that throws, and an error that only looks fatal
+describe('probeWith: exceptions', () => {
   it('a log that throws on every line: the self-test stops (Inconclusive), everything is still released', () => {
     const s = setup(4 * UNIT);
     const seen: string[] = [];
@@ -634,10 +646,10 @@ function reader(bytes: Uint8Array, fail?: { onRead: number; error: unknown }) {
   return { r, reads };
 }
 
-describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
-  // windows of 2 chunks + 2 units: every comparison crosses chunk boundaries and ends on a short chunk
-  const LENGTH = 2 * (2 * REFERENCE_CHUNK + 2 * UNIT);
+/** The region the reader tests probe: windows of 2 chunks + 2 units, so every comparison crosses chunk boundaries and ends on a short chunk. */
+const LENGTH = 2 * (2 * REFERENCE_CHUNK + 2 * UNIT);
 
+describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
   it('REFERENCE_CHUNK is a few MiB and a multiple of the unit', () => {
     expect(REFERENCE_CHUNK % UNIT).toBe(0);
     expect(REFERENCE_CHUNK).toBeGreaterThanOrEqual(UNIT);
@@ -699,7 +711,10 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     });
     expect(totalCalls(s2.ops)).toBe(0);
   });
+});
 
+// the reference read on demand, continued under the same title: readers that fail
+describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
   it('a reader of the wrong length is refused before any read', () => {
     const s = setup(LENGTH);
     const { r, reads } = reader(s.reference.subarray(1));
