@@ -16,17 +16,21 @@ export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js'
 const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
-// CUdevice_attribute (cuda.h)
-export const INTEGRATED = 18;
-export const CAN_MAP_HOST_MEMORY = 19;
-export const PAGEABLE_MEMORY_ACCESS = 88;
-export const HOST_REGISTER_SUPPORTED = 99;
-export const READ_ONLY_HOST_REGISTER_SUPPORTED = 113;
+/** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */
+export const CU_DEVICE_ATTRIBUTE = {
+  INTEGRATED: 18,
+  CAN_MAP_HOST_MEMORY: 19,
+  PAGEABLE_MEMORY_ACCESS: 88,
+  HOST_REGISTER_SUPPORTED: 99,
+  READ_ONLY_HOST_REGISTER_SUPPORTED: 113,
+} as const;
 
-// cuMemHostRegister flags (CU_MEMHOSTREGISTER_*)
-export const PORTABLE = 0x01;
-/** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
-export const READ_ONLY = 0x08;
+/** cuMemHostRegister flags (cuda.h: CU_MEMHOSTREGISTER_*). */
+export const CU_MEMHOSTREGISTER = {
+  PORTABLE: 0x01,
+  /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
+  READ_ONLY: 0x08,
+} as const;
 
 const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_INVALID_VALUE = 1;
@@ -333,7 +337,7 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
       },
       registerFlags(ordinal) {
         try {
-          if (driver.attribute(ordinal, READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return READ_ONLY;
+          if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
         } catch (e) {
           // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
           if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;

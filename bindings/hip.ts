@@ -20,22 +20,21 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
 
-const HIP_MEMCPY_HOST_TO_DEVICE = 1;
-const HIP_MEMCPY_DEVICE_TO_HOST = 2;
+/** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
+const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2 } as const;
 
 export const HIP_ERROR_INVALID_VALUE = 1;
 const HIP_ERROR_NO_DEVICE = 100;
 export const HIP_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 
 /**
- * The value of hipDeviceAttributeIntegrated, which depends on the runtime's major version: HIP 5.0 reordered
+ * The value of hipDeviceAttributeIntegrated, by the runtime's major version (V5: 5.x to 7.x): HIP 5.0 reordered
  * hipDeviceAttribute_t "to better match NV" (ROCm 5.0 release notes, "Runtime Breaking Change"), so a 4.x runtime
  * numbers it 25 and 5.x, 6.x and 7.x number it 16 (counted in each version's include/hip/hip_runtime_api.h). A
  * major version whose header we have not read (3.x, 8.x and later; 4.0 and 4.1, which predate the HIP_VERSION
  * encoding below) is refused (throws) rather than guessed: the spec counts a failed query as integrated.
  */
-export const HIP_INTEGRATED_ATTRIBUTE_V4 = 25;
-export const HIP_INTEGRATED_ATTRIBUTE_V5 = 16;
+export const HIP_INTEGRATED_ATTRIBUTE = { V4: 25, V5: 16 } as const;
 
 export interface HipVersion {
   /** hipRuntimeGetVersion as returned: HIP_VERSION = major * 10000000 + minor * 100000 + patch (since 4.2). */
@@ -59,8 +58,8 @@ export function hipVersion(raw: number): HipVersion {
 /** hipDeviceAttributeIntegrated for a runtime that reports `runtimeVersion` (see the values above). */
 export function hipIntegratedAttribute(runtimeVersion: number): number {
   const { major, minor } = hipVersion(runtimeVersion);
-  if (major >= 5 && major <= 7) return HIP_INTEGRATED_ATTRIBUTE_V5;
-  if (major === 4) return HIP_INTEGRATED_ATTRIBUTE_V4;
+  if (major >= 5 && major <= 7) return HIP_INTEGRATED_ATTRIBUTE.V5;
+  if (major === 4) return HIP_INTEGRATED_ATTRIBUTE.V4;
   throw new Error(`HIP: no known hipDeviceAttributeIntegrated for HIP ${major}.${minor} (runtime version ${runtimeVersion})`);
 }
 
@@ -269,8 +268,8 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     unregister: ['hipHostUnregister', c.hipHostUnregister],
     alloc: ['hipHostMalloc', c.hipHostMalloc],
     free: ['hipHostFree', c.hipHostFree],
-    htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_HOST_TO_DEVICE)],
-    dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_DEVICE_TO_HOST)],
+    htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.HOST_TO_DEVICE)],
+    dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.DEVICE_TO_HOST)],
   });
   return {
     api: 'HIP',
