@@ -6,8 +6,8 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
-import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
+import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
+import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -150,26 +150,15 @@ interface HipFunctions {
 
 // ---- the runtime ----
 
-export interface HipDevices {
-  count: number;
-  /** Set when count is 0: e.g. "no HIP device here: hipInit returned 100 hipErrorNoDevice". */
-  reason?: string;
-}
+/** What hipInit and hipGetDeviceCount said: devices, or none with the reason (e.g. "no HIP device here: hipInit returned 100 hipErrorNoDevice"). */
+export type HipDevices = DeviceCount;
 
-export interface HipDriver {
-  readonly api: 'HIP';
-  /** The name or path that was loaded. */
-  readonly path: string;
+export interface HipDriver extends DriverCommon<'HIP'> {
   /** hipRuntimeGetVersion, split (needs no device). */
   runtimeVersion(): HipVersion;
   hipDriverVersion(): number;
   /** hipInit(0) then hipGetDeviceCount, once (cached). hipErrorNoDevice (100) from either means count 0. */
   devices(): HipDevices;
-  deviceCount(): number;
-  name(ordinal: number): string;
-  pciBusId(ordinal: number): string;
-  totalMem(ordinal: number): number;
-  attribute(ordinal: number, attr: number): number;
   /** The hipDeviceAttributeIntegrated number for this runtime's version (hipIntegratedAttribute). */
   integratedAttribute(): number;
   /** hipDeviceGetAttribute(integratedAttribute()) !== 0. */
@@ -183,17 +172,6 @@ export interface HipDriver {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after hostFree. */
   hostMalloc(bytes: number, flags?: number): Host;
   hostFree(host: Host): void;
-  hostRegister(host: Host, flags: number): void;
-  hostUnregister(host: Host): void;
-  /** Raw-address forms, for hazard checks (NULL, size 0, a range with no view). Prefer the Host forms. */
-  hostRegisterAddress(address: bigint, length: number, flags: number): void;
-  hostUnregisterAddress(address: bigint): void;
-  /** Synchronous hipMemcpy of `length` bytes (default: the whole Host). */
-  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
-  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
-  /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`. */
-  errorName(code: number): string;
-  errorString(code: number): string | undefined;
 }
 
 /**
@@ -208,62 +186,41 @@ export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, 
 
 /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
 function hipErrorTexts(c: HipFunctions): ErrorTexts {
-  return {
-    errorName(code) {
+  return errorTexts(
+    HIP_ERROR_NAMES,
+    (code) => {
       const name = c.hipGetErrorName(code);
-      if (name && (name !== 'hipErrorUnknown' || code === 999)) return name;
-      return HIP_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
+      return name && (name !== 'hipErrorUnknown' || code === 999) ? name : undefined;
     },
-    errorString: (code) => c.hipGetErrorString(code) ?? undefined,
-  };
+    (code) => c.hipGetErrorString(code) ?? undefined,
+  );
 }
 
 /** The current device and the device memory. */
-function deviceCalls(c: HipFunctions, { check }: Checker, ready: () => void, dev: (ordinal: number) => number) {
+function deviceCalls(c: HipFunctions, checks: Checker, ready: () => void, dev: (ordinal: number) => number) {
+  const call = readyCall(checks, ready);
   return {
-    setDevice(ordinal: number): void {
-      check('hipSetDevice', c.hipSetDevice(dev(ordinal)));
-    },
-    deviceSynchronize(): void {
-      ready();
-      check('hipDeviceSynchronize', c.hipDeviceSynchronize());
-    },
-    deviceReset(): void {
-      ready();
-      check('hipDeviceReset', c.hipDeviceReset());
-    },
+    setDevice: (ordinal: number): void => checks.check('hipSetDevice', c.hipSetDevice(dev(ordinal))),
+    deviceSynchronize: (): void => call('hipDeviceSynchronize', () => c.hipDeviceSynchronize()),
+    deviceReset: (): void => call('hipDeviceReset', () => c.hipDeviceReset()),
     malloc(bytes: number): bigint {
       ready();
-      const out: Out<Pointer> = [null];
-      check('hipMalloc', c.hipMalloc(out, checkSize('hipMalloc size', bytes)));
-      if (out[0] === null) throw new Error('HIP: hipMalloc succeeded but gave a NULL pointer');
-      return out[0];
+      return outPointer('HIP', checks, 'hipMalloc', (out) => c.hipMalloc(out, checkSize('hipMalloc size', bytes)));
     },
-    free(ptr: bigint): void {
-      ready();
-      check('hipFree', c.hipFree(ptr));
-    },
+    free: (ptr: bigint): void => call('hipFree', () => c.hipFree(ptr)),
   };
 }
 
 function makeDriver(path: string, c: HipFunctions): HipDriver {
-  const { errorName, errorString, checks, devices, ready } = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
+  const base = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
+  const { checks, ready } = base;
   // HIP's calls take the ordinal itself
   const dev = (ordinal: number): number => {
     checkOrdinal('HIP', ordinal);
     ready();
     return ordinal;
   };
-  const runtimeVersion = (): HipVersion => hipVersion(outNumber(checks, 'hipRuntimeGetVersion', (out) => c.hipRuntimeGetVersion(out)));
-  const queries = deviceQueries(checks, dev, {
-    name: ['hipDeviceGetName', c.hipDeviceGetName],
-    pciBusId: ['hipDeviceGetPCIBusId', c.hipDeviceGetPCIBusId],
-    totalMem: ['hipDeviceTotalMem', c.hipDeviceTotalMem],
-    attribute: ['hipDeviceGetAttribute', c.hipDeviceGetAttribute],
-  });
-  let integratedAttr: number | undefined;
-  const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
-  const { alloc: hostMalloc, free: hostFree, ...hostMethods } = hostCalls('HIP', checks, ready, {
+  const host = hostCalls('HIP', checks, ready, {
     register: ['hipHostRegister', c.hipHostRegister],
     unregister: ['hipHostUnregister', c.hipHostUnregister],
     alloc: ['hipHostMalloc', c.hipHostMalloc],
@@ -271,22 +228,24 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.HOST_TO_DEVICE)],
     dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.DEVICE_TO_HOST)],
   });
+  const queries = deviceQueries(checks, dev, {
+    name: ['hipDeviceGetName', c.hipDeviceGetName],
+    pciBusId: ['hipDeviceGetPCIBusId', c.hipDeviceGetPCIBusId],
+    totalMem: ['hipDeviceTotalMem', c.hipDeviceTotalMem],
+    attribute: ['hipDeviceGetAttribute', c.hipDeviceGetAttribute],
+  });
+  const runtimeVersion = (): HipVersion => hipVersion(outNumber(checks, 'hipRuntimeGetVersion', (out) => c.hipRuntimeGetVersion(out)));
+  let integratedAttr: number | undefined;
+  const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
   return {
-    api: 'HIP',
-    path,
-    errorName,
-    errorString,
+    ...driverCommon('HIP', path, base, queries, host),
     runtimeVersion,
     hipDriverVersion: () => outNumber(checks, 'hipDriverGetVersion', (out) => c.hipDriverGetVersion(out)),
-    devices: () => ({ ...devices() }),
-    deviceCount: () => devices().count,
-    ...queries,
     integratedAttribute,
     integrated: (ordinal) => queries.attribute(ordinal, integratedAttribute()) !== 0,
     ...deviceCalls(c, checks, ready, dev),
-    hostMalloc,
-    hostFree,
-    ...hostMethods,
+    hostMalloc: host.alloc,
+    hostFree: host.free,
   };
 }
 
