@@ -2,7 +2,7 @@
 // loop: where does the staged copy's time go? Run: node bench/staged-node.mjs FILE MIB [RUNS]
 import { openSync } from 'node:fs';
 import { loadCuda, READ_ONLY } from '../dist/bindings/cuda.js';
-import { MAP_SHARED, PROT_READ, memcpy, mmap } from '../dist/bindings/libc.js';
+import { MAP, PROT, memcpy, mmap } from '../dist/bindings/libc.js';
 
 const [file, mib, runsArg] = process.argv.slice(2);
 const n = Number(mib) * 1024 * 1024;
@@ -12,7 +12,7 @@ cuda.devices();
 const ctx = cuda.primaryCtxRetain(0);
 cuda.ctxSetCurrent(ctx);
 const d = cuda.memAlloc(n);
-const map = mmap(n, PROT_READ, MAP_SHARED, openSync(file, 'r'), 0);
+const map = mmap(n, PROT.READ, MAP.SHARED, openSync(file, 'r'), 0);
 const pinned = cuda.memHostAlloc(n);
 let sum = 0;
 for (let i = 0; i < n; i += 4096) sum += map.bytes[i];

@@ -6,8 +6,8 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, withDriverOps } from './driver-kit.js';
-import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
+import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, withDriverOps } from './driver-kit.js';
+import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -16,17 +16,21 @@ export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js'
 const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
-// CUdevice_attribute (cuda.h)
-export const INTEGRATED = 18;
-export const CAN_MAP_HOST_MEMORY = 19;
-export const PAGEABLE_MEMORY_ACCESS = 88;
-export const HOST_REGISTER_SUPPORTED = 99;
-export const READ_ONLY_HOST_REGISTER_SUPPORTED = 113;
+/** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */
+export const CU_DEVICE_ATTRIBUTE = {
+  INTEGRATED: 18,
+  CAN_MAP_HOST_MEMORY: 19,
+  PAGEABLE_MEMORY_ACCESS: 88,
+  HOST_REGISTER_SUPPORTED: 99,
+  READ_ONLY_HOST_REGISTER_SUPPORTED: 113,
+} as const;
 
-// cuMemHostRegister flags (CU_MEMHOSTREGISTER_*)
-export const PORTABLE = 0x01;
-/** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
-export const READ_ONLY = 0x08;
+/** cuMemHostRegister flags (cuda.h: CU_MEMHOSTREGISTER_*). */
+export const CU_MEMHOSTREGISTER = {
+  PORTABLE: 0x01,
+  /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
+  READ_ONLY: 0x08,
+} as const;
 
 const CUDA_SUCCESS = 0;
 export const CUDA_ERROR_INVALID_VALUE = 1;
@@ -135,26 +139,13 @@ interface CudaFunctions {
 // ---- the driver ----
 
 /** What cuInit said about this machine: devices, or none with the reason. */
-export interface CudaDevices {
-  count: number;
-  /** Set when count is 0: why (cuInit returned 100, or the driver counted none). */
-  reason?: string;
-}
+export type CudaDevices = DeviceCount;
 
-export interface CudaDriver {
-  readonly api: 'CUDA';
-  /** The name or path that was loaded. */
-  readonly path: string;
+export interface CudaDriver extends DriverCommon<'CUDA'> {
   /** cuDriverGetVersion, e.g. 13000 for 13.0 (needs no cuInit). */
   driverVersion(): number;
   /** cuInit(0) once (cached). Result 100 is not an error: it means there is no CUDA device here. */
   devices(): CudaDevices;
-  /** devices().count: 0 when cuInit says there is no device. */
-  deviceCount(): number;
-  name(ordinal: number): string;
-  pciBusId(ordinal: number): string;
-  totalMem(ordinal: number): number;
-  attribute(ordinal: number, attrib: number): number;
   /** cuDevicePrimaryCtxRetain; returns the CUcontext. Each retain needs one release. */
   primaryCtxRetain(ordinal: number): bigint;
   primaryCtxRelease(ordinal: number): void;
@@ -167,17 +158,6 @@ export interface CudaDriver {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after memFreeHost. */
   memHostAlloc(bytes: number, flags?: number): Host;
   memFreeHost(host: Host): void;
-  hostRegister(host: Host, flags: number): void;
-  hostUnregister(host: Host): void;
-  /** Raw-address forms, for hazard checks (NULL, size 0, a range with no view). Prefer the Host forms. */
-  hostRegisterAddress(address: bigint, length: number, flags: number): void;
-  hostUnregisterAddress(address: bigint): void;
-  /** Synchronous copies of `length` bytes (default: the whole Host). */
-  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
-  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
-  /** cuGetErrorName, else the table above, else `UNKNOWN_<code>`. */
-  errorName(code: number): string;
-  errorString(code: number): string | undefined;
 }
 
 /**
@@ -192,17 +172,12 @@ export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunction
 
 /** cuGetErrorName, else the table, else `UNKNOWN_<code>`; and cuGetErrorString. */
 function cudaErrorTexts(c: CudaFunctions): ErrorTexts {
-  return {
-    errorName(code) {
-      const out: Out<string | null> = [null];
-      if (c.cuGetErrorName(code, out) === CUDA_SUCCESS && out[0]) return out[0];
-      return CUDA_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
-    },
-    errorString(code) {
-      const out: Out<string | null> = [null];
-      return c.cuGetErrorString(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
-    },
+  /** The text a cuGetError* call fills in, when it succeeds with one. */
+  const text = (fn: (error: number, out: Out<string | null>) => number) => (code: number): string | undefined => {
+    const out: Out<string | null> = [null];
+    return fn(code, out) === CUDA_SUCCESS && out[0] ? out[0] : undefined;
   };
+  return errorTexts(CUDA_ERROR_NAMES, text(c.cuGetErrorName), text(c.cuGetErrorString));
 }
 
 /** The CUdevice of an ordinal (cuDeviceGet, cached), after cuInit. */
@@ -223,45 +198,31 @@ function deviceHandles(c: CudaFunctions, { check }: Checker, ready: () => void):
 }
 
 /** The primary context and the device memory. */
-function contextCalls(c: CudaFunctions, { check }: Checker, ready: () => void, dev: (ordinal: number) => number) {
+function contextCalls(c: CudaFunctions, checks: Checker, ready: () => void, dev: (ordinal: number) => number) {
+  const { check } = checks;
+  const call = readyCall(checks, ready);
   return {
-    primaryCtxRetain(ordinal: number): bigint {
-      const out: Out<Pointer> = [null];
-      check('cuDevicePrimaryCtxRetain', c.cuDevicePrimaryCtxRetain(out, dev(ordinal)));
-      if (out[0] === null) throw new Error('CUDA: cuDevicePrimaryCtxRetain succeeded but gave a NULL context');
-      return out[0];
-    },
-    primaryCtxRelease(ordinal: number): void {
-      check('cuDevicePrimaryCtxRelease_v2', c.cuDevicePrimaryCtxRelease_v2(dev(ordinal)));
-    },
-    primaryCtxReset(ordinal: number): void {
-      check('cuDevicePrimaryCtxReset_v2', c.cuDevicePrimaryCtxReset_v2(dev(ordinal)));
-    },
-    ctxSetCurrent(ctx: bigint | null): void {
-      ready();
-      check('cuCtxSetCurrent', c.cuCtxSetCurrent(ctx));
-    },
-    ctxSynchronize(): void {
-      ready();
-      check('cuCtxSynchronize', c.cuCtxSynchronize());
-    },
+    primaryCtxRetain: (ordinal: number): bigint =>
+      outPointer('CUDA', checks, 'cuDevicePrimaryCtxRetain', (out) => c.cuDevicePrimaryCtxRetain(out, dev(ordinal)), 'context'),
+    primaryCtxRelease: (ordinal: number): void => check('cuDevicePrimaryCtxRelease_v2', c.cuDevicePrimaryCtxRelease_v2(dev(ordinal))),
+    primaryCtxReset: (ordinal: number): void => check('cuDevicePrimaryCtxReset_v2', c.cuDevicePrimaryCtxReset_v2(dev(ordinal))),
+    ctxSetCurrent: (ctx: bigint | null): void => call('cuCtxSetCurrent', () => c.cuCtxSetCurrent(ctx)),
+    ctxSynchronize: (): void => call('cuCtxSynchronize', () => c.cuCtxSynchronize()),
     memAlloc(bytes: number): bigint {
       ready();
       const out: Out<IntLike> = [0];
       check('cuMemAlloc_v2', c.cuMemAlloc_v2(out, checkSize('cuMemAlloc_v2 size', bytes)));
       return BigInt(out[0]);
     },
-    memFree(dptr: bigint): void {
-      ready();
-      check('cuMemFree_v2', c.cuMemFree_v2(dptr));
-    },
+    memFree: (dptr: bigint): void => call('cuMemFree_v2', () => c.cuMemFree_v2(dptr)),
   };
 }
 
 function makeDriver(path: string, c: CudaFunctions): CudaDriver {
-  const { errorName, errorString, checks, devices, ready } = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
+  const base = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
+  const { checks, ready } = base;
   const dev = deviceHandles(c, checks, ready);
-  const { alloc: memHostAlloc, free: memFreeHost, ...hostMethods } = hostCalls('CUDA', checks, ready, {
+  const host = hostCalls('CUDA', checks, ready, {
     register: ['cuMemHostRegister_v2', c.cuMemHostRegister_v2],
     unregister: ['cuMemHostUnregister', c.cuMemHostUnregister],
     alloc: ['cuMemHostAlloc', c.cuMemHostAlloc],
@@ -269,24 +230,18 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     htod: ['cuMemcpyHtoD_v2', c.cuMemcpyHtoD_v2],
     dtoh: ['cuMemcpyDtoH_v2', c.cuMemcpyDtoH_v2],
   });
+  const queries = deviceQueries(checks, dev, {
+    name: ['cuDeviceGetName', c.cuDeviceGetName],
+    pciBusId: ['cuDeviceGetPCIBusId', c.cuDeviceGetPCIBusId],
+    totalMem: ['cuDeviceTotalMem_v2', c.cuDeviceTotalMem_v2],
+    attribute: ['cuDeviceGetAttribute', c.cuDeviceGetAttribute],
+  });
   return {
-    api: 'CUDA',
-    path,
-    errorName,
-    errorString,
+    ...driverCommon('CUDA', path, base, queries, host),
     driverVersion: () => outNumber(checks, 'cuDriverGetVersion', (out) => c.cuDriverGetVersion(out)),
-    devices: () => ({ ...devices() }),
-    deviceCount: () => devices().count,
-    ...deviceQueries(checks, dev, {
-      name: ['cuDeviceGetName', c.cuDeviceGetName],
-      pciBusId: ['cuDeviceGetPCIBusId', c.cuDeviceGetPCIBusId],
-      totalMem: ['cuDeviceTotalMem_v2', c.cuDeviceTotalMem_v2],
-      attribute: ['cuDeviceGetAttribute', c.cuDeviceGetAttribute],
-    }),
     ...contextCalls(c, checks, ready, dev),
-    memHostAlloc,
-    memFreeHost,
-    ...hostMethods,
+    memHostAlloc: host.alloc,
+    memFreeHost: host.free,
   };
 }
 
@@ -333,7 +288,7 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
       },
       registerFlags(ordinal) {
         try {
-          if (driver.attribute(ordinal, READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return READ_ONLY;
+          if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
         } catch (e) {
           // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
           if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;

@@ -125,6 +125,24 @@ export function checker(ErrorClass: DriverErrorClass, errorName: (code: number) 
   };
 }
 
+/** A call without an out parameter: `ready` first (the driver initialized, see hostCalls), then its result code checked. */
+export type ReadyCall = (call: string, run: () => number) => void;
+
+export function readyCall({ check }: Checker, ready: () => void): ReadyCall {
+  return (call, run) => {
+    ready();
+    check(call, run());
+  };
+}
+
+/** A call that fills one pointer: the pointer, once the result code is checked; NULL from a call that succeeded is an error. */
+export function outPointer(api: DriverApi, { check }: Checker, call: string, fn: (out: Out<Pointer>) => number, what = 'pointer'): bigint {
+  const out: Out<Pointer> = [null];
+  check(call, fn(out));
+  if (out[0] === null) throw new Error(`${api}: ${call} succeeded but gave a NULL ${what}`);
+  return out[0];
+}
+
 /** The text of a NUL-terminated buffer a driver filled (a name, a PCI bus id). */
 export function cString(buf: Buffer): string {
   const end = buf.indexOf(0);
@@ -148,6 +166,7 @@ export interface HostFunctions {
 export interface HostCalls {
   hostRegister(host: Host, flags: number): void;
   hostUnregister(host: Host): void;
+  /** Raw-address forms, for hazard checks (NULL, size 0, a range with no view). Prefer the Host forms. */
   hostRegisterAddress(address: bigint, length: number, flags: number): void;
   hostUnregisterAddress(address: bigint): void;
   alloc(bytes: number, flags?: number): Host;
@@ -158,27 +177,23 @@ export interface HostCalls {
 }
 
 /** `ready` runs first in each (the driver initialized, and not one that said there is no device). */
-export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void, fns: HostFunctions): HostCalls {
+export function hostCalls(api: DriverApi, checks: Checker, ready: () => void, fns: HostFunctions): HostCalls {
   const [registerCall, register] = fns.register;
   const [unregisterCall, unregister] = fns.unregister;
   const [allocCall, alloc] = fns.alloc;
   const [freeCall, free] = fns.free;
   const [htodCall, htod] = fns.htod;
   const [dtohCall, dtoh] = fns.dtoh;
+  const checkedCall = readyCall(checks, ready);
   /** The bytes a copy of `host` moves: `length`, else all of it; never more than the host range holds. */
   const copyLength = (call: string, host: Host, length: number | undefined): number => {
     const n = checkSize(`${call} size`, length ?? host.bytes.length);
     if (n > host.bytes.length) throw new RangeError(`${api}: ${call}: ${n} bytes asked of a host range of ${host.bytes.length}`);
     return n;
   };
-  const registerAddress = (address: bigint, length: number, flags: number): void => {
-    ready();
-    check(registerCall, register(address, checkSize(`${registerCall} size`, length), flags >>> 0));
-  };
-  const unregisterAddress = (address: bigint): void => {
-    ready();
-    check(unregisterCall, unregister(address));
-  };
+  const registerAddress = (address: bigint, length: number, flags: number): void =>
+    checkedCall(registerCall, () => register(address, checkSize(`${registerCall} size`, length), flags >>> 0));
+  const unregisterAddress = (address: bigint): void => checkedCall(unregisterCall, () => unregister(address));
   return {
     hostRegister: (host, flags) => registerAddress(hostAddress(api, registerCall, host), host.bytes.length, flags),
     hostUnregister: (host) => unregisterAddress(hostAddress(api, unregisterCall, host)),
@@ -186,30 +201,25 @@ export function hostCalls(api: DriverApi, { check }: Checker, ready: () => void,
     hostUnregisterAddress: unregisterAddress,
     alloc(bytes, flags = 0) {
       ready();
-      const out: Out<Pointer> = [null];
-      check(allocCall, alloc(out, checkSize(`${allocCall} size`, bytes), flags >>> 0));
-      if (out[0] === null) throw new Error(`${api}: ${allocCall} succeeded but gave a NULL pointer`);
+      const address = outPointer(api, checks, allocCall, (out) => alloc(out, checkSize(`${allocCall} size`, bytes), flags >>> 0));
       try {
-        return { address: out[0], bytes: viewOf(out[0], bytes) };
+        return { address, bytes: viewOf(address, bytes) };
       } catch (e) {
-        free(out[0]);
+        free(address);
         throw e;
       }
     },
-    free(host) {
-      ready();
-      check(freeCall, free(hostAddress(api, freeCall, host)));
-    },
-    memcpyHtoD(dst, src, length) {
-      ready();
-      const n = copyLength(htodCall, src, length);
-      check(htodCall, htod(dst, hostAddress(api, htodCall, src), n));
-    },
-    memcpyDtoH(dst, src, length) {
-      ready();
-      const n = copyLength(dtohCall, dst, length);
-      check(dtohCall, dtoh(hostAddress(api, dtohCall, dst), src, n));
-    },
+    free: (host) => checkedCall(freeCall, () => free(hostAddress(api, freeCall, host))),
+    memcpyHtoD: (dst, src, length) =>
+      checkedCall(htodCall, () => {
+        const n = copyLength(htodCall, src, length);
+        return htod(dst, hostAddress(api, htodCall, src), n);
+      }),
+    memcpyDtoH: (dst, src, length) =>
+      checkedCall(dtohCall, () => {
+        const n = copyLength(dtohCall, dst, length);
+        return dtoh(hostAddress(api, dtohCall, dst), src, n);
+      }),
   };
 }
 

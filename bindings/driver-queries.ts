@@ -1,9 +1,10 @@
 // What the CUDA driver and the HIP runtime ask of a device the same way, written once: initialize and count the
-// devices (a "no device" answer is a count of 0 with its reason, not an error), and the per-device queries that
-// fill an out parameter or a NUL-terminated buffer. cuda.ts and hip.ts name their C calls and keep their quirks.
+// devices (a "no device" answer is a count of 0 with its reason, not an error), the per-device queries that
+// fill an out parameter or a NUL-terminated buffer, the error texts' fallbacks, and the members both driver
+// objects share (DriverCommon). cuda.ts and hip.ts name their C calls and keep their quirks.
 
 import type { DriverApi } from './errors.js';
-import { type Checker, type DriverErrorClass, type IntLike, type Out, checker, cString } from './driver-kit.js';
+import { type Checker, type DriverErrorClass, type IntLike, type Out, type SharedHostMethods, checker, cString } from './driver-kit.js';
 
 /** What the driver's initialization said about this machine: devices, or none with the reason. */
 export interface DeviceCount {
@@ -70,6 +71,22 @@ export interface ErrorTexts {
   errorString(code: number): string | undefined;
 }
 
+/**
+ * A driver's error texts: the name its own call gives (`nativeName`: undefined when it gives none it should be
+ * believed for), else the name in `names` (the API's header, for a driver or a double that does not know the
+ * code), else `UNKNOWN_<code>`; and the description its own call gives, if any.
+ */
+export function errorTexts(
+  names: ReadonlyMap<number, string>,
+  nativeName: (code: number) => string | undefined,
+  nativeString: (code: number) => string | undefined,
+): ErrorTexts {
+  return {
+    errorName: (code) => nativeName(code) ?? names.get(code) ?? `UNKNOWN_${code}`,
+    errorString: nativeString,
+  };
+}
+
 /** What every call of a driver object starts from: its error texts, the checker of its result codes, its device count. */
 export interface DriverBase extends ErrorTexts, DeviceCounter {
   checks: Checker;
@@ -101,6 +118,38 @@ export function outNumber({ check }: Checker, call: string, fn: (out: Out<number
   const out: Out<number> = [0];
   check(call, fn(out));
   return out[0];
+}
+
+/** What the CUDA driver and the HIP runtime objects offer alike (each adds its own calls and quirks). */
+export interface DriverCommon<A extends DriverApi> extends ErrorTexts, DeviceQueries, SharedHostMethods {
+  readonly api: A;
+  /** The name or path that was loaded. */
+  readonly path: string;
+  /** Initializes and counts once (cached); a "no device" answer is a count of 0 with its reason. */
+  devices(): DeviceCount;
+  /** devices().count: 0 when the driver says there is no device. */
+  deviceCount(): number;
+}
+
+/** The members of DriverCommon, from what driverBase, deviceQueries and hostCalls made of one driver. */
+export function driverCommon<A extends DriverApi>(api: A, path: string, base: DriverBase, queries: DeviceQueries, host: SharedHostMethods): DriverCommon<A> {
+  const { errorName, errorString, devices } = base;
+  const { hostRegister, hostUnregister, hostRegisterAddress, hostUnregisterAddress, memcpyHtoD, memcpyDtoH } = host;
+  return {
+    api,
+    path,
+    errorName,
+    errorString,
+    devices: () => ({ ...devices() }),
+    deviceCount: () => devices().count,
+    ...queries,
+    hostRegister,
+    hostUnregister,
+    hostRegisterAddress,
+    hostUnregisterAddress,
+    memcpyHtoD,
+    memcpyDtoH,
+  };
 }
 
 export function deviceQueries(checks: Checker, dev: (ordinal: number) => number, fns: QueryFunctions): DeviceQueries {

@@ -6,8 +6,8 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
-import { type ErrorTexts, deviceQueries, driverBase, outNumber } from './driver-queries.js';
+import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
+import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -20,22 +20,21 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
 
-const HIP_MEMCPY_HOST_TO_DEVICE = 1;
-const HIP_MEMCPY_DEVICE_TO_HOST = 2;
+/** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
+const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2 } as const;
 
 export const HIP_ERROR_INVALID_VALUE = 1;
 const HIP_ERROR_NO_DEVICE = 100;
 export const HIP_ERROR_HOST_MEMORY_NOT_REGISTERED = 713;
 
 /**
- * The value of hipDeviceAttributeIntegrated, which depends on the runtime's major version: HIP 5.0 reordered
+ * The value of hipDeviceAttributeIntegrated, by the runtime's major version (V5: 5.x to 7.x): HIP 5.0 reordered
  * hipDeviceAttribute_t "to better match NV" (ROCm 5.0 release notes, "Runtime Breaking Change"), so a 4.x runtime
  * numbers it 25 and 5.x, 6.x and 7.x number it 16 (counted in each version's include/hip/hip_runtime_api.h). A
  * major version whose header we have not read (3.x, 8.x and later; 4.0 and 4.1, which predate the HIP_VERSION
  * encoding below) is refused (throws) rather than guessed: the spec counts a failed query as integrated.
  */
-export const HIP_INTEGRATED_ATTRIBUTE_V4 = 25;
-export const HIP_INTEGRATED_ATTRIBUTE_V5 = 16;
+export const HIP_INTEGRATED_ATTRIBUTE = { V4: 25, V5: 16 } as const;
 
 export interface HipVersion {
   /** hipRuntimeGetVersion as returned: HIP_VERSION = major * 10000000 + minor * 100000 + patch (since 4.2). */
@@ -59,8 +58,8 @@ export function hipVersion(raw: number): HipVersion {
 /** hipDeviceAttributeIntegrated for a runtime that reports `runtimeVersion` (see the values above). */
 export function hipIntegratedAttribute(runtimeVersion: number): number {
   const { major, minor } = hipVersion(runtimeVersion);
-  if (major >= 5 && major <= 7) return HIP_INTEGRATED_ATTRIBUTE_V5;
-  if (major === 4) return HIP_INTEGRATED_ATTRIBUTE_V4;
+  if (major >= 5 && major <= 7) return HIP_INTEGRATED_ATTRIBUTE.V5;
+  if (major === 4) return HIP_INTEGRATED_ATTRIBUTE.V4;
   throw new Error(`HIP: no known hipDeviceAttributeIntegrated for HIP ${major}.${minor} (runtime version ${runtimeVersion})`);
 }
 
@@ -151,26 +150,15 @@ interface HipFunctions {
 
 // ---- the runtime ----
 
-export interface HipDevices {
-  count: number;
-  /** Set when count is 0: e.g. "no HIP device here: hipInit returned 100 hipErrorNoDevice". */
-  reason?: string;
-}
+/** What hipInit and hipGetDeviceCount said: devices, or none with the reason (e.g. "no HIP device here: hipInit returned 100 hipErrorNoDevice"). */
+export type HipDevices = DeviceCount;
 
-export interface HipDriver {
-  readonly api: 'HIP';
-  /** The name or path that was loaded. */
-  readonly path: string;
+export interface HipDriver extends DriverCommon<'HIP'> {
   /** hipRuntimeGetVersion, split (needs no device). */
   runtimeVersion(): HipVersion;
   hipDriverVersion(): number;
   /** hipInit(0) then hipGetDeviceCount, once (cached). hipErrorNoDevice (100) from either means count 0. */
   devices(): HipDevices;
-  deviceCount(): number;
-  name(ordinal: number): string;
-  pciBusId(ordinal: number): string;
-  totalMem(ordinal: number): number;
-  attribute(ordinal: number, attr: number): number;
   /** The hipDeviceAttributeIntegrated number for this runtime's version (hipIntegratedAttribute). */
   integratedAttribute(): number;
   /** hipDeviceGetAttribute(integratedAttribute()) !== 0. */
@@ -184,17 +172,6 @@ export interface HipDriver {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after hostFree. */
   hostMalloc(bytes: number, flags?: number): Host;
   hostFree(host: Host): void;
-  hostRegister(host: Host, flags: number): void;
-  hostUnregister(host: Host): void;
-  /** Raw-address forms, for hazard checks (NULL, size 0, a range with no view). Prefer the Host forms. */
-  hostRegisterAddress(address: bigint, length: number, flags: number): void;
-  hostUnregisterAddress(address: bigint): void;
-  /** Synchronous hipMemcpy of `length` bytes (default: the whole Host). */
-  memcpyHtoD(dst: bigint, src: Host, length?: number): void;
-  memcpyDtoH(dst: Host, src: bigint, length?: number): void;
-  /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`. */
-  errorName(code: number): string;
-  errorString(code: number): string | undefined;
 }
 
 /**
@@ -209,85 +186,66 @@ export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, 
 
 /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
 function hipErrorTexts(c: HipFunctions): ErrorTexts {
-  return {
-    errorName(code) {
+  return errorTexts(
+    HIP_ERROR_NAMES,
+    (code) => {
       const name = c.hipGetErrorName(code);
-      if (name && (name !== 'hipErrorUnknown' || code === 999)) return name;
-      return HIP_ERROR_NAMES.get(code) ?? `UNKNOWN_${code}`;
+      return name && (name !== 'hipErrorUnknown' || code === 999) ? name : undefined;
     },
-    errorString: (code) => c.hipGetErrorString(code) ?? undefined,
-  };
+    (code) => c.hipGetErrorString(code) ?? undefined,
+  );
 }
 
 /** The current device and the device memory. */
-function deviceCalls(c: HipFunctions, { check }: Checker, ready: () => void, dev: (ordinal: number) => number) {
+function deviceCalls(c: HipFunctions, checks: Checker, ready: () => void, dev: (ordinal: number) => number) {
+  const call = readyCall(checks, ready);
   return {
-    setDevice(ordinal: number): void {
-      check('hipSetDevice', c.hipSetDevice(dev(ordinal)));
-    },
-    deviceSynchronize(): void {
-      ready();
-      check('hipDeviceSynchronize', c.hipDeviceSynchronize());
-    },
-    deviceReset(): void {
-      ready();
-      check('hipDeviceReset', c.hipDeviceReset());
-    },
+    setDevice: (ordinal: number): void => checks.check('hipSetDevice', c.hipSetDevice(dev(ordinal))),
+    deviceSynchronize: (): void => call('hipDeviceSynchronize', () => c.hipDeviceSynchronize()),
+    deviceReset: (): void => call('hipDeviceReset', () => c.hipDeviceReset()),
     malloc(bytes: number): bigint {
       ready();
-      const out: Out<Pointer> = [null];
-      check('hipMalloc', c.hipMalloc(out, checkSize('hipMalloc size', bytes)));
-      if (out[0] === null) throw new Error('HIP: hipMalloc succeeded but gave a NULL pointer');
-      return out[0];
+      return outPointer('HIP', checks, 'hipMalloc', (out) => c.hipMalloc(out, checkSize('hipMalloc size', bytes)));
     },
-    free(ptr: bigint): void {
-      ready();
-      check('hipFree', c.hipFree(ptr));
-    },
+    free: (ptr: bigint): void => call('hipFree', () => c.hipFree(ptr)),
   };
 }
 
 function makeDriver(path: string, c: HipFunctions): HipDriver {
-  const { errorName, errorString, checks, devices, ready } = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
+  const base = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
+  const { checks, ready } = base;
   // HIP's calls take the ordinal itself
   const dev = (ordinal: number): number => {
     checkOrdinal('HIP', ordinal);
     ready();
     return ordinal;
   };
-  const runtimeVersion = (): HipVersion => hipVersion(outNumber(checks, 'hipRuntimeGetVersion', (out) => c.hipRuntimeGetVersion(out)));
+  const host = hostCalls('HIP', checks, ready, {
+    register: ['hipHostRegister', c.hipHostRegister],
+    unregister: ['hipHostUnregister', c.hipHostUnregister],
+    alloc: ['hipHostMalloc', c.hipHostMalloc],
+    free: ['hipHostFree', c.hipHostFree],
+    htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.HOST_TO_DEVICE)],
+    dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_KIND.DEVICE_TO_HOST)],
+  });
   const queries = deviceQueries(checks, dev, {
     name: ['hipDeviceGetName', c.hipDeviceGetName],
     pciBusId: ['hipDeviceGetPCIBusId', c.hipDeviceGetPCIBusId],
     totalMem: ['hipDeviceTotalMem', c.hipDeviceTotalMem],
     attribute: ['hipDeviceGetAttribute', c.hipDeviceGetAttribute],
   });
+  const runtimeVersion = (): HipVersion => hipVersion(outNumber(checks, 'hipRuntimeGetVersion', (out) => c.hipRuntimeGetVersion(out)));
   let integratedAttr: number | undefined;
   const integratedAttribute = (): number => (integratedAttr ??= hipIntegratedAttribute(runtimeVersion().raw));
-  const { alloc: hostMalloc, free: hostFree, ...hostMethods } = hostCalls('HIP', checks, ready, {
-    register: ['hipHostRegister', c.hipHostRegister],
-    unregister: ['hipHostUnregister', c.hipHostUnregister],
-    alloc: ['hipHostMalloc', c.hipHostMalloc],
-    free: ['hipHostFree', c.hipHostFree],
-    htod: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_HOST_TO_DEVICE)],
-    dtoh: ['hipMemcpy', (dst, src, n) => c.hipMemcpy(dst, src, n, HIP_MEMCPY_DEVICE_TO_HOST)],
-  });
   return {
-    api: 'HIP',
-    path,
-    errorName,
-    errorString,
+    ...driverCommon('HIP', path, base, queries, host),
     runtimeVersion,
     hipDriverVersion: () => outNumber(checks, 'hipDriverGetVersion', (out) => c.hipDriverGetVersion(out)),
-    devices: () => ({ ...devices() }),
-    deviceCount: () => devices().count,
-    ...queries,
     integratedAttribute,
     integrated: (ordinal) => queries.attribute(ordinal, integratedAttribute()) !== 0,
     ...deviceCalls(c, checks, ready, dev),
-    hostMalloc,
-    hostFree,
-    ...hostMethods,
+    hostMalloc: host.alloc,
+    hostFree: host.free,
   };
 }
 

@@ -8,25 +8,24 @@ import { constants as bufferConstants } from 'node:buffer';
 import koffi from 'koffi';
 import type { Host } from '../src/ops.js';
 
-export const PROT_NONE = 0x0;
-export const PROT_READ = 0x1;
-export const PROT_WRITE = 0x2;
+/** mmap(2)'s protection bits (PROT_*). */
+export const PROT = { NONE: 0x0, READ: 0x1, WRITE: 0x2 } as const;
+/** mmap(2)'s mapping flags (MAP_*). */
+export const MAP = { SHARED: 0x01, PRIVATE: 0x02, ANONYMOUS: 0x20 } as const;
 
-export const MAP_SHARED = 0x01;
-export const MAP_PRIVATE = 0x02;
-export const MAP_ANONYMOUS = 0x20;
-
-export const O_RDONLY = 0o0;
-export const O_WRONLY = 0o1;
-export const O_RDWR = 0o2;
-export const O_CREAT = 0o100;
-export const O_EXCL = 0o200;
-export const O_TRUNC = 0o1000;
-/** open of a FIFO returns at once instead of waiting for the other end. */
-export const O_NONBLOCK = 0o4000;
-export const O_CLOEXEC = 0o2000000;
-/** open fails with ELOOP when the last part of the path is a symbolic link (its value differs on arm64). */
-export const O_NOFOLLOW = process.arch === 'arm64' ? 0o100000 : 0o400000;
+/** open(2)'s access modes (O_*): exactly one of them, or'd with any of OPEN_FLAGS. */
+export const OPEN_ACCESS = { RDONLY: 0o0, WRONLY: 0o1, RDWR: 0o2 } as const;
+/** open(2)'s creation and status flags (O_*). */
+export const OPEN_FLAGS = {
+  CREAT: 0o100,
+  EXCL: 0o200,
+  /** open fails with ELOOP when the last part of the path is a symbolic link (its value differs on arm64). */
+  NOFOLLOW: process.arch === 'arm64' ? 0o100000 : 0o400000,
+  TRUNC: 0o1000,
+  /** open of a FIFO returns at once instead of waiting for the other end. */
+  NONBLOCK: 0o4000,
+  CLOEXEC: 0o2000000,
+} as const;
 
 export const MFD_CLOEXEC = 0x1;
 
@@ -188,7 +187,7 @@ export function pread(fd: number, into: Uint8Array, offset: number): number {
 
 /** Reads a page mapped PROT_NONE: a real SIGSEGV, as a driver bug would give (the test hooks' crash). */
 export function readProtNonePage(): number {
-  return mmap(4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0).bytes[0]!;
+  return mmap(4096, PROT.NONE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0).bytes[0]!;
 }
 
 /** pread until `into` is full or the file ends. Returns bytes read. */

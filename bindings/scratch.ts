@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { registrations, type RegistrationTable } from '../src/ops.js';
 import type { ReferenceReader } from '../src/probe.js';
 import { HostFault, asHostFault } from './host-fault.js';
-import { type FsInfo, MAP_SHARED, PROT_READ, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
+import { type FsInfo, MAP, PROT, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
 import { type LockedFolder, makeLockedFolder, removeStale } from './scratch-lock.js';
 import { MiB } from '../results/format.js';
 
@@ -193,7 +193,7 @@ export function makeScratchRegion(dir: string, bytes: number, pending?: PendingS
     if (fd < 0) fd = openSync(path, 'w+', 0o600);
     // the writer thread failed (no space, ...): written again here, where the host's error is raised and named
     if (!early?.written) fillRandom(fd, bytes);
-    map = mmap(bytes, PROT_READ, MAP_SHARED, fd, 0);
+    map = mmap(bytes, PROT.READ, MAP.SHARED, fd, 0);
     const m = map;
     const openFd = fd;
     let closed = false;

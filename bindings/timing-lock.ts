@@ -14,13 +14,8 @@ import {
   LOCK_NB,
   LOCK_UN,
   LibcError,
-  O_CLOEXEC,
-  O_CREAT,
-  O_EXCL,
-  O_NOFOLLOW,
-  O_NONBLOCK,
-  O_RDONLY,
-  O_RDWR,
+  OPEN_ACCESS,
+  OPEN_FLAGS,
   closeFd,
   flock,
   ftruncate,
@@ -75,7 +70,7 @@ interface Opened {
   key: string;
 }
 
-const FLAGS = O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+const FLAGS = OPEN_FLAGS.NOFOLLOW | OPEN_FLAGS.CLOEXEC | OPEN_FLAGS.NONBLOCK;
 
 function code(e: unknown): string | undefined {
   return e instanceof LibcError ? e.code : undefined;
@@ -102,16 +97,16 @@ function openLock(path: string): Opened {
     // the file there may be removed between the two opens (its holder letting go): then make it again
     for (let tries = 1; fd < 0; tries++) {
       try {
-        fd = openFile(path, O_RDWR | O_CREAT | O_EXCL | FLAGS, 0o666);
+        fd = openFile(path, OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT | OPEN_FLAGS.EXCL | FLAGS, 0o666);
         fchmodSync(fd, 0o666);
       } catch (e) {
         if (fd >= 0 || code(e) !== 'EEXIST') throw e;
         try {
-          fd = openFile(path, O_RDWR | FLAGS);
+          fd = openFile(path, OPEN_ACCESS.RDWR | FLAGS);
         } catch (e2) {
           if (code(e2) === 'ENOENT' && tries < 1000) continue;
           if (!['EACCES', 'EPERM', 'EROFS'].includes(code(e2) ?? '')) throw e2;
-          fd = openFile(path, O_RDONLY | FLAGS);
+          fd = openFile(path, OPEN_ACCESS.RDONLY | FLAGS);
           writable = false;
         }
       }

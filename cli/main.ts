@@ -20,7 +20,7 @@ import { checkOutputs, OutputError, type OutputTarget, writeOutput } from './out
 import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
-import { DEFAULT_QUIET_WAIT_S } from '../suites/measure.js';
+import { QUIET_WAIT } from '../suites/measure.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { checkRunOutputs, writeRunOutputs } from './write-outputs.js';
 import { interruptAll } from './orchestrate.js';
@@ -207,7 +207,7 @@ function addRunAndList(y: Argv): Argv {
         // the options of run alone are refused (list --baseline FILE would otherwise pass, the baseline unread)
         const problem = listOptionProblem(a);
         if (problem) throw new UsageError(problem);
-        const defaults = { size: DEFAULT_SIZE_MIB, runs: DEFAULT_RUNS, minRelativeSpeed: DEFAULT_MIN_RELATIVE_SPEED, timeout: DEFAULT_TIMEOUT_S, require: [], maxDrop: `${DEFAULT_MAX_DROP * 100}%`, quietWait: DEFAULT_QUIET_WAIT_S };
+        const defaults = { size: DEFAULT_SIZE_MIB, runs: DEFAULT_RUNS, minRelativeSpeed: DEFAULT_MIN_RELATIVE_SPEED, timeout: DEFAULT_TIMEOUT_S, require: [], maxDrop: `${DEFAULT_MAX_DROP * 100}%`, quietWait: QUIET_WAIT.defaultS };
         const given = Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined));
         return execute({ ...defaults, ...given } as unknown as Args, true);
       }),

@@ -9,7 +9,7 @@ import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/protocol.js';
-import { DEFAULT_QUIET_WAIT_S, type QuietOptions } from '../suites/measure.js';
+import { QUIET_WAIT, type QuietOptions } from '../suites/measure.js';
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';
 import { MiB } from '../results/format.js';
@@ -95,7 +95,7 @@ export const RUN_OPTIONS = {
   'quiet-wait': {
     type: 'number',
     requiresArg: true,
-    default: DEFAULT_QUIET_WAIT_S,
+    default: QUIET_WAIT.defaultS,
     describe: 'seconds to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1',
   },
 } as const;
@@ -212,7 +212,7 @@ export function runOptions(
 ): RunOptions {
   checkNumbers(a);
   if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
-  const quietWait = a.quietWait ?? DEFAULT_QUIET_WAIT_S;
+  const quietWait = a.quietWait ?? QUIET_WAIT.defaultS;
   if (!(quietWait >= 0) || !Number.isFinite(quietWait)) throw new UsageError(`--quiet-wait must be a number of seconds (0: no wait), not ${String(a.quietWait)}`);
   if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= MAX_MIN_RELATIVE_SPEED)) {
     throw new UsageError(`--min-relative-speed must be in (0, ${MAX_MIN_RELATIVE_SPEED}], not ${String(a.minRelativeSpeed)}`);

@@ -78,10 +78,10 @@ const mutations = [
   ['unit 64 KiB -> 128 KiB', 'spec constant', probe, edits(['UNIT = 64 * 1024', 'UNIT = 128 * 1024']), MODEL],
   ['best of 7 -> best of 6', 'spec constant', probe, edits(['DEFAULT_RUNS = 7', 'DEFAULT_RUNS = 6']), MODEL],
   ['best of 7 -> best of 8', 'spec constant', probe, edits(['DEFAULT_RUNS = 7', 'DEFAULT_RUNS = 8']), MODEL],
-  ['checked-release tries 3 -> 2', 'spec constant', probe, edits(['CHECKED_RELEASE_TRIES = 3', 'CHECKED_RELEASE_TRIES = 2']), MODEL],
-  ['checked-release tries 3 -> 4', 'spec constant', probe, edits(['CHECKED_RELEASE_TRIES = 3', 'CHECKED_RELEASE_TRIES = 4']), MODEL],
-  ['clean-up tries 2 -> 1', 'spec constant', probe, edits(['CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 1']), MODEL],
-  ['clean-up tries 2 -> 3', 'spec constant', probe, edits(['CLEANUP_RELEASE_TRIES = 2', 'CLEANUP_RELEASE_TRIES = 3']), MODEL],
+  ['checked-release tries 3 -> 2', 'spec constant', probe, edits(['  checked: 3,', '  checked: 2,']), MODEL],
+  ['checked-release tries 3 -> 4', 'spec constant', probe, edits(['  checked: 3,', '  checked: 4,']), MODEL],
+  ['clean-up tries 2 -> 1', 'spec constant', probe, edits(['  cleanup: 2,', '  cleanup: 1,']), MODEL],
+  ['clean-up tries 2 -> 3', 'spec constant', probe, edits(['  cleanup: 2,', '  cleanup: 3,']), MODEL],
   ['reference check moved after the registration', 'spec: the reference is checked first', probe, edits([refCheck, '    void w;\n'], [afterRegister, afterRegister + refCheckAfter]), MODEL],
 
   // ---- the staged copy
@@ -180,8 +180,8 @@ const mutations = [
   ['a downtrained link not named', 'busy: the link', compareRules, edits(["      const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';", "      const link = '';"]), BUSY],
   ['no timing lock', 'busy: one device timed at a time', measure, edits(["        const lock = acquireTimingLock({ timeoutMs: LOCK_TIMEOUT_MS, label: `${o.deviceId} of pid ${process.pid}` });", '        const lock = { waitedMs: 0, release: () => {} };']), BUSY],
   ['no waiting for quiet', 'busy: --quiet-wait', measure, edits(['        const left = o.quiet.waitS * 1000 - (performance.now() - started);', '        const left = 0;']), BUSY],
-  ['the host copy busy only under half the baseline', 'busy: the host copy', measure, edits(['export const HOST_COPY_BUSY_SHARE = 0.7;', 'export const HOST_COPY_BUSY_SHARE = 0.5;']), BUSY],
-  ['link traffic at the limit is quiet', 'busy: the link', measure, edits(['  if (traffic !== null && traffic >= LINK_BUSY_MBPS)', '  if (traffic !== null && traffic > LINK_BUSY_MBPS)']), BUSY],
+  ['the host copy busy only under half the baseline', 'busy: the host copy', measure, edits(['  hostCopyShare: 0.7,', '  hostCopyShare: 0.5,']), BUSY],
+  ['link traffic at the limit is quiet', 'busy: the link', measure, edits(['  if (traffic !== null && traffic >= BUSY_THRESHOLDS.linkMBps)', '  if (traffic !== null && traffic > BUSY_THRESHOLDS.linkMBps)']), BUSY],
   ['a process on the GPU with unreadable traffic is quiet', 'busy: the GPU', measure, edits(['  else if (traffic === null && users.length)', '  else if (false)']), BUSY],
   ['timing.link judged on a busy machine', 'busy: timing.link', timingChecks, edits(["  return load?.busy ? `not judged: the machine was busy during the timed copies (${load.why.join('; ')})` : true;", '  return true;']), BUSY],
 ];

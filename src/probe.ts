@@ -20,16 +20,19 @@ export const PAGE_CHECK = 4096;
 export const DEFAULT_MIN_RELATIVE_SPEED = 0.8;
 /** Best of 7 against best of 7. */
 export const DEFAULT_RUNS = 7;
-/**
- * Tries of a window's unregister. How we read the spec's "two, or three when the probe got as far as the
- * checked release": when the self-test ran to its end (whatever verdict it reached), its checked release makes
- * one try per window and the clean-up that follows makes two more for a window still held: three in all. When
- * it stopped early (an operation raised), only the clean-up runs: two tries.
- */
-export const CHECKED_RELEASE_TRIES = 3;
-export const CLEANUP_RELEASE_TRIES = 2;
-/** Tries of freeHost for each page-locked buffer the probe allocated. */
-export const FREE_TRIES = 2;
+/** How many times the probe tries each release before it counts the thing as held. */
+export const RELEASE_TRIES = {
+  /**
+   * Tries of a window's unregister. How we read the spec's "two, or three when the probe got as far as the
+   * checked release": when the self-test ran to its end (whatever verdict it reached), its checked release makes
+   * one try per window and the clean-up that follows makes two more for a window still held: three in all. When
+   * it stopped early (an operation raised), only the clean-up runs: two tries (`cleanup`).
+   */
+  checked: 3,
+  cleanup: 2,
+  /** Tries of freeHost for each page-locked buffer the probe allocated. */
+  freeHost: 2,
+} as const;
 
 /**
  * The reference read on demand instead of held in memory: `read(offset, into)` fills `into` with the bytes at
@@ -395,7 +398,7 @@ function releaseWindows(
   run: SelfTestRun,
   plog: ProbeLog,
 ): { notReleased: string[]; retried: string[] } {
-  const tries = run.reachedCheckedRelease ? CHECKED_RELEASE_TRIES : CLEANUP_RELEASE_TRIES;
+  const tries = run.reachedCheckedRelease ? RELEASE_TRIES.checked : RELEASE_TRIES.cleanup;
   const notReleased: string[] = [];
   const retried: string[] = [];
   for (const i of [...run.registered].reverse()) {
@@ -424,19 +427,19 @@ function releaseWindows(
   return { notReleased, retried };
 }
 
-/** Frees the page-locked buffers, last allocated first, FREE_TRIES tries each: what was freed late or never. */
+/** Frees the page-locked buffers, last allocated first, RELEASE_TRIES.freeHost tries each: what was freed late or never. */
 function freeBuffers(t: Ops, run: SelfTestRun, plog: ProbeLog): string[] {
   const unfreed: string[] = [];
   for (const buffer of run.buffers.reverse()) {
-    for (let k = 1; k <= FREE_TRIES; k++) {
+    for (let k = 1; k <= RELEASE_TRIES.freeHost; k++) {
       try {
         t.freeHost(buffer);
         if (k > 1) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes was freed only on try ${k}`);
         break;
       } catch (e) {
         if (isFatal(e)) run.fatal.error ??= e;
-        plog.say(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${FREE_TRIES}): ${errorText(e)}`);
-        if (k === FREE_TRIES) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes could not be freed (${errorText(e)})`);
+        plog.say(`freeHost of a buffer of ${buffer.bytes.length} bytes failed (try ${k} of ${RELEASE_TRIES.freeHost}): ${errorText(e)}`);
+        if (k === RELEASE_TRIES.freeHost) unfreed.push(`a page-locked buffer of ${buffer.bytes.length} bytes could not be freed (${errorText(e)})`);
       }
     }
   }

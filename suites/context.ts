@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type Backend, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { isBackend } from '../bindings/registry.js';
-import { type Mapping, MAP_SHARED, PROT_READ, mmap, munmap } from '../bindings/libc.js';
+import { type Mapping, MAP, PROT, mmap, munmap } from '../bindings/libc.js';
 import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bindings/scratch.js';
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
 import type { SuiteOptions } from './protocol.js';
-import { DEFAULT_QUIET_WAIT_S, measureSection } from './measure.js';
+import { QUIET_WAIT, measureSection } from './measure.js';
 import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import type { DeviceLoad } from '../results/types.js';
@@ -110,7 +110,7 @@ export function probeOnce(ctx: CheckContext): Probed {
       runs: ctx.options.runs,
       backend: ctx.device.backend,
       pciBusId: ctx.device.pciBusId,
-      quiet: ctx.options.quiet ?? { waitS: DEFAULT_QUIET_WAIT_S, maxDrop: DEFAULT_MAX_DROP },
+      quiet: ctx.options.quiet ?? { waitS: QUIET_WAIT.defaultS, maxDrop: DEFAULT_MAX_DROP },
       log: (line) => ctx.log(line),
     });
     const report = probeReport(ctx.device.device, region.map, region.reference, {
@@ -216,7 +216,7 @@ export function scratchFile(dir: string, size: number): ScratchFile {
 }
 
 /** Maps a file read-only and shared (defaults) or as asked; a host errno (ENOMEM, ...) is a HostFault. */
-export function mapFile(fd: number, size: number, prot = PROT_READ, flags = MAP_SHARED): Mapping {
+export function mapFile(fd: number, size: number, prot: number = PROT.READ, flags: number = MAP.SHARED): Mapping {
   return hostCall('the process', "mapping the check's file", () => mmap(size, prot, flags, fd, 0));
 }
 

@@ -10,31 +10,38 @@ import { exceedsDrop } from '../results/compare.js';
 import type { DeviceLoad, GpuUser } from '../results/types.js';
 import { type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
 
-/** Link traffic not ours (MB/s, both directions) from which the link counts as busy: 2% of a Gen5 x16 link. */
-export const LINK_BUSY_MBPS = 1000;
-/**
- * The host's memcpy under this share of the baseline's: other copies load host memory. On the H200, 16 host-copy
- * threads put it at 0.25 to 0.55 of the baseline's, while quiet re-runs moved it between 0.81 and 1.2.
- */
-export const HOST_COPY_BUSY_SHARE = 0.7;
-/**
- * The host copy is held against the baseline's only for windows of at least this size: a smaller one is copied
- * from the CPU's caches as much as from memory, and moves with whatever else uses them (a 4 MiB window's copy
- * swung by more than 30% on the project's 2-core machine while its tests ran), which says nothing of host memory.
- */
-export const HOST_COPY_MIN_BYTES = 64 * 1024 * 1024;
-/** Pressure stall (some, avg10, %) from which the host counts as busy. */
-export const CPU_PRESSURE_BUSY = 80;
-export const MEMORY_PRESSURE_BUSY = 20;
-/** How long a busy machine is waited for before the copies are timed again. */
-export const QUIET_POLL_MS = 2000;
-/** --quiet-wait's default: a minute, what a CI job can spare before it says the host was busy. */
-export const DEFAULT_QUIET_WAIT_S = 60;
-/**
- * On a busy machine whose figures would regress, each timing after the first makes this many times --runs rounds:
- * the best of more rounds comes nearer the machine's quiet moments, for both copies alike.
- */
-export const BUSY_ROUNDS_FACTOR = 4;
+/** From what the machine counts as busy around the timed copies (docs/measurement.md says why these thresholds). */
+export const BUSY_THRESHOLDS = {
+  /** Link traffic not ours (MB/s, both directions) from which the link counts as busy: 2% of a Gen5 x16 link. */
+  linkMBps: 1000,
+  /**
+   * The host's memcpy under this share of the baseline's: other copies load host memory. On the H200, 16 host-copy
+   * threads put it at 0.25 to 0.55 of the baseline's, while quiet re-runs moved it between 0.81 and 1.2.
+   */
+  hostCopyShare: 0.7,
+  /**
+   * The host copy is held against the baseline's only for windows of at least this size: a smaller one is copied
+   * from the CPU's caches as much as from memory, and moves with whatever else uses them (a 4 MiB window's copy
+   * swung by more than 30% on the project's 2-core machine while its tests ran), which says nothing of host memory.
+   */
+  hostCopyMinBytes: 64 * 1024 * 1024,
+  /** Pressure stall (some, avg10, %) from which the host counts as busy. */
+  cpuPressure: 80,
+  memoryPressure: 20,
+} as const;
+
+/** Waiting for quiet (--quiet-wait) on a busy machine whose figures would regress. */
+export const QUIET_WAIT = {
+  /** How long a busy machine is waited for before the copies are timed again. */
+  pollMs: 2000,
+  /** --quiet-wait's default: a minute, what a CI job can spare before it says the host was busy. */
+  defaultS: 60,
+  /**
+   * Each timing after the first makes this many times --runs rounds: the best of more rounds comes nearer the
+   * machine's quiet moments, for both copies alike.
+   */
+  roundsFactor: 4,
+} as const;
 /** The most a run waits for the timing lock: another run's timed copies take a second; one that holds it longer is hung. */
 export const LOCK_TIMEOUT_MS = 120_000;
 
@@ -81,15 +88,15 @@ export function busyReasons(looks: readonly Look[], hostCopyGBps: number | null,
   const users = usersOf(looks);
   const traffic = linkTraffic(looks);
   const on = users.length ? `; on the GPU: ${named(users)}` : '';
-  if (traffic !== null && traffic >= LINK_BUSY_MBPS) why.push(`${fixed(traffic / 1000)} GB/s of PCIe traffic not ours${on}`);
+  if (traffic !== null && traffic >= BUSY_THRESHOLDS.linkMBps) why.push(`${fixed(traffic / 1000)} GB/s of PCIe traffic not ours${on}`);
   else if (traffic === null && users.length) why.push(`another process on the GPU (${named(users)}), and its link traffic cannot be read`);
-  if (hostCopyGBps !== null && baselineHostCopyGBps !== undefined && hostCopyGBps < baselineHostCopyGBps * HOST_COPY_BUSY_SHARE) {
-    why.push(`the host's memcpy ran at ${fixed(hostCopyGBps, 2)} GB/s, under ${HOST_COPY_BUSY_SHARE * 100}% of the baseline's ${fixed(baselineHostCopyGBps, 2)} GB/s: other copies load host memory`);
+  if (hostCopyGBps !== null && baselineHostCopyGBps !== undefined && hostCopyGBps < baselineHostCopyGBps * BUSY_THRESHOLDS.hostCopyShare) {
+    why.push(`the host's memcpy ran at ${fixed(hostCopyGBps, 2)} GB/s, under ${BUSY_THRESHOLDS.hostCopyShare * 100}% of the baseline's ${fixed(baselineHostCopyGBps, 2)} GB/s: other copies load host memory`);
   }
   const cpu = Math.max(0, ...looks.map((l) => l.pressure.cpuSome ?? 0));
   const memory = Math.max(0, ...looks.map((l) => l.pressure.memorySome ?? 0));
-  if (cpu >= CPU_PRESSURE_BUSY) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
-  if (memory >= MEMORY_PRESSURE_BUSY) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
+  if (cpu >= BUSY_THRESHOLDS.cpuPressure) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
+  if (memory >= BUSY_THRESHOLDS.memoryPressure) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
   return why;
 }
 
@@ -142,7 +149,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
         try {
           const before = look();
           const t0 = performance.now();
-          times = time(attempts === 1 ? o.runs : o.runs * BUSY_ROUNDS_FACTOR);
+          times = time(attempts === 1 ? o.runs : o.runs * QUIET_WAIT.roundsFactor);
           timedMs += performance.now() - t0;
           looks = [before, look()];
         } finally {
@@ -150,7 +157,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
         }
         const hostCopy = times.hostCopy.best > 0 && Number.isFinite(times.hostCopy.best) ? gbps(bytes, times.hostCopy.best) : null;
         const baseline = o.quiet.baseline;
-        const why = busyReasons(looks, bytes >= HOST_COPY_MIN_BYTES ? hostCopy : null, baseline?.hostCopyGBps);
+        const why = busyReasons(looks, bytes >= BUSY_THRESHOLDS.hostCopyMinBytes ? hostCopy : null, baseline?.hostCopyGBps);
         const gpuNote = 'note' in monitor ? monitor.note : looks.find((l) => l.gpuError)?.gpuError;
         load = {
           busy: why.length > 0,
@@ -179,8 +186,8 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
             (baseline.pageLockedRatio !== undefined && ratio !== null && exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)));
         const left = o.quiet.waitS * 1000 - (performance.now() - started);
         if (why.length === 0 || !wouldRegress || left <= 0) return times;
-        o.log(`the machine is busy (${why.join('; ')}): registered ${fixed(registered, 2)} GB/s against the baseline's ${fixed(baseline.registeredGBps, 2)}; timing again in ${fixed(Math.min(QUIET_POLL_MS, left) / 1000)} s (${fixed(left / 1000, 0)} s left of --quiet-wait)`);
-        const pause = Math.min(QUIET_POLL_MS, left);
+        o.log(`the machine is busy (${why.join('; ')}): registered ${fixed(registered, 2)} GB/s against the baseline's ${fixed(baseline.registeredGBps, 2)}; timing again in ${fixed(Math.min(QUIET_WAIT.pollMs, left) / 1000)} s (${fixed(left / 1000, 0)} s left of --quiet-wait)`);
+        const pause = Math.min(QUIET_WAIT.pollMs, left);
         sleep(pause);
         waitedForQuietMs += pause;
       }

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GateDecision, RunResult } from '../results/types.js';
-import { type Look, busyReasons, CPU_PRESSURE_BUSY, LINK_BUSY_MBPS } from '../suites/measure.js';
+import { type Look, busyReasons, BUSY_THRESHOLDS } from '../suites/measure.js';
 import { MAIN, cleanEnv } from './support/command.js';
 import { type CommandRun, runCommand, workspace } from './support/workspace.js';
 
@@ -235,8 +235,8 @@ describe('busyReasons: what makes a machine busy', () => {
     pressure: quiet,
   });
   it('link traffic from the limit up, named with the processes on the GPU', () => {
-    expect(busyReasons([gpu(LINK_BUSY_MBPS - 1), gpu(0)], null, undefined)).toEqual([]);
-    expect(busyReasons([gpu(0), gpu(LINK_BUSY_MBPS, [{ pid: 7, name: 'x', usedMiB: null }])], null, undefined)).toEqual(['1.0 GB/s of PCIe traffic not ours; on the GPU: pid 7 x']);
+    expect(busyReasons([gpu(BUSY_THRESHOLDS.linkMBps - 1), gpu(0)], null, undefined)).toEqual([]);
+    expect(busyReasons([gpu(0), gpu(BUSY_THRESHOLDS.linkMBps, [{ pid: 7, name: 'x', usedMiB: null }])], null, undefined)).toEqual(['1.0 GB/s of PCIe traffic not ours; on the GPU: pid 7 x']);
   });
   it('a process on the GPU that moves nothing is not busy; one whose traffic cannot be read is', () => {
     expect(busyReasons([gpu(0, [{ pid: 7, name: 'x', usedMiB: 5 }])], null, undefined)).toEqual([]);
@@ -251,8 +251,8 @@ describe('busyReasons: what makes a machine busy', () => {
     expect(busyReasons([{ pressure: quiet }], 1, undefined)).toEqual([]);
   });
   it('pressure from the limits up, the most of the looks', () => {
-    expect(busyReasons([{ pressure: { cpuSome: CPU_PRESSURE_BUSY - 0.01, memorySome: 19.99 } }], null, undefined)).toEqual([]);
-    expect(busyReasons([{ pressure: quiet }, { pressure: { cpuSome: CPU_PRESSURE_BUSY, memorySome: 20 } }], null, undefined)).toEqual([
+    expect(busyReasons([{ pressure: { cpuSome: BUSY_THRESHOLDS.cpuPressure - 0.01, memorySome: 19.99 } }], null, undefined)).toEqual([]);
+    expect(busyReasons([{ pressure: quiet }, { pressure: { cpuSome: BUSY_THRESHOLDS.cpuPressure, memorySome: 20 } }], null, undefined)).toEqual([
       'CPU pressure 80.0% (some, avg10): more runnable threads than cores',
       'memory pressure 20.0% (some, avg10)',
     ]);

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import type { Host } from '../src/ops.js';
 import { type DiscoveredDevice, discover } from '../bindings/discovery.js';
-import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, type Mapping, mmap, munmap } from '../bindings/libc.js';
+import { MAP, PROT, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { buildDoubles } from './double/build.js';
 import { ROOT } from './support/command.js';
 
@@ -65,7 +65,7 @@ function upload(d: DiscoveredDevice, kind: Kind, bytes: number, slow: Record<str
       let source: Host;
       if (kind === 'pinned') source = ops.allocHost(bytes);
       else {
-        const m = mmap(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        const m = mmap(bytes, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
         mappings.push(m);
         m.bytes.fill(0x3c);
         source = m;

@@ -8,17 +8,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import { hostSlice, type Host } from '../src/ops.js';
 import {
-  CAN_MAP_HOST_MEMORY,
+  CU_DEVICE_ATTRIBUTE,
   CudaError,
   DriverError,
-  HOST_REGISTER_SUPPORTED,
-  INTEGRATED,
   LibraryNotFoundError,
   NotADriverError,
-  PAGEABLE_MEMORY_ACCESS,
-  PORTABLE,
-  READ_ONLY,
-  READ_ONLY_HOST_REGISTER_SUPPORTED,
+  CU_MEMHOSTREGISTER,
   loadCuda,
   withCudaOps,
   type CudaDriver,
@@ -129,11 +124,11 @@ describe('driver', () => {
   });
 
   it('reads the attributes the facts list', () => {
-    expect(driver.attribute(0, INTEGRATED)).toBe(0);
-    expect(driver.attribute(0, CAN_MAP_HOST_MEMORY)).toBe(1);
-    expect(driver.attribute(0, PAGEABLE_MEMORY_ACCESS)).toBe(0);
-    expect(driver.attribute(0, HOST_REGISTER_SUPPORTED)).toBe(1);
-    expect(driver.attribute(0, READ_ONLY_HOST_REGISTER_SUPPORTED)).toBe(1);
+    expect(driver.attribute(0, CU_DEVICE_ATTRIBUTE.INTEGRATED)).toBe(0);
+    expect(driver.attribute(0, CU_DEVICE_ATTRIBUTE.CAN_MAP_HOST_MEMORY)).toBe(1);
+    expect(driver.attribute(0, CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS)).toBe(0);
+    expect(driver.attribute(0, CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED)).toBe(1);
+    expect(driver.attribute(0, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED)).toBe(1);
     const e = thrown(() => driver.attribute(0, 9999)) as CudaError;
     expect(e).toBeInstanceOf(CudaError);
     expect(e).toBeInstanceOf(DriverError);
@@ -146,7 +141,7 @@ describe('driver', () => {
     const { driver: none } = freshDriver({ MAPPED_REG_DOUBLE_PROFILE: 'nodevice' });
     expect(none.devices()).toEqual({ count: 0, reason: 'no CUDA device here: cuInit returned 100 CUDA_ERROR_NO_DEVICE' });
     expect(none.deviceCount()).toBe(0);
-    const e = thrown(() => none.attribute(0, INTEGRATED)) as CudaError;
+    const e = thrown(() => none.attribute(0, CU_DEVICE_ATTRIBUTE.INTEGRATED)) as CudaError;
     expect([e.call, e.code, e.codeName]).toEqual(['cuInit', 100, 'CUDA_ERROR_NO_DEVICE']);
     expect(() => withCudaOps(none, 0, 4096, () => 1)).toThrow(CudaError);
   });
@@ -181,9 +176,9 @@ describe('driver', () => {
     try {
       driver.ctxSetCurrent(ctx);
       const before = dbl.registrations();
-      driver.hostRegister(m, READ_ONLY);
+      driver.hostRegister(m, CU_MEMHOSTREGISTER.READ_ONLY);
       expect(dbl.registrations()).toBe(before + 1);
-      const twice = thrown(() => driver.hostRegister(m, READ_ONLY)) as CudaError;
+      const twice = thrown(() => driver.hostRegister(m, CU_MEMHOSTREGISTER.READ_ONLY)) as CudaError;
       expect([twice.call, twice.code, twice.codeName]).toEqual(['cuMemHostRegister_v2', 712, 'CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED']);
       expect(twice.message).toBe(
         'CUDA: cuMemHostRegister_v2 failed: 712 CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED (part or all of the requested memory range is already mapped)',
@@ -195,7 +190,7 @@ describe('driver', () => {
       // A read-only file mapping needs READ_ONLY on this driver.
       const flags0 = thrown(() => driver.hostRegister(m, 0)) as CudaError;
       expect([flags0.code, flags0.codeName]).toEqual([1, 'CUDA_ERROR_INVALID_VALUE']);
-      driver.hostRegister(m, READ_ONLY | PORTABLE);
+      driver.hostRegister(m, CU_MEMHOSTREGISTER.READ_ONLY | CU_MEMHOSTREGISTER.PORTABLE);
       driver.hostUnregister(m);
     } finally {
       driver.primaryCtxRelease(0);
@@ -229,7 +224,7 @@ describe('driver', () => {
   it('refuses a Host whose bytes are not at its address, before calling the driver', () => {
     const fake: Host = { address: 0x7f0000000000n, bytes: new Uint8Array(4096) };
     const calls = dbl.calls('cuMemHostRegister_v2');
-    expect(() => driver.hostRegister(fake, READ_ONLY)).toThrow(/bytes live at/);
+    expect(() => driver.hostRegister(fake, CU_MEMHOSTREGISTER.READ_ONLY)).toThrow(/bytes live at/);
     expect(dbl.calls('cuMemHostRegister_v2')).toBe(calls);
   });
 });
@@ -242,7 +237,7 @@ describe('withCudaOps', () => {
     const trip = { content, mapping: fileMapping(content), window: { offset: 4096, length: 8192 } };
     const inCudaOps = (steps: (ops: DeviceOps) => Uint8Array): Uint8Array =>
       withCudaOps(driver, 0, 64 * 1024, (ops) => {
-        expect(ops.registerFlags).toBe(READ_ONLY);
+        expect(ops.registerFlags).toBe(CU_MEMHOSTREGISTER.READ_ONLY);
         expect(ops.bytes).toBe(64 * 1024);
         return steps(ops);
       });
@@ -256,7 +251,7 @@ describe('withCudaOps', () => {
     const ran = withCudaOps(driver, 0, 4 * 4096, (ops) => {
       const e = thrown(() => ops.registerWithFlags(m, 0)) as CudaError;
       expect(e.code).toBe(1);
-      ops.registerWithFlags(m, READ_ONLY);
+      ops.registerWithFlags(m, CU_MEMHOSTREGISTER.READ_ONLY);
       ops.upload(m);
       const back = ops.allocHost(3 * 4096);
       ops.download(back);
@@ -269,10 +264,10 @@ describe('withCudaOps', () => {
 
   it('raw-address registration for hazard checks: NULL and size 0 are refused with 1', () => {
     const ran = withCudaOps(driver, 0, 4096, (ops) => {
-      expect((thrown(() => ops.registerAddress(0n, 4096, READ_ONLY)) as CudaError).code).toBe(1);
+      expect((thrown(() => ops.registerAddress(0n, 4096, CU_MEMHOSTREGISTER.READ_ONLY)) as CudaError).code).toBe(1);
       const m = fileMapping(pattern(4096));
-      expect((thrown(() => ops.registerAddress(m.address, 0, READ_ONLY)) as CudaError).code).toBe(1);
-      ops.registerAddress(m.address + 100n, 200, READ_ONLY);
+      expect((thrown(() => ops.registerAddress(m.address, 0, CU_MEMHOSTREGISTER.READ_ONLY)) as CudaError).code).toBe(1);
+      ops.registerAddress(m.address + 100n, 200, CU_MEMHOSTREGISTER.READ_ONLY);
       expect((thrown(() => ops.unregisterAddress(m.address)) as CudaError).code).toBe(713);
       ops.unregisterAddress(m.address + 100n);
       return 'ran';
@@ -469,7 +464,7 @@ describe('withCudaOps', () => {
     const older: CudaDriver = {
       ...driver,
       attribute: (ordinal, attrib) => {
-        if (attrib === READ_ONLY_HOST_REGISTER_SUPPORTED) throw new CudaError('cuDeviceGetAttribute', 1, 'CUDA_ERROR_INVALID_VALUE');
+        if (attrib === CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) throw new CudaError('cuDeviceGetAttribute', 1, 'CUDA_ERROR_INVALID_VALUE');
         return driver.attribute(ordinal, attrib);
       },
     };

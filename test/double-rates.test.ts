@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadCuda } from '../bindings/cuda.js';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import type { DiscoveredDevice } from '../bindings/discovery.js';
-import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, type Mapping, mmap, munmap } from '../bindings/libc.js';
+import { MAP, PROT, type Mapping, mmap, munmap } from '../bindings/libc.js';
 import { buildDoubles } from './double/build.js';
 import { ROOT, cleanEnv } from './support/command.js';
 import { type DoubleConfig, type Loaded, doubleEnv, loadDouble } from './support/drivers.js';
@@ -20,7 +20,7 @@ afterAll(() => {
 
 /** Anonymous read-write memory of `n` bytes, filled: pageable host memory. */
 function pageable(n: number): Mapping {
-  const m = mmap(n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const m = mmap(n, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
   mappings.push(m);
   m.bytes.fill(0x5a);
   return m;

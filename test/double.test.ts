@@ -18,7 +18,7 @@ import {
 import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MAP_ANONYMOUS, MAP_PRIVATE, MAP_SHARED, PROT_NONE, PROT_READ, PROT_WRITE } from '../bindings/libc.js';
+import { MAP, PROT } from '../bindings/libc.js';
 import { buildDoubles, type DoublePaths } from './double/build.js';
 import { diskTempDir } from './support/temp-dir.js';
 
@@ -52,8 +52,8 @@ function map(len: number, prot: number, flags: number, fd = -1, offset = 0): Map
   return m;
 }
 
-function anon(len: number, prot = PROT_READ | PROT_WRITE): Mapping {
-  return map(len, prot, MAP_PRIVATE | MAP_ANONYMOUS);
+function anon(len: number, prot = PROT.READ | PROT.WRITE): Mapping {
+  return map(len, prot, MAP.PRIVATE | MAP.ANONYMOUS);
 }
 
 function unmap(m: Mapping): void {
@@ -87,7 +87,7 @@ function scratchFile(data: Uint8Array): string {
 
 /** Maps a whole file; the descriptor is closed at once (the mapping keeps the file). */
 function mapFile(path: string, prot: number, flags: number, len = statSync(path).size): Mapping {
-  const fd = openFd(path, prot & PROT_WRITE ? 'r+' : 'r');
+  const fd = openFd(path, prot & PROT.WRITE ? 'r+' : 'r');
   try {
     return map(len, prot, flags, fd);
   } finally {
@@ -100,7 +100,7 @@ function onTmpfs(name: string, data: Buffer, use: (t: Mapping) => void): void {
   const path = join('/dev/shm', `${name}-${process.pid}`);
   writeFileSync(path, data);
   try {
-    const t = mapFile(path, PROT_READ, MAP_SHARED);
+    const t = mapFile(path, PROT.READ, MAP.SHARED);
     use(t);
     unmap(t);
   } finally {
@@ -115,10 +115,10 @@ function onTmpfs(name: string, data: Buffer, use: (t: Mapping) => void): void {
  */
 function mapFileBeforeHole(path: string, prot: number): Mapping {
   const len = statSync(path).size;
-  const reservation = anon(len + PAGE, PROT_NONE);
+  const reservation = anon(len + PAGE, PROT.NONE);
   const fd = openFd(path, 'r');
   try {
-    const addr = BigInt(mmap(reservation.addr, len, prot, MAP_SHARED | MAP_FIXED, fd, 0));
+    const addr = BigInt(mmap(reservation.addr, len, prot, MAP.SHARED | MAP_FIXED, fd, 0));
     if (addr !== reservation.addr) throw new Error(`mmap MAP_FIXED failed: errno ${koffi.errno()}`);
   } finally {
     closeFd(fd);
@@ -132,7 +132,7 @@ function mapFileBeforeHole(path: string, prot: number): Mapping {
 
 /** An address with nothing mapped there: the middle page of a reservation of three. */
 function hole(): { addr: bigint; release: () => void } {
-  const r = anon(3 * PAGE, PROT_NONE);
+  const r = anon(3 * PAGE, PROT.NONE);
   mappings.delete(r);
   const addr = r.addr + BigInt(PAGE);
   expect(munmap(addr, PAGE)).toBe(0);
@@ -474,10 +474,10 @@ describe('CUDA double, profile cuda (as measured on the H200)', () => {
 });
 
 describe('CUDA double, profile cuda: registration', () => {
-  it('registers a read-only MAP_SHARED file mapping only with READ_ONLY; twice 712; unregister 0 then 713', () => {
+  it('registers a read-only MAP.SHARED file mapping only with READ_ONLY; twice 712; unregister 0 then 713', () => {
     cudaUp();
     const data = randomBytes(4 * PAGE);
-    const m = mapFile(scratchFile(data), PROT_READ, MAP_SHARED);
+    const m = mapFile(scratchFile(data), PROT.READ, MAP.SHARED);
     expect(cu.register(m.addr, m.len, 0)).toBe(CU.INVALID_VALUE);
     expect(cu.register(m.addr, m.len, CU.READ_ONLY)).toBe(CU.SUCCESS);
     expect(cu.registrations()).toBe(1);
@@ -500,7 +500,7 @@ describe('CUDA double, profile cuda: registration', () => {
   it('accepts adjacent ranges, unaligned pointers and sizes; refuses bad arguments without sticking', () => {
     cudaUp();
     const data = randomBytes(4 * PAGE);
-    const m = mapFileBeforeHole(scratchFile(data), PROT_READ);
+    const m = mapFileBeforeHole(scratchFile(data), PROT.READ);
     const second = m.addr + BigInt(2 * PAGE);
     expect(cu.register(m.addr, 2 * PAGE, CU.READ_ONLY)).toBe(0);
     expect(cu.register(second, 2 * PAGE, CU.READ_ONLY)).toBe(0); // adjacent
@@ -530,9 +530,9 @@ describe('CUDA double, profile cuda: registration', () => {
 describe('CUDA double, profile cuda: kinds of mapping', () => {
   it('treats writable, private, memfd, anonymous and tmpfs mappings as the H200 did', () => {
     cudaUp();
-    // MAP_SHARED writable mapping of a regular file: the kernel refuses a writable long-term pin
+    // MAP.SHARED writable mapping of a regular file: the kernel refuses a writable long-term pin
     const path = scratchFile(randomBytes(2 * PAGE));
-    const shared = mapFile(path, PROT_READ | PROT_WRITE, MAP_SHARED);
+    const shared = mapFile(path, PROT.READ | PROT.WRITE, MAP.SHARED);
     const regular = !isTmpfs(path);
     expect(cu.register(shared.addr, shared.len, 0)).toBe(regular ? CU.INVALID_VALUE : 0);
     if (!regular) expect(cu.unregister(shared.addr)).toBe(0);
@@ -540,8 +540,8 @@ describe('CUDA double, profile cuda: kinds of mapping', () => {
     expect(cu.unregister(shared.addr)).toBe(0);
     unmap(shared);
 
-    // MAP_PRIVATE read-only
-    const priv = mapFile(path, PROT_READ, MAP_PRIVATE);
+    // MAP.PRIVATE read-only
+    const priv = mapFile(path, PROT.READ, MAP.PRIVATE);
     expect(cu.register(priv.addr, priv.len, 0)).toBe(CU.INVALID_VALUE);
     expect(cu.register(priv.addr, priv.len, CU.READ_ONLY)).toBe(0);
     expect(cu.unregister(priv.addr)).toBe(0);
@@ -554,7 +554,7 @@ describe('CUDA double, profile cuda: kinds of mapping', () => {
     fds.add(mfd);
     ftruncateSync(mfd, data.length);
     writeSync(mfd, data, 0, data.length, 0);
-    const mem = map(data.length, PROT_READ | PROT_WRITE, MAP_SHARED, mfd);
+    const mem = map(data.length, PROT.READ | PROT.WRITE, MAP.SHARED, mfd);
     closeFd(mfd);
     expect(cu.register(mem.addr, mem.len, 0)).toBe(0);
     expect(Buffer.from(cudaRoundTrip(mem.addr, mem.len).bytes).equals(data)).toBe(true);
@@ -581,16 +581,16 @@ describe('CUDA double, profile cuda: kinds of mapping', () => {
 });
 
 describe('CUDA double, profile cuda: unusable ranges and lost registrations', () => {
-  it('refuses PROT_NONE and unmapped ranges with an error code, never a crash', () => {
+  it('refuses PROT.NONE and unmapped ranges with an error code, never a crash', () => {
     cudaUp();
-    const m = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT_NONE, MAP_SHARED);
+    const m = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT.NONE, MAP.SHARED);
     expect(cu.register(m.addr, m.len, 0)).toBe(CU.INVALID_VALUE);
     expect(cu.register(m.addr, m.len, CU.READ_ONLY)).toBe(CU.INVALID_VALUE);
     expect(cudaRoundTrip(m.addr, m.len).htod).toBe(CU.INVALID_VALUE);
 
-    // a page turned PROT_NONE inside a readable mapping
+    // a page turned PROT.NONE inside a readable mapping
     const a = anon(3 * PAGE);
-    expect(mprotect(a.addr + BigInt(PAGE), PAGE, PROT_NONE)).toBe(0);
+    expect(mprotect(a.addr + BigInt(PAGE), PAGE, PROT.NONE)).toBe(0);
     expect(cu.register(a.addr, a.len, 0)).toBe(CU.INVALID_VALUE);
     expect(cudaRoundTrip(a.addr, a.len).htod).toBe(CU.INVALID_VALUE);
 
@@ -610,7 +610,7 @@ describe('CUDA double, profile cuda: unusable ranges and lost registrations', ()
   it('refuses a large copy (over 64 KiB: not read by the CPU) from the truncated tail of a registered file', () => {
     cudaUp();
     const path = scratchFile(randomBytes(40 * PAGE));
-    const m = mapFile(path, PROT_READ, MAP_SHARED);
+    const m = mapFile(path, PROT.READ, MAP.SHARED);
     expect(cu.register(m.addr, m.len, CU.READ_ONLY)).toBe(0);
     truncateSync(path, PAGE);
     expect(cudaRoundTrip(m.addr + BigInt(2 * PAGE), 20 * PAGE).htod).toBe(CU.INVALID_VALUE);
@@ -626,7 +626,7 @@ describe('CUDA double, profile cuda: unusable ranges and lost registrations', ()
     expect(cu.register(addr, m.len, 0)).toBe(0);
     unmap(m);
     expect(cu.unregister(addr)).toBe(0);
-    const again = map(2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+    const again = map(2 * PAGE, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS);
     expect(cu.register(again.addr, again.len, 0)).toBe(0);
     expect(cu.unregister(again.addr)).toBe(0);
     unmap(again);
@@ -751,7 +751,7 @@ describe('HIP double, profile rocm724 (ROCm 7.2.4 as the spec describes it)', ()
 describe('HIP double, profile rocm724: registration', () => {
   it('registers a read-only file mapping with flags 0 and copies the right bytes', () => {
     const data = randomBytes(4 * PAGE);
-    const m = mapFile(scratchFile(data), PROT_READ, MAP_SHARED);
+    const m = mapFile(scratchFile(data), PROT.READ, MAP.SHARED);
     expect(hip.register(m.addr, m.len, 0)).toBe(0);
     const trip = hipRoundTrip(m.addr, m.len);
     expect(trip).toMatchObject({ htod: 0, dtoh: 0 });
@@ -763,8 +763,8 @@ describe('HIP double, profile rocm724: registration', () => {
     unmap(m);
   });
 
-  it('accepts PROT_NONE, then cannot release it (713) and refuses to copy from it', () => {
-    const m = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT_NONE, MAP_SHARED);
+  it('accepts PROT.NONE, then cannot release it (713) and refuses to copy from it', () => {
+    const m = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT.NONE, MAP.SHARED);
     expect(hip.register(m.addr, m.len, 0)).toBe(0);
     expect(hipRoundTrip(m.addr, m.len).htod).toBe(HIP.INVALID_VALUE);
     expect(hip.unregister(m.addr)).toBe(HIP.NOT_REGISTERED);
@@ -808,10 +808,10 @@ describe('HIP double, profile rocm724: registration', () => {
 });
 
 describe('HIP double, profile rocm-fixed', () => {
-  it('refuses PROT_NONE, double and overlapping registrations; tmpfs copies are right', () => {
+  it('refuses PROT.NONE, double and overlapping registrations; tmpfs copies are right', () => {
     setEnv({ MAPPED_REG_DOUBLE_PROFILE: 'rocm-fixed' });
     expect(hip.init(0)).toBe(0);
-    const none = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT_NONE, MAP_SHARED);
+    const none = mapFile(scratchFile(randomBytes(2 * PAGE)), PROT.NONE, MAP.SHARED);
     expect(hip.register(none.addr, none.len, 0)).toBe(HIP.INVALID_VALUE);
     unmap(none);
 
@@ -917,7 +917,7 @@ describe('faults: stuck registrations, fault lists and wrong bytes', () => {
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
     cudaUp();
     const data = randomBytes(4 * PAGE);
-    const m = mapFile(scratchFile(data), PROT_READ, MAP_SHARED);
+    const m = mapFile(scratchFile(data), PROT.READ, MAP.SHARED);
     expect(Buffer.from(cudaRoundTrip(m.addr, m.len).bytes).equals(data)).toBe(true);
     expect(cu.register(m.addr, m.len, CU.READ_ONLY)).toBe(0);
     const trip = cudaRoundTrip(m.addr, m.len);

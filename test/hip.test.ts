@@ -7,8 +7,7 @@ import koffi from 'koffi';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Interrupted, OutOfMemory } from '../src/fatal.js';
 import {
-  HIP_INTEGRATED_ATTRIBUTE_V4,
-  HIP_INTEGRATED_ATTRIBUTE_V5,
+  HIP_INTEGRATED_ATTRIBUTE,
   HIP_LIBRARIES,
   HOST_REGISTER_DEFAULT,
   HipError,
@@ -107,8 +106,8 @@ describe('versions and the integrated attribute', () => {
   });
 
   it('picks 25 for HIP 4.x and 16 for HIP 5.x to 7.x, and refuses to guess otherwise', () => {
-    expect(HIP_INTEGRATED_ATTRIBUTE_V4).toBe(25);
-    expect(HIP_INTEGRATED_ATTRIBUTE_V5).toBe(16);
+    expect(HIP_INTEGRATED_ATTRIBUTE.V4).toBe(25);
+    expect(HIP_INTEGRATED_ATTRIBUTE.V5).toBe(16);
     expect(hipIntegratedAttribute(40500000)).toBe(25);
     expect(hipIntegratedAttribute(50731921)).toBe(16);
     expect(hipIntegratedAttribute(60443483)).toBe(16);

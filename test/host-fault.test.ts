@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOST_ERRNO, HostFault, asHostFault, hostCall, isHostFault } from '../bindings/host-fault.js';
-import { LibcError, O_CLOEXEC, O_WRONLY, closeFd, openFile, pwrite } from '../bindings/libc.js';
+import { LibcError, OPEN_ACCESS, OPEN_FLAGS, closeFd, openFile, pwrite } from '../bindings/libc.js';
 import { thrown } from './support/thrown.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-host-fault-'));
@@ -78,7 +78,7 @@ describe('asHostFault: real failing calls', () => {
   });
 
   it('ENOSPC: a pwrite to /dev/full through the libc bindings (a LibcError) is the same HostFault', () => {
-    const fd = openFile('/dev/full', O_WRONLY | O_CLOEXEC);
+    const fd = openFile('/dev/full', OPEN_ACCESS.WRONLY | OPEN_FLAGS.CLOEXEC);
     let e: unknown;
     try {
       e = thrown(() => pwrite(fd, Uint8Array.of(1), 0));

@@ -6,19 +6,12 @@ import { join } from 'node:path';
 import { hostSlice } from '../src/ops.js';
 import {
   LibcError,
-  MAP_ANONYMOUS,
-  MAP_PRIVATE,
-  MAP_SHARED,
+  MAP,
   MFD_CLOEXEC,
   POSIX_FADV_DONTNEED,
-  O_CLOEXEC,
-  O_CREAT,
-  O_RDONLY,
-  O_RDWR,
-  O_TRUNC,
-  PROT_NONE,
-  PROT_READ,
-  PROT_WRITE,
+  OPEN_ACCESS,
+  OPEN_FLAGS,
+  PROT,
   closeFd,
   fsName,
   ftruncate,
@@ -61,7 +54,7 @@ function tempFile(data?: Uint8Array): string {
 
 /** Runs `body` with the file open, closing it afterwards. */
 function withFd<T>(path: string, flags: number, body: (fd: number) => T): T {
-  const fd = openFile(path, flags | O_CLOEXEC);
+  const fd = openFile(path, flags | OPEN_FLAGS.CLOEXEC);
   try {
     return body(fd);
   } finally {
@@ -109,8 +102,8 @@ describe('mmap of a file', () => {
   it('MAP_SHARED PROT_READ shows the bytes node:fs wrote, at a page-aligned address', () => {
     const data = randomBytes(3 * pageSize() + 123);
     const path = tempFile(data);
-    withFd(path, O_RDONLY, (fd) =>
-      withMapping(mmap(data.length, PROT_READ, MAP_SHARED, fd, 0), (m) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) =>
+      withMapping(mmap(data.length, PROT.READ, MAP.SHARED, fd, 0), (m) => {
         expect(m.length).toBe(data.length);
         expect(m.bytes.length).toBe(data.length);
         expect(m.address).toBeGreaterThan(0n);
@@ -125,8 +118,8 @@ describe('mmap of a file', () => {
     const page = pageSize();
     const data = randomBytes(2 * page);
     const path = tempFile(data);
-    withFd(path, O_RDONLY, (fd) =>
-      withMapping(mmap(page, PROT_READ, MAP_SHARED, fd, page), (m) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) =>
+      withMapping(mmap(page, PROT.READ, MAP.SHARED, fd, page), (m) => {
         expect(Buffer.from(m.bytes).equals(data.subarray(page))).toBe(true);
       }),
     );
@@ -134,8 +127,8 @@ describe('mmap of a file', () => {
 
   it('sees a later pwrite through the mapping (one page cache)', () => {
     const path = tempFile(new Uint8Array(pageSize()));
-    withFd(path, O_RDWR, (fd) =>
-      withMapping(mmap(pageSize(), PROT_READ, MAP_SHARED, fd, 0), (m) => {
+    withFd(path, OPEN_ACCESS.RDWR, (fd) =>
+      withMapping(mmap(pageSize(), PROT.READ, MAP.SHARED, fd, 0), (m) => {
         expect(m.bytes[10]).toBe(0);
         expect(pwrite(fd, Uint8Array.of(1, 2, 3), 10)).toBe(3);
         expect(Array.from(m.bytes.subarray(9, 14))).toEqual([0, 1, 2, 3, 0]);
@@ -145,8 +138,8 @@ describe('mmap of a file', () => {
 
   it('MAP_PRIVATE writes stay out of the file', () => {
     const path = tempFile(new Uint8Array(pageSize()));
-    withFd(path, O_RDONLY, (fd) =>
-      withMapping(mmap(pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), (m) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) =>
+      withMapping(mmap(pageSize(), PROT.READ | PROT.WRITE, MAP.PRIVATE, fd, 0), (m) => {
         m.bytes[0] = 0xaa;
         expect(readFileSync(path)[0]).toBe(0);
       }),
@@ -158,7 +151,7 @@ describe('pread / pwrite / ftruncate', () => {
   it('round-trip bytes at an offset', () => {
     const path = tempFile();
     const data = randomBytes(10_000);
-    withFd(path, O_RDWR | O_CREAT | O_TRUNC, (fd) => {
+    withFd(path, OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT | OPEN_FLAGS.TRUNC, (fd) => {
       expect(pwrite(fd, data, 100)).toBe(data.length);
       const back = new Uint8Array(data.length);
       expect(preadFully(fd, back, 100)).toBe(data.length);
@@ -177,7 +170,7 @@ describe('pread / pwrite / ftruncate', () => {
 
   it('preadFully stops at end of file and pread returns 0 past it', () => {
     const path = tempFile(Uint8Array.of(1, 2, 3, 4, 5));
-    withFd(path, O_RDONLY, (fd) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
       const into = new Uint8Array(16);
       expect(preadFully(fd, into, 2)).toBe(3);
       expect(Array.from(into.subarray(0, 4))).toEqual([3, 4, 5, 0]);
@@ -186,7 +179,7 @@ describe('pread / pwrite / ftruncate', () => {
   });
 
   it('preadFully loops over short reads (/proc/self/maps gives at most a page per read)', () => {
-    withFd('/proc/self/maps', O_RDONLY, (fd) => {
+    withFd('/proc/self/maps', OPEN_ACCESS.RDONLY, (fd) => {
       const one = pread(fd, new Uint8Array(1 << 20), 0);
       expect(one).toBeLessThanOrEqual(pageSize());
       const all = new Uint8Array(1 << 20);
@@ -199,10 +192,10 @@ describe('pread / pwrite / ftruncate', () => {
 
   it('ftruncate grows with zeros and shrinks', () => {
     const path = tempFile(Uint8Array.of(9, 9, 9));
-    withFd(path, O_RDWR, (fd) => {
+    withFd(path, OPEN_ACCESS.RDWR, (fd) => {
       ftruncate(fd, 2 * pageSize());
       expect(statSync(path).size).toBe(2 * pageSize());
-      withMapping(mmap(2 * pageSize(), PROT_READ, MAP_SHARED, fd, 0), (m) => {
+      withMapping(mmap(2 * pageSize(), PROT.READ, MAP.SHARED, fd, 0), (m) => {
         expect(Array.from(m.bytes.subarray(0, 4))).toEqual([9, 9, 9, 0]);
         expect(m.bytes.every((b, i) => i < 3 || b === 0)).toBe(true);
       });
@@ -214,7 +207,7 @@ describe('pread / pwrite / ftruncate', () => {
 
   it('refuses negative or fractional offsets before calling libc', () => {
     const path = tempFile(Uint8Array.of(1));
-    withFd(path, O_RDONLY, (fd) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
       expect(() => pread(fd, new Uint8Array(1), -1)).toThrow(RangeError);
       expect(() => ftruncate(fd, 1.5)).toThrow(RangeError);
     });
@@ -226,7 +219,7 @@ describe('memfd', () => {
     const fd = memfdCreate('libc-test-memfd', MFD_CLOEXEC);
     try {
       ftruncate(fd, pageSize());
-      withMapping(mmap(pageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), (m) => {
+      withMapping(mmap(pageSize(), PROT.READ | PROT.WRITE, MAP.SHARED, fd, 0), (m) => {
         expect(mappingCount('/memfd:libc-test-memfd')).toBe(1);
         m.bytes.set([0xde, 0xad, 0xbe, 0xef], 64);
         const back = new Uint8Array(6);
@@ -243,21 +236,21 @@ describe('memfd', () => {
 describe('mprotect', () => {
   it('goes to PROT_NONE and back, keeping the contents', () => {
     const page = pageSize();
-    withMapping(mmap(2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
+    withMapping(mmap(2 * page, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0), (m) => {
       m.bytes[0] = 42;
-      mprotect(m, PROT_NONE);
+      mprotect(m, PROT.NONE);
       expect(mapsLine(m.address)).toMatch(/^\S+ ---p /);
       // The kernel refuses to read it (EFAULT) where JS touching it would be SIGSEGV: pwrite passes the
       // view's own address, no copy.
       const path = tempFile();
-      withFd(path, O_RDWR | O_CREAT, (fd) => {
+      withFd(path, OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT, (fd) => {
         const e = libcError(() => pwrite(fd, m.bytes.subarray(0, 16), 0));
         expect(e.code).toBe('EFAULT');
       });
-      mprotect(m, PROT_READ);
+      mprotect(m, PROT.READ);
       expect(mapsLine(m.address)).toMatch(/^\S+ r--p /);
       expect(m.bytes[0]).toBe(42);
-      mprotect(m, PROT_READ | PROT_WRITE);
+      mprotect(m, PROT.READ | PROT.WRITE);
       m.bytes[1] = 43;
       expect(m.bytes[1]).toBe(43);
     });
@@ -265,10 +258,10 @@ describe('mprotect', () => {
 
   it('can start at PROT_NONE and protect a page-aligned slice', () => {
     const page = pageSize();
-    withMapping(mmap(2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
+    withMapping(mmap(2 * page, PROT.NONE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0), (m) => {
       expect(m.bytes.length).toBe(2 * page);
       const second = hostSlice(m, page, page);
-      mprotect(second, PROT_READ | PROT_WRITE);
+      mprotect(second, PROT.READ | PROT.WRITE);
       second.bytes[0] = 7;
       expect(mapsLine(m.address)).toMatch(/^\S+ ---p /);
       expect(mapsLine(second.address)).toMatch(/^\S+ rw-p /);
@@ -276,8 +269,8 @@ describe('mprotect', () => {
   });
 
   it('rejects an unaligned range with EINVAL', () => {
-    withMapping(mmap(pageSize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), (m) => {
-      const e = libcError(() => mprotect(hostSlice(m, 1, 16), PROT_NONE));
+    withMapping(mmap(pageSize(), PROT.READ, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0), (m) => {
+      const e = libcError(() => mprotect(hostSlice(m, 1, 16), PROT.NONE));
       expect(e.call).toBe('mprotect');
       expect(e.code).toBe('EINVAL');
     });
@@ -316,7 +309,7 @@ describe('statfs', () => {
 
 describe('page cache: mincore, posix_fadvise', () => {
   it('mincore: a byte per page, set once an anonymous page is touched', () => {
-    const m = mmap(4 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const m = mmap(4 * pageSize(), PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
     try {
       expect(Array.from(mincore(m), (b) => b & 1)).toEqual([0, 0, 0, 0]);
       m.bytes[pageSize()] = 1;
@@ -328,8 +321,8 @@ describe('page cache: mincore, posix_fadvise', () => {
 
   it('mincore of a file just written: its pages are in the page cache, mapped or not', () => {
     const path = tempFile(randomBytes(3 * pageSize()));
-    withFd(path, O_RDONLY, (fd) => {
-      const m = mmap(3 * pageSize(), PROT_READ, MAP_SHARED, fd, 0);
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
+      const m = mmap(3 * pageSize(), PROT.READ, MAP.SHARED, fd, 0);
       try {
         expect(mincore(m)).toHaveLength(3);
         expect(Array.from(mincore(m), (b) => b & 1)).toEqual([1, 1, 1]);
@@ -340,14 +333,14 @@ describe('page cache: mincore, posix_fadvise', () => {
   });
 
   it('mincore of a range no longer mapped: ENOMEM', () => {
-    const m = mmap(pageSize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const m = mmap(pageSize(), PROT.READ, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
     munmap(m);
     expect(() => mincore(m)).toThrow(expect.objectContaining({ call: 'mincore', code: 'ENOMEM' }));
   });
 
   it('posix_fadvise(DONTNEED) of a file; its error number (not errno) for a bad fd', () => {
     const path = tempFile(randomBytes(2 * pageSize()));
-    withFd(path, O_RDONLY, (fd) => posixFadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => posixFadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
     expect(() => posixFadvise(-1, 0, 0, POSIX_FADV_DONTNEED)).toThrow(expect.objectContaining({ name: 'LibcError', call: 'posix_fadvise', code: 'EBADF' }));
     expect(() => posixFadvise(0, -1, 0, POSIX_FADV_DONTNEED)).toThrow(RangeError);
   });
@@ -355,8 +348,8 @@ describe('page cache: mincore, posix_fadvise', () => {
 
 describe('memcpy', () => {
   it('copies between two mappings by address, and refuses more bytes than either holds', () => {
-    const from = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    const to = mmap(2 * pageSize(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const from = mmap(2 * pageSize(), PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
+    const to = mmap(2 * pageSize(), PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
     try {
       from.bytes.set(randomBytes(from.length));
       memcpy(to, from, pageSize() + 3);
@@ -375,7 +368,7 @@ describe('memcpy', () => {
 describe('errors', () => {
   it('open of a missing file: call open, errno 2, ENOENT, strerror text', () => {
     const path = join(dir, 'does-not-exist');
-    const e = libcError(() => openFile(path, O_RDONLY));
+    const e = libcError(() => openFile(path, OPEN_ACCESS.RDONLY));
     expect(e.call).toBe('open');
     expect(e.errno).toBe(2);
     expect(e.code).toBe('ENOENT');
@@ -384,16 +377,16 @@ describe('errors', () => {
   });
 
   it('mmap of a bad fd: EBADF; of zero bytes: EINVAL', () => {
-    const bad = libcError(() => mmap(pageSize(), PROT_READ, MAP_SHARED, -1, 0));
+    const bad = libcError(() => mmap(pageSize(), PROT.READ, MAP.SHARED, -1, 0));
     expect(bad.call).toBe('mmap');
     expect(bad.code).toBe('EBADF');
     expect(bad.errno).toBe(9);
     expect(bad.message).toBe('mmap: Bad file descriptor (EBADF)');
-    expect(libcError(() => mmap(0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)).code).toBe('EINVAL');
+    expect(libcError(() => mmap(0, PROT.READ, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0)).code).toBe('EINVAL');
   });
 
   it('close of a closed fd: EBADF', () => {
-    const fd = openFile(tempFile(Uint8Array.of(1)), O_RDONLY | O_CLOEXEC);
+    const fd = openFile(tempFile(Uint8Array.of(1)), OPEN_ACCESS.RDONLY | OPEN_FLAGS.CLOEXEC);
     closeFd(fd);
     expect(libcError(() => closeFd(fd)).code).toBe('EBADF');
   });
@@ -408,7 +401,7 @@ describe('errors', () => {
           return from !== undefined && to !== undefined && to - from >= 1n << 40n;
         });
     const before = huge();
-    expect(() => mmap(Number.MAX_SAFE_INTEGER, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)).toThrow(RangeError);
+    expect(() => mmap(Number.MAX_SAFE_INTEGER, PROT.NONE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0)).toThrow(RangeError);
     expect(huge()).toEqual(before);
   });
 });
@@ -417,9 +410,9 @@ describe('leaks', () => {
   it('munmap releases the mapping; a second munmap throws', () => {
     const path = tempFile(randomBytes(4 * pageSize()));
     // counted by the test's own file: the whole process's mappings move with V8's heap
-    withFd(path, O_RDONLY, (fd) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
       expect(mappingCount(path)).toBe(0);
-      const m = mmap(4 * pageSize(), PROT_READ, MAP_SHARED, fd, 0);
+      const m = mmap(4 * pageSize(), PROT.READ, MAP.SHARED, fd, 0);
       expect(mappingCount(path)).toBe(1);
       munmap(m);
       expect(mappingCount(path)).toBe(0);
@@ -429,10 +422,10 @@ describe('leaks', () => {
 
   it('many mmap/munmap cycles leave the mapping count where it was', () => {
     const path = tempFile(randomBytes(pageSize()));
-    withFd(path, O_RDONLY, (fd) => {
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
       let most = 0;
       for (let i = 0; i < 200; i++) {
-        const m = mmap(pageSize(), PROT_READ, MAP_SHARED, fd, 0);
+        const m = mmap(pageSize(), PROT.READ, MAP.SHARED, fd, 0);
         most = Math.max(most, mappingCount(path));
         munmap(m);
       }
@@ -444,7 +437,7 @@ describe('leaks', () => {
   it('open/close and memfd loops leave the fd count where it was', () => {
     const path = tempFile(Uint8Array.of(1));
     // counted by what they lead to: the whole process's count moves with V8 and libuv
-    for (let i = 0; i < 500; i++) closeFd(openFile(path, O_RDONLY | O_CLOEXEC));
+    for (let i = 0; i < 500; i++) closeFd(openFile(path, OPEN_ACCESS.RDONLY | OPEN_FLAGS.CLOEXEC));
     for (let i = 0; i < 100; i++) closeFd(memfdCreate(`leak-${i}`));
     expect(fdsUnder(path)).toEqual([]);
     expect(fdsUnder('/memfd:leak-')).toEqual([]);
@@ -456,7 +449,7 @@ describe('leaks', () => {
 
   it('openFdCount sees an fd left open', () => {
     const before = openFdCount();
-    const fd = openFile(tempFile(Uint8Array.of(1)), O_RDONLY | O_CLOEXEC);
+    const fd = openFile(tempFile(Uint8Array.of(1)), OPEN_ACCESS.RDONLY | OPEN_FLAGS.CLOEXEC);
     expect(openFdCount()).toBe(before + 1);
     closeFd(fd);
     expect(openFdCount()).toBe(before);

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MAP_ANONYMOUS, MAP_PRIVATE, PROT_READ, PROT_WRITE, mmap, munmap, pageSize, setMempolicy } from '../bindings/libc.js';
+import { MAP, PROT, mmap, munmap, pageSize, setMempolicy } from '../bindings/libc.js';
 import { MPOL_DEFAULT, MPOL_PREFERRED, bindRange, currentPolicy, placeOnGpuNode, preferNode, resetPolicy } from '../bindings/numa.js';
 import { ROOT, cleanEnv } from './support/command.js';
 
@@ -70,7 +70,7 @@ describe('bindRange', () => {
 
   it('an anonymous mapping bound to node 0 prefers node 0; its pages are still usable', () => {
     const length = 4 * pageSize();
-    const m = mmap(length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const m = mmap(length, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
     try {
       expect(mapsPolicy(m.address)).toBe('default');
       expect(bindRange(m.address, length, 0)).toEqual({ ok: true });
@@ -84,7 +84,7 @@ describe('bindRange', () => {
 
   it('a node this kernel lacks, or an address off a page boundary, is ok:false with the errno text', () => {
     const length = 2 * pageSize();
-    const m = mmap(length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    const m = mmap(length, PROT.READ | PROT.WRITE, MAP.PRIVATE | MAP.ANONYMOUS, -1, 0);
     try {
       expect(bindRange(m.address, length, 5)).toEqual({ ok: false, error: 'mbind: Invalid argument (EINVAL)' });
       expect(bindRange(m.address + 1n, pageSize(), 0)).toEqual({ ok: false, error: 'mbind: Invalid argument (EINVAL)' });

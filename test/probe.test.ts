@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  CHECKED_RELEASE_TRIES,
-  CLEANUP_RELEASE_TRIES,
+  RELEASE_TRIES,
   DEFAULT_RUNS,
   Interrupted,
   OutOfMemory,
@@ -383,7 +382,7 @@ describe('probeWith: the margin and the clock', () => {
 
 describe('probeWith: releases', () => {
   it('at the checked release an unregister is tried 3 times: failing twice, released on the third try: Inconclusive', () => {
-    expect(CHECKED_RELEASE_TRIES).toBe(3);
+    expect(RELEASE_TRIES.checked).toBe(3);
     const s = setup(4 * UNIT, { unregisterFails: 2 });
     const r = probeWithReport(s.ops, s.map, s.reference, s.options);
     expect(r.windows.map((w) => [w.release, w.releaseTries])).toEqual([
@@ -428,7 +427,7 @@ describe('probeWith: releases', () => {
   });
 
   it('when an operation raised, the clean-up tries 2 times: failing once, released on the retry', () => {
-    expect(CLEANUP_RELEASE_TRIES).toBe(2);
+    expect(RELEASE_TRIES.cleanup).toBe(2);
     const s = setup(4 * UNIT, { unregisterFails: 1, throwIn: { op: 'upload', error: new Error('copy failed') } });
     const r = probeWithReport(s.ops, s.map, s.reference, s.options);
     expect(r.verdict.kind === 'Inconclusive' && r.verdict.reason).toMatch(/copy failed.*succeeded on a retry/);

@@ -1,6 +1,6 @@
 // What registration costs per GiB (`registration.cold`, `registration.warm`; docs/bench.md): register and
 // unregister of the whole mapping, each its own tinybench task, with the page cache cold and then warm.
-import { MAP_SHARED, PROT_READ, type Mapping, mmap, munmap } from '../../bindings/libc.js';
+import { MAP, PROT, type Mapping, mmap, munmap } from '../../bindings/libc.js';
 import { registrations } from '../../src/index.js';
 import { evict, residentFraction } from '../page-cache.js';
 import { say } from '../progress.js';
@@ -35,7 +35,7 @@ export const registrationCold: Measurement<DeviceSession> = {
     const failures = new Set<string>();
     let residentAfterMax: number | undefined;
     const fresh = (): Mapping => {
-      const map = mmap(bytes, PROT_READ, MAP_SHARED, region.fd, 0);
+      const map = mmap(bytes, PROT.READ, MAP.SHARED, region.fd, 0);
       const e = evict(region.fd, o.dropCaches);
       e.methods.forEach((x) => methods.add(x));
       e.failures.forEach((x) => failures.add(x));

@@ -3,15 +3,11 @@ import { readFileSync } from 'node:fs';
 import { errorText } from '../../src/fatal.js';
 import { type DiscoveredDevice, ask } from '../backend.js';
 import {
-  CAN_MAP_HOST_MEMORY,
+  CU_DEVICE_ATTRIBUTE,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
   CUDA_ERROR_INVALID_VALUE,
   CUDA_LIBRARY_ENV,
-  HOST_REGISTER_SUPPORTED,
-  INTEGRATED,
-  PAGEABLE_MEMORY_ACCESS,
-  READ_ONLY,
-  READ_ONLY_HOST_REGISTER_SUPPORTED,
+  CU_MEMHOSTREGISTER,
   type CudaDriver,
   loadCuda,
   withCudaOps,
@@ -40,10 +36,10 @@ function keepCudaContext(driver: CudaDriver, ordinal: number): () => void {
 function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, number | string> {
   const attributes: Record<string, number | string> = {};
   for (const [name, id] of [
-    ['CAN_MAP_HOST_MEMORY', CAN_MAP_HOST_MEMORY],
-    ['PAGEABLE_MEMORY_ACCESS', PAGEABLE_MEMORY_ACCESS],
-    ['HOST_REGISTER_SUPPORTED', HOST_REGISTER_SUPPORTED],
-    ['READ_ONLY_HOST_REGISTER_SUPPORTED', READ_ONLY_HOST_REGISTER_SUPPORTED],
+    ['CAN_MAP_HOST_MEMORY', CU_DEVICE_ATTRIBUTE.CAN_MAP_HOST_MEMORY],
+    ['PAGEABLE_MEMORY_ACCESS', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS],
+    ['HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED],
+    ['READ_ONLY_HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED],
   ] as const) {
     try {
       attributes[name] = driver.attribute(ordinal, id);
@@ -56,7 +52,7 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
 
 function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredDevice {
   const attributes = cudaAttributes(driver, i);
-  const integrated = ask(() => driver.attribute(i, INTEGRATED) !== 0);
+  const integrated = ask(() => driver.attribute(i, CU_DEVICE_ATTRIBUTE.INTEGRATED) !== 0);
   attributes.INTEGRATED = integrated.ok ? Number(integrated.value) : errorText(integrated.error);
   return registeringDevice(cuda, {
     ...identityFacts(driver, i),
@@ -69,8 +65,8 @@ function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredD
         reset: () => driver.primaryCtxReset(i),
         releaseKept: () => driver.primaryCtxRelease(i),
       },
-      readOnlyFlag: READ_ONLY,
-      attributeCall: () => ({ call: 'cuDeviceGetAttribute', query: () => driver.attribute(i, INTEGRATED) }),
+      readOnlyFlag: CU_MEMHOSTREGISTER.READ_ONLY,
+      attributeCall: () => ({ call: 'cuDeviceGetAttribute', query: () => driver.attribute(i, CU_DEVICE_ATTRIBUTE.INTEGRATED) }),
     },
     withOps: (bytes, f, options) => withCudaOps(driver, i, bytes, f, options),
     keepContext: keepCudaContext(driver, i),

@@ -1,10 +1,10 @@
 // The registration flags on file mappings: a mapping the device cannot read is refused whatever the flags, and a
 // read-only mapping registers with the read-only flag. What the H200 did: docs/hazards.md.
-import { PROT_NONE, pageSize } from '../../bindings/libc.js';
+import { PROT, pageSize } from '../../bindings/libc.js';
 import { type Code, hazard, hex, succeeded, registerServeRelease, withHeld, codeText, trialData, trialText, withMappedFile } from './harness.js';
 
 export const protNoneRefused = hazard('hazard.prot_none_refused', 'a PROT_NONE file mapping is refused, with flags 0 and with the read-only flag', (ctx) =>
-  withMappedFile(ctx, { prot: PROT_NONE, size: 4 * pageSize() }, (m, _bytes, ops) =>
+  withMappedFile(ctx, { prot: PROT.NONE, size: 4 * pageSize() }, (m, _bytes, ops) =>
     withHeld(ops, (held) => {
       const tries: { flags: number; register: Code; unregister?: Code }[] = [];
       for (const flags of [...new Set([0, ops.registerFlags])]) {

@@ -9,7 +9,7 @@
 import type { DriverCode } from '../../bindings/backend.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { type DriverResult, driverResult } from '../../bindings/errors.js';
-import { MAP_SHARED, PROT_READ, type Mapping } from '../../bindings/libc.js';
+import { MAP, PROT, type Mapping } from '../../bindings/libc.js';
 import { type Host, firstDifference, staticToString, staticVerdict } from '../../src/index.js';
 import type { Check, CheckContext, Observation } from '../check.js';
 import { mapFile, releaseMapping, scratchFile, withTrackedOps } from '../context.js';
@@ -178,7 +178,7 @@ export function withMappedFile(
 ): Observation {
   const size = options.size ?? FILE_BYTES;
   return withFile(options.dir ?? ctx.options.scratchDir, size, (file) =>
-    withMapping(ctx, file.fd, size, options.prot ?? PROT_READ, options.flags ?? MAP_SHARED, (m) => withTrackedOps(ctx, size, (ops) => f(m, file.bytes, ops, file.fd))),
+    withMapping(ctx, file.fd, size, options.prot ?? PROT.READ, options.flags ?? MAP.SHARED, (m) => withTrackedOps(ctx, size, (ops) => f(m, file.bytes, ops, file.fd))),
   );
 }
 

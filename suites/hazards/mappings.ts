@@ -2,7 +2,7 @@
 // may be refused; registered, it must serve its bytes and release at the first try (ROCm 7.2.4 served zeros from
 // tmpfs). What the H200 did: docs/hazards.md.
 import { randomFillSync } from 'node:crypto';
-import { MAP_PRIVATE, MAP_SHARED, PROT_READ, PROT_WRITE, closeFd, memfdCreate, pwrite, statfs } from '../../bindings/libc.js';
+import { MAP, PROT, closeFd, memfdCreate, pwrite, statfs } from '../../bindings/libc.js';
 import { withTrackedOps } from '../context.js';
 import { FILE_BYTES, hazard, servesOrRefuses, withHeld, withMappedFile, withMapping } from './harness.js';
 
@@ -28,7 +28,7 @@ export const memfdBytes = hazard('hazard.memfd_bytes', 'a memfd mapped read-writ
     randomFillSync(bytes);
     for (let done = 0; done < size; ) done += pwrite(fd, bytes.subarray(done), done);
     // Writable memory registers without the read-only flag.
-    return withMapping(ctx, fd, size, PROT_READ | PROT_WRITE, MAP_SHARED, (m) =>
+    return withMapping(ctx, fd, size, PROT.READ | PROT.WRITE, MAP.SHARED, (m) =>
       withTrackedOps(ctx, size, (ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, 0, 'memfd, PROT_READ|PROT_WRITE MAP_SHARED'))),
     );
   } finally {
@@ -37,5 +37,5 @@ export const memfdBytes = hazard('hazard.memfd_bytes', 'a memfd mapped read-writ
 });
 
 export const privateMappingBytes = hazard('hazard.private_mapping_bytes', 'a private read-only file mapping: refused, or registered serving its bytes', (ctx) =>
-  withMappedFile(ctx, { flags: MAP_PRIVATE }, (m, bytes, ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
+  withMappedFile(ctx, { flags: MAP.PRIVATE }, (m, bytes, ops) => withHeld(ops, (held) => servesOrRefuses(held, m, bytes, ops.registerFlags, 'PROT_READ MAP_PRIVATE file'))),
 );

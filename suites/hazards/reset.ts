@@ -1,7 +1,7 @@
 // A reset of the device's context while a range is registered: the registration goes with the context, and the
 // range registers and releases again. It resets the context the other checks use: ./index.ts runs it last. What
 // the H200 did: docs/hazards.md.
-import { MAP_SHARED, PROT_READ } from '../../bindings/libc.js';
+import { MAP, PROT } from '../../bindings/libc.js';
 import { registrations } from '../../src/index.js';
 import type { CheckContext, Observation } from '../check.js';
 import { withTrackedOps } from '../context.js';
@@ -13,7 +13,7 @@ function contextReset(ctx: CheckContext): Observation {
   const notRegisteredCode = notRegistered(ctx).code;
   const expected = `after ${how} while registered, unregister says not registered (${notRegisteredCode}) and the range registers and releases again`;
   return withFile(ctx.options.scratchDir, FILE_BYTES, (file) =>
-    withMapping(ctx, file.fd, FILE_BYTES, PROT_READ, MAP_SHARED, (m) => {
+    withMapping(ctx, file.fd, FILE_BYTES, PROT.READ, MAP.SHARED, (m) => {
       // Left registered on purpose. withCudaOps then keeps its primary context retain (the last release would
       // drop the registration behind our back), so what the reset does is what is seen.
       let flags = 0;

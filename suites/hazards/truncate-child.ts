@@ -17,7 +17,7 @@ import { discover } from '../../bindings/discovery.js';
 import { backendOfDevice } from '../../bindings/registry.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
-import { MAP_SHARED, PROT_READ, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
+import { MAP, PROT, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
 import { type Host, firstDifference, hostSlice } from '../../src/index.js';
 import type { TruncateArgs, TruncateLine } from './truncate.js';
 
@@ -65,7 +65,7 @@ function main(args: TruncateArgs): number {
   try {
     const old = new Uint8Array(args.size - args.cut);
     readFully(fd, old, args.cut);
-    const m = mmap(args.size, PROT_READ, MAP_SHARED, fd, 0);
+    const m = mmap(args.size, PROT.READ, MAP.SHARED, fd, 0);
     let registered = false;
     try {
       return native.withOps(args.large, (ops) => {

@@ -8,7 +8,7 @@ import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { buildDoubles } from '../double/build.js';
 import { keepEnv } from './kept-env.js';
-import { MAP_SHARED, O_CREAT, O_RDWR, PROT_READ, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../../bindings/libc.js';
+import { MAP, OPEN_ACCESS, OPEN_FLAGS, PROT, closeFd, mmap, munmap, openFile, pwrite, type Mapping } from '../../bindings/libc.js';
 
 /** The double's test-only exports (test/double/common.c) of one loaded copy. */
 export interface DoubleExports {
@@ -36,10 +36,10 @@ export function fileMappings(dir: () => string): FileMappings {
   let serial = 0;
   return {
     map(content) {
-      const fd = openFile(join(dir(), `data-${++serial}.bin`), O_RDWR | O_CREAT);
+      const fd = openFile(join(dir(), `data-${++serial}.bin`), OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT);
       try {
         pwrite(fd, content, 0);
-        const m = mmap(content.length, PROT_READ, MAP_SHARED, fd, 0);
+        const m = mmap(content.length, PROT.READ, MAP.SHARED, fd, 0);
         made.push(m);
         return m;
       } finally {
