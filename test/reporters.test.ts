@@ -428,7 +428,7 @@ describe('real runs of the command', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-// The well-formedness check itself: it must reject what a broken serializer would produce.
+// The well-formedness check itself (test/support/xml.ts): it must reject what a broken serializer would produce.
 
 describe('the XML well-formedness check', () => {
   it('accepts well-formed documents', () => {
