@@ -288,6 +288,98 @@ const firstUse = (): Promise<{ workspace: string; r: ActionRun }> =>
     return { workspace, r: await runAction({ actionPath, workspace, with: { size: '8' }, env: { NODE_ENV: 'production' } }) };
   })());
 
+/** A baseline run of one CUDA GPU (the driver double), then upgrades gated against it through the action's inputs. */
+function gatedUpgradeTests(): void {
+  let baseline: string;
+  beforeAll(async () => {
+    const workspace = newWorkspace();
+    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda\n', results: 'out/baseline.json', junit: 'out/baseline.xml' }, env: cuda() });
+    expect(r.code, r.log).toBe(0);
+    expect(r.outputs.passed).toBe('true');
+    expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
+    // the results' folder was made
+    expect(r.outputs.results).toBe(join(workspace, 'out', 'baseline.json'));
+    baseline = r.outputs.results!;
+  }, 120_000);
+
+  it('the registered GB/s fell 25%: the step fails with the command\'s status (1), passed=false, and the summary, JUnit and JSON say why', async () => {
+    const workspace = newWorkspace();
+    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
+    expect(r.steps.map((s) => s.code), r.log).toEqual([0, 1]);
+    expect(r.code).toBe(1);
+    expect(r.outputs.passed).toBe('false');
+    expect(r.outputs['exit-code']).toBe('1');
+    expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
+    const json = readJson(r.outputs.results!);
+    expect(json.gate!.pass).toBe(false);
+    expect(json.gate!.maxDrop).toBe(0.1);
+    // the page-locked copies paced as in the baseline: registered / page-locked fell with the registered figure
+    expect(json.gate!.reasons.map((x) => x.kind)).toEqual(['bandwidth', 'registration']);
+    expect(r.summary).toMatch(/\*\*FAIL\*\*: /);
+    // Markdown: the arrow's > escaped
+    expect(r.summary).toMatch(/^- cuda:0 Double CUDA Device \(0000:00:00\.0\): registered 1\.\d\d GB\/s -\\> 1\.\d\d GB\/s \(-2\d\.\d%\): a drop of /m);
+    const junit = readFileSync(r.outputs.junit!, 'utf8');
+    expect(junit).toContain('<testsuite name="gate [FAIL]"');
+    expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure /);
+    expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^FAIL: cuda:0 Double CUDA Device \(0000:00:00\.0\): registered /);
+  }, 120_000);
+
+  it('max-drop (an input with a dash) reaches the command: 30% lets the same drop pass', async () => {
+    const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
+    expect(r.code, r.log).toBe(0);
+    expect(r.outputs.passed).toBe('true');
+    expect(readJson(r.outputs.results!).gate!.maxDrop).toBe(0.3);
+  }, 120_000);
+
+  it('multi-valued inputs: one value a line, blank lines and spaces left out; args: one argument a line', async () => {
+    const r = await runAction({
+      actionPath,
+      workspace: newWorkspace(),
+      with: { size: '8', backend: 'cuda\ncpu\n', require: 'cuda\n\n   cuda:0  \ncuda=2\n', args: '--runs\n3\n' },
+      env: cuda(),
+    });
+    expect(r.code, r.log).toBe(1);
+    const json = readJson(r.outputs.results!);
+    expect(json.options.backends).toEqual(['cuda', 'cpu']);
+    expect(json.options.runs).toBe(3);
+    expect(json.gate!.requires).toEqual(['cuda', 'cuda:0', 'cuda=2']);
+    expect(json.gate!.reasons.map((x) => x.text)).toEqual(['--require cuda=2: exactly 2 cuda devices required, found cuda:0']);
+    expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable', cpu: 'Not_needed' });
+    expect(r.outputs.passed).toBe('false');
+  }, 120_000);
+}
+
+/** The action's run step started, a check hung, and SIGINT sent to the step's shell alone, as the runner cancels. */
+async function cancelledAsTheRunnerCancels(): Promise<void> {
+  const a = action();
+  const workspace = newWorkspace();
+  const scratch = join(workspace, '..', 'scratch');
+  mkdirSync(scratch);
+  const job: Job = { actionPath, workspace, with: { size: '8', backend: 'cuda', 'scratch-dir': scratch, args: '--timeout\n60' }, env: cuda(RATES, { MAPPED_REG_FORCE_HANG: 'probe.release' }) };
+  const ctx = contextsOf(a, job);
+  const runStep = a.runs.steps.find((s) => s.id === 'run')!;
+  const s = startStep(runStep, ctx, job);
+  let r: StepRun;
+  try {
+    await waitUntil(() => /cuda:0 probe\.verdict pass/.test(s.stdout()), 60_000, 'probe.verdict to pass (probe.release hangs next)');
+    s.child.kill('SIGINT');
+    r = await s.done;
+  } finally {
+    if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+  }
+  ctx.steps.run = r.outputs;
+  const out = finish(a, ctx, [r]);
+  expect(r.signal, r.stdout + r.stderr).toBeNull();
+  expect(r.code, r.stdout + r.stderr).toBe(130);
+  expect(r.stdout).toMatch(/interrupted \(SIGINT\)/);
+  expect(out.outputs).toMatchObject({ passed: 'false', 'exit-code': '130', results: join(workspace, 'mapped-reg-results.json') });
+  const json = readJson(out.outputs.results!);
+  expect(json.incomplete).toBe(true);
+  expect(JSON.parse(out.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
+  // the device's process stopped and its scratch files removed (the command's own promise)
+  expect(readdirSync(scratch)).toEqual([]);
+}
+
 describe('the action on a runner with no GPU, then with the driver double', () => {
   beforeAll(() => firstUse(), 240_000);
 
@@ -320,65 +412,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(JSON.parse(again.outputs.verdicts!)).toEqual({ cpu: 'Not_needed' });
   }, 240_000);
 
-  describe('a driver upgrade gated against a baseline (the driver double, one CUDA GPU)', () => {
-    let baseline: string;
-    beforeAll(async () => {
-      const workspace = newWorkspace();
-      const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda\n', results: 'out/baseline.json', junit: 'out/baseline.xml' }, env: cuda() });
-      expect(r.code, r.log).toBe(0);
-      expect(r.outputs.passed).toBe('true');
-      expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
-      // the results' folder was made
-      expect(r.outputs.results).toBe(join(workspace, 'out', 'baseline.json'));
-      baseline = r.outputs.results!;
-    }, 120_000);
-
-    it('the registered GB/s fell 25%: the step fails with the command\'s status (1), passed=false, and the summary, JUnit and JSON say why', async () => {
-      const workspace = newWorkspace();
-      const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
-      expect(r.steps.map((s) => s.code), r.log).toEqual([0, 1]);
-      expect(r.code).toBe(1);
-      expect(r.outputs.passed).toBe('false');
-      expect(r.outputs['exit-code']).toBe('1');
-      expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
-      const json = readJson(r.outputs.results!);
-      expect(json.gate!.pass).toBe(false);
-      expect(json.gate!.maxDrop).toBe(0.1);
-      // the page-locked copies paced as in the baseline: registered / page-locked fell with the registered figure
-      expect(json.gate!.reasons.map((x) => x.kind)).toEqual(['bandwidth', 'registration']);
-      expect(r.summary).toMatch(/\*\*FAIL\*\*: /);
-      // Markdown: the arrow's > escaped
-      expect(r.summary).toMatch(/^- cuda:0 Double CUDA Device \(0000:00:00\.0\): registered 1\.\d\d GB\/s -\\> 1\.\d\d GB\/s \(-2\d\.\d%\): a drop of /m);
-      const junit = readFileSync(r.outputs.junit!, 'utf8');
-      expect(junit).toContain('<testsuite name="gate [FAIL]"');
-      expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure /);
-      expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^FAIL: cuda:0 Double CUDA Device \(0000:00:00\.0\): registered /);
-    }, 120_000);
-
-    it('max-drop (an input with a dash) reaches the command: 30% lets the same drop pass', async () => {
-      const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%' }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
-      expect(r.code, r.log).toBe(0);
-      expect(r.outputs.passed).toBe('true');
-      expect(readJson(r.outputs.results!).gate!.maxDrop).toBe(0.3);
-    }, 120_000);
-
-    it('multi-valued inputs: one value a line, blank lines and spaces left out; args: one argument a line', async () => {
-      const r = await runAction({
-        actionPath,
-        workspace: newWorkspace(),
-        with: { size: '8', backend: 'cuda\ncpu\n', require: 'cuda\n\n   cuda:0  \ncuda=2\n', args: '--runs\n3\n' },
-        env: cuda(),
-      });
-      expect(r.code, r.log).toBe(1);
-      const json = readJson(r.outputs.results!);
-      expect(json.options.backends).toEqual(['cuda', 'cpu']);
-      expect(json.options.runs).toBe(3);
-      expect(json.gate!.requires).toEqual(['cuda', 'cuda:0', 'cuda=2']);
-      expect(json.gate!.reasons.map((x) => x.text)).toEqual(['--require cuda=2: exactly 2 cuda devices required, found cuda:0']);
-      expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable', cpu: 'Not_needed' });
-      expect(r.outputs.passed).toBe('false');
-    }, 120_000);
-  });
+  describe('a driver upgrade gated against a baseline (the driver double, one CUDA GPU)', gatedUpgradeTests);
 
   it('check and skip are passed as --check/--skip only when set; a glob that matches no check is bad input: exit 2, no results (a stale file of an earlier run is not taken for them)', async () => {
     const workspace = newWorkspace();
@@ -394,35 +428,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(readFileSync(join(workspace, 'mapped-reg-results.json'), 'utf8')).toBe('{"stale": true}');
   }, 120_000);
 
-  it('cancelled as the runner cancels (SIGINT to the step\'s shell alone): the command stops its device, writes what finished, exits 130; the outputs are written', async () => {
-    const a = action();
-    const workspace = newWorkspace();
-    const scratch = join(workspace, '..', 'scratch');
-    mkdirSync(scratch);
-    const job: Job = { actionPath, workspace, with: { size: '8', backend: 'cuda', 'scratch-dir': scratch, args: '--timeout\n60' }, env: cuda(RATES, { MAPPED_REG_FORCE_HANG: 'probe.release' }) };
-    const ctx = contextsOf(a, job);
-    const runStep = a.runs.steps.find((s) => s.id === 'run')!;
-    const s = startStep(runStep, ctx, job);
-    let r: StepRun;
-    try {
-      await waitUntil(() => /cuda:0 probe\.verdict pass/.test(s.stdout()), 60_000, 'probe.verdict to pass (probe.release hangs next)');
-      s.child.kill('SIGINT');
-      r = await s.done;
-    } finally {
-      if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
-    }
-    ctx.steps.run = r.outputs;
-    const out = finish(a, ctx, [r]);
-    expect(r.signal, r.stdout + r.stderr).toBeNull();
-    expect(r.code, r.stdout + r.stderr).toBe(130);
-    expect(r.stdout).toMatch(/interrupted \(SIGINT\)/);
-    expect(out.outputs).toMatchObject({ passed: 'false', 'exit-code': '130', results: join(workspace, 'mapped-reg-results.json') });
-    const json = readJson(out.outputs.results!);
-    expect(json.incomplete).toBe(true);
-    expect(JSON.parse(out.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
-    // the device's process stopped and its scratch files removed (the command's own promise)
-    expect(readdirSync(scratch)).toEqual([]);
-  }, 120_000);
+  it('cancelled as the runner cancels (SIGINT to the step\'s shell alone): the command stops its device, writes what finished, exits 130; the outputs are written', () => cancelledAsTheRunnerCancels(), 120_000);
 
   it('no Node.js 20 on PATH: the install step fails with one error line saying what to add', async () => {
     const bin = join(work, 'old-node-bin');

@@ -40,95 +40,159 @@ function expectPositive(x: unknown, what: string): void {
   expect(Number.isFinite(x as number), what).toBe(true);
 }
 
+/**
+ * The bench's JSON as read back (`any`: each field is checked below, one by one, as a reader of the file meets it,
+ * rather than trusted to a type).
+ */
+type BenchJson = any;
+
+/** A device's figures of a bench of two runs of 8 MiB windows: every copy, the link, the registration, the driver call, the native reference. */
+function expectDeviceFigures(d: BenchJson): void {
+  const id = d.id as string;
+  expect(d.errors, id).toEqual([]);
+  expect(d.region.bytes).toBe(8 << 20);
+  for (const key of ['registered', 'staged', 'pageLocked', 'pageable', 'stagedHalf']) {
+    const c = d.copies[key];
+    expect(c, `${id} ${key}`).toBeDefined();
+    expect(c.samples, `${id} ${key}`).toBe(2);
+    for (const f of ['bestGBps', 'medianGBps', 'bestMs', 'medianMs']) expectPositive(c[f], `${id} ${key}.${f}`);
+    expect(c.bestGBps).toBeGreaterThanOrEqual(c.medianGBps);
+  }
+  expect(d.copies.registered.bytes).toBe(8 << 20);
+  expect(d.copies.stagedHalf.bytes).toBe(4 << 20); // the probe's window: half the region
+  // the double's PCI bus id may or may not be a device in this machine's sysfs
+  if ('error' in d.link) expect(d.link.error).toMatch(/PCIe link/);
+  else {
+    expectPositive(d.link.gbps, `${id} link`);
+    expectPositive(d.link.registeredShare, `${id} share`);
+  }
+  for (const cache of ['warm', 'cold']) {
+    const c = d.registration[cache];
+    expect(c, `${id} ${cache}`).toBeDefined();
+    expectPositive(c.registerMsPerGiB.best, `${id} ${cache} register`);
+    expectPositive(c.totalMsPerGiB.best, `${id} ${cache} total`);
+    expectPositive(c.totalMsPerGiB.median, `${id} ${cache} total median`);
+    expect(c.unregisterMsPerGiB.best).toBeGreaterThanOrEqual(0);
+    expect(c.register.samples).toBe(2);
+  }
+  expect(d.registration.cold.eviction.methods).toContain('posix_fadvise(DONTNEED)');
+  expect(d.driverCall.call).toBe(id.startsWith('cuda') ? 'cuDeviceGetAttribute' : 'hipDeviceGetAttribute');
+  expectPositive(d.driverCall.meanUs, `${id} driver call`);
+  expect(d.native.status, JSON.stringify(d.native)).toBe('ran');
+  expect(d.native.raw.api).toBe(id.startsWith('cuda') ? 'CUDA' : 'HIP');
+  expect(d.native.raw.bytes).toBe(8 << 20);
+  for (const f of ['registeredGBps', 'stagedGBps', 'registeredRatio', 'stagedRatio']) expectPositive(d.native[f], `${id} native ${f}`);
+}
+
+/** The timed conformance run: its command, phases, each device's parts and the memory of its processes, against the bench's own figures. */
+function expectConformanceRun(res: BenchJson, r: Ran): void {
+  const k = res.conformance;
+  expect(k.command).toEqual(expect.arrayContaining(['--size', '8']));
+  expect(k.command).not.toContain('--device'); // a default run: every device the command finds
+  expect(k.exitCode).toEqual(expect.any(Number)); // the HIP double's rocm724 profile fails checks: not the bench's business
+  expectPositive(k.wallMs, 'wall');
+  expectPositive(k.phasesMs.discovery, 'discovery');
+  expectPositive(k.phasesMs.checks, 'checks');
+  expect(k.phasesMs.reports).toBeGreaterThanOrEqual(0);
+  for (const id of ['cuda:0', 'hip:0']) {
+    const d = k.devices.find((x: { id: string }) => x.id === id);
+    expect(d, id).toBeDefined();
+    for (const f of ['scratchFileMs', 'probeMs', 'registrationMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
+    expect(d.hazardChecks).toBeGreaterThan(0);
+    expect(d.registrationMs).toBeLessThan(d.probeMs); // a part of the self-test
+    expectPositive(d.registeredGBps, `${id} the suite's registered GB/s`);
+    expectPositive(d.stagedGBps, `${id} the suite's staged GB/s`);
+    expect(d.nativeRatio).toBeCloseTo(d.registeredGBps / res.devices.find((x: { id: string }) => x.id === id).native.registeredGBps, 9);
+    expect(d.timingMs.margin).toBeGreaterThanOrEqual(0);
+    expect(d.timingMs.total).toBeGreaterThanOrEqual(0);
+  }
+  expectPositive(k.memory.command.peakKiB, 'command peak');
+  const runners = k.memory.runners as { device?: string; peakKiB: number; targetMiB: number; withinTarget: boolean; rssAnonMaxKiB?: number }[];
+  expect(runners.map((p) => p.device)).toEqual(expect.arrayContaining(['cuda:0', 'hip:0', 'cpu']));
+  const run = k.memory.run as { pssKiB: number; rssSumKiB: number; targetMiB: number; withinTarget: boolean; processes: { role: string; pssKiB: number }[] };
+  expectPositive(run.pssKiB, 'whole run PSS');
+  expect(run.rssSumKiB).toBeGreaterThanOrEqual(run.pssKiB);
+  expect(run.processes.map((p) => p.role)).toContain('command');
+  expect(run.pssKiB).toBe(run.processes.reduce((a, p) => a + p.pssKiB, 0));
+  expect(run.targetMiB).toBe(2 * 8 + 48);
+  expect(r.stdout).toMatch(/the whole run at its fullest: \d+ MiB PSS/);
+  expect(r.stdout).toMatch(/the whole run: \d+ ms; target with a GPU: <= 2000 ms: (within|OVER)$/m);
+  expect(r.stdout).toMatch(/cuda:0: the suite reported registered [\d.]+ GB\/s, staged [\d.]+ GB\/s: [\d.]+ of the native reference's registered copy in this run/);
+  for (const p of runners) {
+    expectPositive(p.peakKiB, `runner ${p.device}`);
+    expect(p.targetMiB).toBe(2 * 8 + 48);
+    expect(typeof p.withinTarget).toBe('boolean');
+    expect(p.rssAnonMaxKiB).toBeGreaterThan(0);
+  }
+  expectPositive(res.nodeStart.medianMs, 'node -e 0');
+  expectPositive(res.runOverNodeStart, 'run / node -e 0');
+}
+
+function expectEveryMeasurementFilled(res: BenchJson): void {
+  // each measurement (bench/measurements/) filled the field its key names, on both devices
+  // (the keys and the figure each must hold, written here: a measurement added or gone fails the first line)
+  const figures: Record<string, string> = {
+    'copies.pageable': 'medianGBps',
+    'copies.staged': 'medianGBps',
+    'copies.pageLocked': 'medianGBps',
+    'copies.registered': 'medianGBps',
+    'copies.stagedHalf': 'medianGBps',
+    driverCall: 'medianUs',
+    link: 'gbps',
+    native: 'registeredGBps',
+    'registration.cold': 'registerMsPerGiB.best',
+    'registration.warm': 'registerMsPerGiB.best',
+  };
+  expect(Object.values(MEASUREMENTS).flat().map((m) => m.key).sort()).toEqual(Object.keys(figures).sort());
+  const at = (x: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], x);
+  expect(res.devices).toHaveLength(2);
+  for (const d of res.devices) {
+    for (const [key, figure] of Object.entries(figures)) {
+      const m = at(d, key) as { error?: unknown } | undefined;
+      // the double's made-up PCI bus id has no sysfs link: the link measurement says why instead of a figure
+      if (key === 'link' && typeof m?.error === 'string') {
+        expect(m.error, `${d.id} link`).not.toBe('');
+        continue;
+      }
+      expectPositive(at(m, figure) as number, `${d.id} ${key}.${figure}`);
+    }
+  }
+}
+
+function expectTextSaysFigures(res: BenchJson, r: Ran): void {
+  // the text says the JSON's figures: each device's section, its lines as written here, the figures rounded as
+  // the text shows them (never the bench's own renderer as the oracle)
+  const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const d of res.devices) {
+    const section = r.stdout.split('\n\n').find((b: string) => b.startsWith(`${d.id}  ${d.name}  [`));
+    expect(section, d.id).toBeDefined();
+    const copyLine = (label: string, c: { bestGBps: number; medianGBps: number; bytes: number }) =>
+      new RegExp(`^  ${esc(label)} +${c.bytes / 1048576} +${c.bestGBps.toFixed(2)} +${c.medianGBps.toFixed(2)}(  what the probe times)?$`, 'm');
+    expect(section, `${d.id} registered`).toMatch(copyLine(d.copies.registered.label, d.copies.registered));
+    expect(d.copies.registered.label).toMatch(/^registered/);
+    for (const k of ['staged', 'pageLocked', 'pageable', 'stagedHalf']) expect(section, `${d.id} ${k}`).toMatch(copyLine(d.copies[k].label, d.copies[k]));
+    const ms = (x: { best: number; median: number }): string => `${x.best.toFixed(1)} / ${x.median.toFixed(1)}`;
+    expect(section, `${d.id} warm`).toMatch(new RegExp(`^  warm page cache +${esc(ms(d.registration.warm.registerMsPerGiB))} +${esc(ms(d.registration.warm.unregisterMsPerGiB))} +${esc(ms(d.registration.warm.totalMsPerGiB))}$`, 'm'));
+    expect(section, `${d.id} driver call`).toContain(`: ${d.driverCall.call} ${d.driverCall.meanUs.toFixed(3)} us (tinybench mean; median ${d.driverCall.medianUs.toFixed(3)} us)`);
+    expect(section, `${d.id} native`).toContain(`: registered ${d.native.registeredGBps.toFixed(2)} GB/s`);
+  }
+}
+
 describe('bench against the driver double', () => {
   it('measures every figure of a CUDA and a HIP device, the native reference and the conformance run', { timeout: 300_000 }, () => {
     const { r, json, scratch } = benchOnDoubles('double', '8');
     expect(r.code, r.stderr + r.stdout).toBe(0);
-    const res = JSON.parse(readFileSync(json, 'utf8'));
+    const res: BenchJson = JSON.parse(readFileSync(json, 'utf8'));
     expect(res.schemaVersion).toBe(1);
     expect(res.gpu.found).toBe(true);
     expect(res.errors).toEqual([]);
     expect(res.options).toMatchObject({ runs: 2, sizeMiB: 8 });
     expect(res.devices.map((d: { id: string }) => d.id)).toEqual(['cuda:0', 'hip:0']);
-    for (const d of res.devices) {
-      const id = d.id as string;
-      expect(d.errors, id).toEqual([]);
-      expect(d.region.bytes).toBe(8 << 20);
-      for (const key of ['registered', 'staged', 'pageLocked', 'pageable', 'stagedHalf']) {
-        const c = d.copies[key];
-        expect(c, `${id} ${key}`).toBeDefined();
-        expect(c.samples, `${id} ${key}`).toBe(2);
-        for (const f of ['bestGBps', 'medianGBps', 'bestMs', 'medianMs']) expectPositive(c[f], `${id} ${key}.${f}`);
-        expect(c.bestGBps).toBeGreaterThanOrEqual(c.medianGBps);
-      }
-      expect(d.copies.registered.bytes).toBe(8 << 20);
-      expect(d.copies.stagedHalf.bytes).toBe(4 << 20); // the probe's window: half the region
-      // the double's PCI bus id may or may not be a device in this machine's sysfs
-      if ('error' in d.link) expect(d.link.error).toMatch(/PCIe link/);
-      else {
-        expectPositive(d.link.gbps, `${id} link`);
-        expectPositive(d.link.registeredShare, `${id} share`);
-      }
-      for (const cache of ['warm', 'cold']) {
-        const c = d.registration[cache];
-        expect(c, `${id} ${cache}`).toBeDefined();
-        expectPositive(c.registerMsPerGiB.best, `${id} ${cache} register`);
-        expectPositive(c.totalMsPerGiB.best, `${id} ${cache} total`);
-        expectPositive(c.totalMsPerGiB.median, `${id} ${cache} total median`);
-        expect(c.unregisterMsPerGiB.best).toBeGreaterThanOrEqual(0);
-        expect(c.register.samples).toBe(2);
-      }
-      expect(d.registration.cold.eviction.methods).toContain('posix_fadvise(DONTNEED)');
-      expect(d.driverCall.call).toBe(id.startsWith('cuda') ? 'cuDeviceGetAttribute' : 'hipDeviceGetAttribute');
-      expectPositive(d.driverCall.meanUs, `${id} driver call`);
-      expect(d.native.status, JSON.stringify(d.native)).toBe('ran');
-      expect(d.native.raw.api).toBe(id.startsWith('cuda') ? 'CUDA' : 'HIP');
-      expect(d.native.raw.bytes).toBe(8 << 20);
-      for (const f of ['registeredGBps', 'stagedGBps', 'registeredRatio', 'stagedRatio']) expectPositive(d.native[f], `${id} native ${f}`);
-    }
+    for (const d of res.devices) expectDeviceFigures(d);
     expect(res.devices[0].registerFlags).toBe(0x08); // READ_ONLY: the double reports READ_ONLY_HOST_REGISTER_SUPPORTED
     expect(res.devices[0].native.raw.flags).toBe(0x08);
 
-    const k = res.conformance;
-    expect(k.command).toEqual(expect.arrayContaining(['--size', '8']));
-    expect(k.command).not.toContain('--device'); // a default run: every device the command finds
-    expect(k.exitCode).toEqual(expect.any(Number)); // the HIP double's rocm724 profile fails checks: not the bench's business
-    expectPositive(k.wallMs, 'wall');
-    expectPositive(k.phasesMs.discovery, 'discovery');
-    expectPositive(k.phasesMs.checks, 'checks');
-    expect(k.phasesMs.reports).toBeGreaterThanOrEqual(0);
-    for (const id of ['cuda:0', 'hip:0']) {
-      const d = k.devices.find((x: { id: string }) => x.id === id);
-      expect(d, id).toBeDefined();
-      for (const f of ['scratchFileMs', 'probeMs', 'registrationMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
-      expect(d.hazardChecks).toBeGreaterThan(0);
-      expect(d.registrationMs).toBeLessThan(d.probeMs); // a part of the self-test
-      expectPositive(d.registeredGBps, `${id} the suite's registered GB/s`);
-      expectPositive(d.stagedGBps, `${id} the suite's staged GB/s`);
-      expect(d.nativeRatio).toBeCloseTo(d.registeredGBps / res.devices.find((x: { id: string }) => x.id === id).native.registeredGBps, 9);
-      expect(d.timingMs.margin).toBeGreaterThanOrEqual(0);
-      expect(d.timingMs.total).toBeGreaterThanOrEqual(0);
-    }
-    expectPositive(k.memory.command.peakKiB, 'command peak');
-    const runners = k.memory.runners as { device?: string; peakKiB: number; targetMiB: number; withinTarget: boolean; rssAnonMaxKiB?: number }[];
-    expect(runners.map((p) => p.device)).toEqual(expect.arrayContaining(['cuda:0', 'hip:0', 'cpu']));
-    const run = k.memory.run as { pssKiB: number; rssSumKiB: number; targetMiB: number; withinTarget: boolean; processes: { role: string; pssKiB: number }[] };
-    expectPositive(run.pssKiB, 'whole run PSS');
-    expect(run.rssSumKiB).toBeGreaterThanOrEqual(run.pssKiB);
-    expect(run.processes.map((p) => p.role)).toContain('command');
-    expect(run.pssKiB).toBe(run.processes.reduce((a, p) => a + p.pssKiB, 0));
-    expect(run.targetMiB).toBe(2 * 8 + 48);
-    expect(r.stdout).toMatch(/the whole run at its fullest: \d+ MiB PSS/);
-    expect(r.stdout).toMatch(/the whole run: \d+ ms; target with a GPU: <= 2000 ms: (within|OVER)$/m);
-    expect(r.stdout).toMatch(/cuda:0: the suite reported registered [\d.]+ GB\/s, staged [\d.]+ GB\/s: [\d.]+ of the native reference's registered copy in this run/);
-    for (const p of runners) {
-      expectPositive(p.peakKiB, `runner ${p.device}`);
-      expect(p.targetMiB).toBe(2 * 8 + 48);
-      expect(typeof p.withinTarget).toBe('boolean');
-      expect(p.rssAnonMaxKiB).toBeGreaterThan(0);
-    }
-    expectPositive(res.nodeStart.medianMs, 'node -e 0');
-    expectPositive(res.runOverNodeStart, 'run / node -e 0');
+    expectConformanceRun(res, r);
 
     for (const text of ['registered (READ_ONLY)', 'staged: memcpy into page-locked + copy', 'page-locked alone', 'pageable (not registered)', 'what the probe times', 'registration, ms per GiB', 'cuDeviceGetAttribute', 'hipDeviceGetAttribute', 'native reference (', 'conformance run:', 'peak memory', 'node -e 0']) {
       expect(r.stdout).toContain(text);
@@ -136,50 +200,8 @@ describe('bench against the driver double', () => {
     expect(r.stdout).toMatch(/^cuda:0 {2}Double CUDA Device/m);
     expect(readdirSync(scratch)).toEqual([]);
 
-    // each measurement (bench/measurements/) filled the field its key names, on both devices
-    // (the keys and the figure each must hold, written here: a measurement added or gone fails the first line)
-    const figures: Record<string, string> = {
-      'copies.pageable': 'medianGBps',
-      'copies.staged': 'medianGBps',
-      'copies.pageLocked': 'medianGBps',
-      'copies.registered': 'medianGBps',
-      'copies.stagedHalf': 'medianGBps',
-      driverCall: 'medianUs',
-      link: 'gbps',
-      native: 'registeredGBps',
-      'registration.cold': 'registerMsPerGiB.best',
-      'registration.warm': 'registerMsPerGiB.best',
-    };
-    expect(Object.values(MEASUREMENTS).flat().map((m) => m.key).sort()).toEqual(Object.keys(figures).sort());
-    const at = (x: unknown, path: string): unknown => path.split('.').reduce((o, k) => (o as Record<string, unknown> | undefined)?.[k], x);
-    expect(res.devices).toHaveLength(2);
-    for (const d of res.devices) {
-      for (const [key, figure] of Object.entries(figures)) {
-        const m = at(d, key) as { error?: unknown } | undefined;
-        // the double's made-up PCI bus id has no sysfs link: the link measurement says why instead of a figure
-        if (key === 'link' && typeof m?.error === 'string') {
-          expect(m.error, `${d.id} link`).not.toBe('');
-          continue;
-        }
-        expectPositive(at(m, figure) as number, `${d.id} ${key}.${figure}`);
-      }
-    }
-    // the text says the JSON's figures: each device's section, its lines as written here, the figures rounded as
-    // the text shows them (never the bench's own renderer as the oracle)
-    const esc = (x: string): string => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    for (const d of res.devices) {
-      const section = r.stdout.split('\n\n').find((b: string) => b.startsWith(`${d.id}  ${d.name}  [`));
-      expect(section, d.id).toBeDefined();
-      const copyLine = (label: string, c: { bestGBps: number; medianGBps: number; bytes: number }) =>
-        new RegExp(`^  ${esc(label)} +${c.bytes / 1048576} +${c.bestGBps.toFixed(2)} +${c.medianGBps.toFixed(2)}(  what the probe times)?$`, 'm');
-      expect(section, `${d.id} registered`).toMatch(copyLine(d.copies.registered.label, d.copies.registered));
-      expect(d.copies.registered.label).toMatch(/^registered/);
-      for (const k of ['staged', 'pageLocked', 'pageable', 'stagedHalf']) expect(section, `${d.id} ${k}`).toMatch(copyLine(d.copies[k].label, d.copies[k]));
-      const ms = (x: { best: number; median: number }): string => `${x.best.toFixed(1)} / ${x.median.toFixed(1)}`;
-      expect(section, `${d.id} warm`).toMatch(new RegExp(`^  warm page cache +${esc(ms(d.registration.warm.registerMsPerGiB))} +${esc(ms(d.registration.warm.unregisterMsPerGiB))} +${esc(ms(d.registration.warm.totalMsPerGiB))}$`, 'm'));
-      expect(section, `${d.id} driver call`).toContain(`: ${d.driverCall.call} ${d.driverCall.meanUs.toFixed(3)} us (tinybench mean; median ${d.driverCall.medianUs.toFixed(3)} us)`);
-      expect(section, `${d.id} native`).toContain(`: registered ${d.native.registeredGBps.toFixed(2)} GB/s`);
-    }
+    expectEveryMeasurementFilled(res);
+    expectTextSaysFigures(res, r);
   });
 
   it('says so when there is no C compiler, and then takes --native-bin', { timeout: 300_000 }, () => {

@@ -17,6 +17,9 @@ const { work, doubles } = workspace('mapped-reg-busy-', 'now');
 /** Registered and page-locked copies alike at 2 GB/s, as on the H200 (registered / page-locked 0.997 there). */
 const QUIET = 'registered=2,pinned=2,pageable=0.5';
 
+/** Another process on the GPU (the NVML double's): 774 MiB of it, and 30 GB/s over its link that are not ours. */
+const LINK_HOG = { MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774', MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0' };
+
 /** A run of the command and its results. */
 type Ran = CommandRun & { json: RunResult };
 
@@ -63,6 +66,88 @@ function proc(name: string, cpu: number): string {
   return join(work, name);
 }
 
+/** A busy link: another process on the GPU moving 30 GB/s over its link while every copy runs slower. */
+function expectBusyLinkBlamedOnHost(baseline: string): void {
+  const r = run(['--baseline', baseline, '--quiet-wait', '1'], {
+    MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5',
+    ...LINK_HOG,
+    MAPPED_REG_SYSFS_ROOT: join(work, 'sys-quiet'),
+  });
+  expect(r.code, r.stdout).toBe(1);
+  expect(kinds(r)).toEqual([['busy', true]]);
+  // the link's share is not judged on a busy machine (the baseline's timing.link passed: skip is no regression)
+  expect(r.json.devices[0]!.checks.find((c) => c.id === 'timing.link')).toMatchObject({ status: 'skip', message: expect.stringMatching(/^not judged: the machine was busy during the timed copies \(30\.0 GB\/s of PCIe traffic not ours/) });
+  const reason = gateOf(r).reasons[0]!;
+  expect(reason.text).toMatch(/^cuda:0 Double CUDA Device \(0000:00:00\.0\): registered GB\/s not judged: the host, not the driver: the machine was busy: 30\.0 GB\/s of PCIe traffic not ours; on the GPU: pid 4242 hog-link \(774 MiB\), still busy after 1 s of --quiet-wait 1 \(2 timings\): registered \d\.\d\d GB\/s -> \d\.\d\d GB\/s \(-\d\d\.\d%\), page-locked \d\.\d\d GB\/s -> \d\.\d\d GB\/s/);
+  expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
+  const load = r.json.devices[0]!.load!;
+  expect(load).toMatchObject({ busy: true, attempts: 2, processes: [{ pid: 4242, name: 'hog-link', usedMiB: 774 }], linkMBps: 30000 });
+  expect(load.waitedForQuietMs).toBeGreaterThan(0);
+  // registered / page-locked, which a busy machine cannot fake, was judged and is unchanged
+  expect(gateOf(r).notes.filter((n) => n.check === 'registration')).toEqual([]);
+  expect(r.stdout).toMatch(/HOST BUSY {2}cuda:0 /);
+}
+
+/** Host memory busy: the tool's memcpy slowed to 0.5 GB/s by the host-busy library. */
+function expectBusyHostMemoryBlamedOnHost(baseline: string): void {
+  // 64 MiB windows: a host copy is judged from that size on (a smaller one runs from the CPU's caches)
+  const big = run([], { MAPPED_REG_DOUBLE_RATES: QUIET }, 128);
+  expect(big.code, big.stdout).toBe(0);
+  const bigBaseline = join(work, 'baseline-128.json');
+  writeFileSync(bigBaseline, JSON.stringify(big.json));
+  const busyHost = { MAPPED_REG_DOUBLE_RATES: 'registered=1.4,pinned=1.4,pageable=0.5', LD_PRELOAD: doubles.hostBusy, MAPPED_REG_DOUBLE_HOST_COPY_GBPS: '0.5' };
+  const r = run(['--baseline', bigBaseline, '--quiet-wait', '0'], busyHost, 128);
+  expect(r.code, r.stdout).toBe(1);
+  expect(kinds(r)).toEqual([['busy', true]]);
+  expect(gateOf(r).reasons[0]!.text).toMatch(/the host's memcpy ran at 0\.\d\d GB\/s, under 70% of the baseline's \d+\.\d\d GB\/s: other copies load host memory/);
+  expect(r.json.devices[0]!.load).toMatchObject({ busy: true, attempts: 1, baselineHostCopyGBps: big.json.devices[0]!.timing!.hostCopyGBps });
+  // the same slow host copy in 4 MiB windows is not judged: the copies fell on a machine seen quiet, the driver's
+  const small = run(['--baseline', baseline, '--quiet-wait', '0'], busyHost);
+  expect(small.json.devices[0]!.load!.busy).toBe(false);
+  expect(kinds(small)).toEqual([['bandwidth', false]]);
+}
+
+/** Registered copies alone slower while the link is busy: registered / page-locked fell on a machine still busy. */
+function expectBusyRatioBlamedOnHost(baseline: string): void {
+  // (a margin of 0.5: the registered copy, cut to 1.2, stays Usable against the staged one)
+  const r = run(['--baseline', baseline, '--quiet-wait', '0', '--min-relative-speed', '0.5'], {
+    MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=2,pageable=0.5',
+    ...LINK_HOG,
+  });
+  expect(r.code, r.stdout).toBe(1);
+  expect(kinds(r)).toEqual([
+    ['busy', true],
+    ['busy', true],
+  ]);
+  expect(gateOf(r).reasons[1]!.text).toMatch(/^cuda:0 Double CUDA Device \(0000:00:00\.0\): registered \/ page-locked not judged: the host, not the driver: the machine was busy: 30\.0 GB\/s of PCIe traffic not ours; .*: registered \/ page-locked \d\.\d\d\d -> 0\.\d\d\d \(-\d\d\.\d%\)$/);
+  expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
+}
+
+/** `compare` of a busy run against the baseline. */
+function expectCompareSaysBusy(baseline: string): void {
+  const busy = run(['--baseline', baseline, '--quiet-wait', '0'], {
+    MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5',
+    ...LINK_HOG,
+  });
+  const after = join(work, 'after-busy.json');
+  writeFileSync(after, JSON.stringify(busy.json));
+  const c = spawnSync(process.execPath, [MAIN, 'compare', '--json', baseline, after], { env: cleanEnv(), encoding: 'utf8' });
+  expect(c.status).toBe(1);
+  const regressions = (JSON.parse(c.stdout) as { regressions: { kind: string }[] }).regressions;
+  expect(regressions.map((x) => x.kind)).toEqual(['busy']);
+}
+
+/** Every copy slower on a link the fake sysfs says is trained at 2.5 GT/s, below its maximum 5.0. */
+function expectDowntrainedLinkNamed(baseline: string): void {
+  const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: 'registered=1.5,pinned=1.5,pageable=0.5', MAPPED_REG_SYSFS_ROOT: sysfs('sys-down', '2.5', '5.0') });
+  expect(r.code, r.stdout).toBe(1);
+  expect(gateOf(r).reasons[0]!.text).toMatch(/the driver or the platform: the link is trained at 2\.5 GT\/s x1, below its maximum 5\.0 GT\/s x1/);
+  const link = r.json.devices[0]!.checks.find((c) => c.id === 'timing.link')!;
+  expect(link.status).toBe('warn');
+  expect(link.observed).toMatch(/the link is trained at 2\.5 GT\/s x1, below its maximum 5\.0 GT\/s x1/);
+  expect(r.json.devices[0]!.link).toMatchObject({ downtrained: true, gts: 2.5, maxGts: 5 });
+}
+
 describe('against a baseline of a quiet machine', () => {
   let baseline: string;
   let base: RunResult;
@@ -93,61 +178,11 @@ describe('against a baseline of a quiet machine', () => {
     expect(r.json.devices[0]!.load).toMatchObject({ busy: false, attempts: 1 });
   });
 
-  it('a busy link (another process copying to the GPU): every copy slower, never blamed on the driver, the process named (exit 1)', () => {
-    const r = run(['--baseline', baseline, '--quiet-wait', '1'], {
-      MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5',
-      MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774',
-      MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0',
-      MAPPED_REG_SYSFS_ROOT: join(work, 'sys-quiet'),
-    });
-    expect(r.code, r.stdout).toBe(1);
-    expect(kinds(r)).toEqual([['busy', true]]);
-    // the link's share is not judged on a busy machine (the baseline's timing.link passed: skip is no regression)
-    expect(r.json.devices[0]!.checks.find((c) => c.id === 'timing.link')).toMatchObject({ status: 'skip', message: expect.stringMatching(/^not judged: the machine was busy during the timed copies \(30\.0 GB\/s of PCIe traffic not ours/) });
-    const reason = gateOf(r).reasons[0]!;
-    expect(reason.text).toMatch(/^cuda:0 Double CUDA Device \(0000:00:00\.0\): registered GB\/s not judged: the host, not the driver: the machine was busy: 30\.0 GB\/s of PCIe traffic not ours; on the GPU: pid 4242 hog-link \(774 MiB\), still busy after 1 s of --quiet-wait 1 \(2 timings\): registered \d\.\d\d GB\/s -> \d\.\d\d GB\/s \(-\d\d\.\d%\), page-locked \d\.\d\d GB\/s -> \d\.\d\d GB\/s/);
-    expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
-    const load = r.json.devices[0]!.load!;
-    expect(load).toMatchObject({ busy: true, attempts: 2, processes: [{ pid: 4242, name: 'hog-link', usedMiB: 774 }], linkMBps: 30000 });
-    expect(load.waitedForQuietMs).toBeGreaterThan(0);
-    // registered / page-locked, which a busy machine cannot fake, was judged and is unchanged
-    expect(gateOf(r).notes.filter((n) => n.check === 'registration')).toEqual([]);
-    expect(r.stdout).toMatch(/HOST BUSY {2}cuda:0 /);
-  });
+  it('a busy link (another process copying to the GPU): every copy slower, never blamed on the driver, the process named (exit 1)', () => expectBusyLinkBlamedOnHost(baseline));
 
-  it('host memory busy (the host copy under 70% of the baseline\'s): never blamed on the driver (exit 1)', () => {
-    // 64 MiB windows: a host copy is judged from that size on (a smaller one runs from the CPU's caches)
-    const big = run([], { MAPPED_REG_DOUBLE_RATES: QUIET }, 128);
-    expect(big.code, big.stdout).toBe(0);
-    const bigBaseline = join(work, 'baseline-128.json');
-    writeFileSync(bigBaseline, JSON.stringify(big.json));
-    const busyHost = { MAPPED_REG_DOUBLE_RATES: 'registered=1.4,pinned=1.4,pageable=0.5', LD_PRELOAD: doubles.hostBusy, MAPPED_REG_DOUBLE_HOST_COPY_GBPS: '0.5' };
-    const r = run(['--baseline', bigBaseline, '--quiet-wait', '0'], busyHost, 128);
-    expect(r.code, r.stdout).toBe(1);
-    expect(kinds(r)).toEqual([['busy', true]]);
-    expect(gateOf(r).reasons[0]!.text).toMatch(/the host's memcpy ran at 0\.\d\d GB\/s, under 70% of the baseline's \d+\.\d\d GB\/s: other copies load host memory/);
-    expect(r.json.devices[0]!.load).toMatchObject({ busy: true, attempts: 1, baselineHostCopyGBps: big.json.devices[0]!.timing!.hostCopyGBps });
-    // the same slow host copy in 4 MiB windows is not judged: the copies fell on a machine seen quiet, the driver's
-    const small = run(['--baseline', baseline, '--quiet-wait', '0'], busyHost);
-    expect(small.json.devices[0]!.load!.busy).toBe(false);
-    expect(kinds(small)).toEqual([['bandwidth', false]]);
-  });
+  it('host memory busy (the host copy under 70% of the baseline\'s): never blamed on the driver (exit 1)', () => expectBusyHostMemoryBlamedOnHost(baseline));
 
-  it('registered / page-locked that fell on a machine still busy is the host\'s too (exit 1): both loads at once moved it 23% on the H200', () => {
-    // (a margin of 0.5: the registered copy, cut to 1.2, stays Usable against the staged one)
-    const r = run(['--baseline', baseline, '--quiet-wait', '0', '--min-relative-speed', '0.5'], {
-      MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=2,pageable=0.5',
-      MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774',
-      MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0',
-    });
-    expect(r.code, r.stdout).toBe(1);
-    expect(kinds(r)).toEqual([
-      ['busy', true],
-      ['busy', true],
-    ]);
-    expect(gateOf(r).reasons[1]!.text).toMatch(/^cuda:0 Double CUDA Device \(0000:00:00\.0\): registered \/ page-locked not judged: the host, not the driver: the machine was busy: 30\.0 GB\/s of PCIe traffic not ours; .*: registered \/ page-locked \d\.\d\d\d -> 0\.\d\d\d \(-\d\d\.\d%\)$/);
-    expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
-  });
+  it('registered / page-locked that fell on a machine still busy is the host\'s too (exit 1): both loads at once moved it 23% on the H200', () => expectBusyRatioBlamedOnHost(baseline));
 
   it('CPU pressure: the host busy, never the driver (exit 1)', () => {
     const r = run(['--baseline', baseline, '--quiet-wait', '0'], { MAPPED_REG_DOUBLE_RATES: 'registered=1.4,pinned=1.4,pageable=0.5', MAPPED_REG_PROC_ROOT: proc('proc-busy', 95) });
@@ -176,36 +211,16 @@ describe('against a baseline of a quiet machine', () => {
     expect(gateOf(r).reasons[0]!.text).toMatch(/a drop of \d\d\.\d%, more than the 10\.0% allowed: every host-to-device copy got slower \(page-locked \d\.\d\d GB\/s -> \d\.\d\d GB\/s \(-\d\d\.\d%\)\), on a quiet machine: the driver or the platform/);
   });
 
-  it('every copy slower on a link trained below its maximum: the link named, in the gate and in timing.link (exit 1)', () => {
-    const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: 'registered=1.5,pinned=1.5,pageable=0.5', MAPPED_REG_SYSFS_ROOT: sysfs('sys-down', '2.5', '5.0') });
-    expect(r.code, r.stdout).toBe(1);
-    expect(gateOf(r).reasons[0]!.text).toMatch(/the driver or the platform: the link is trained at 2\.5 GT\/s x1, below its maximum 5\.0 GT\/s x1/);
-    const link = r.json.devices[0]!.checks.find((c) => c.id === 'timing.link')!;
-    expect(link.status).toBe('warn');
-    expect(link.observed).toMatch(/the link is trained at 2\.5 GT\/s x1, below its maximum 5\.0 GT\/s x1/);
-    expect(r.json.devices[0]!.link).toMatchObject({ downtrained: true, gts: 2.5, maxGts: 5 });
-  });
+  it('every copy slower on a link trained below its maximum: the link named, in the gate and in timing.link (exit 1)', () => expectDowntrainedLinkNamed(baseline));
 
   it('a busy machine whose figures held: no wait, nothing blamed (exit 0), what it saw recorded', () => {
-    const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: QUIET, MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774', MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0' });
+    const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: QUIET, ...LINK_HOG });
     expect(r.code, r.stdout).toBe(0);
     expect(r.json.devices[0]!.load).toMatchObject({ busy: true, attempts: 1, waitedForQuietMs: 0 });
     expect(r.stdout).toMatch(/cuda:0: BUSY machine: 30\.0 GB\/s of PCIe traffic not ours; on the GPU: pid 4242 hog-link \(774 MiB\)/);
   });
 
-  it('compare of the files says the same as the gate: the busy run is the host\'s (exit 1)', () => {
-    const busy = run(['--baseline', baseline, '--quiet-wait', '0'], {
-      MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5',
-      MAPPED_REG_DOUBLE_NVML_PROCESSES: '4242:hog-link:774',
-      MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=30000,tx=0',
-    });
-    const after = join(work, 'after-busy.json');
-    writeFileSync(after, JSON.stringify(busy.json));
-    const c = spawnSync(process.execPath, [MAIN, 'compare', '--json', baseline, after], { env: cleanEnv(), encoding: 'utf8' });
-    expect(c.status).toBe(1);
-    const regressions = (JSON.parse(c.stdout) as { regressions: { kind: string }[] }).regressions;
-    expect(regressions.map((x) => x.kind)).toEqual(['busy']);
-  });
+  it('compare of the files says the same as the gate: the busy run is the host\'s (exit 1)', () => expectCompareSaysBusy(baseline));
 });
 
 describe('four devices whose copies share one link, timed one at a time under the host-wide lock', () => {

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, type BrowserContext, type Locator, type Page, chromium } from 'playwright-core';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
 import { escapeHtml } from '../reporters/html-page.js';
@@ -225,19 +225,184 @@ describe('htmlReport as text', () => {
   });
 });
 
+// ---------------------------------------------------------------------------------------------------------------
+// The page in a browser.
+
+let launched: Promise<Browser> | undefined;
+/** The browser, launched by the first test that needs it: a missing browser fails each test, never skips it. */
+const browser = (): Promise<Browser> =>
+  (launched ??= (async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium package`).toBe(true);
+    return chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  })());
+
+/** The page at `url`, loaded offline, with every request other than the page's own blocked and recorded, and every console problem. */
+async function openOffline(url: string): Promise<{ context: BrowserContext; page: Page; requests: string[]; blocked: string[]; problems: string[] }> {
+  const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 }, offline: true, javaScriptEnabled: true });
+  const page = await context.newPage();
+  const requests: string[] = [];
+  const blocked: string[] = [];
+  const problems: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(String(e)));
+  await page.route('**', async (r) => {
+    if (r.request().url() === url) return r.continue();
+    blocked.push(r.request().url());
+    return r.abort();
+  });
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForLoadState('networkidle');
+  return { context, page, requests, blocked, problems };
+}
+
+/** Each device's table rows and charts on the page against what the JSON says they must show. */
+async function expectEveryDeviceShown(page: Page, want: Map<string, Expected>): Promise<void> {
+  const groups = page.locator('tbody.device');
+  expect(await groups.count()).toBe(want.size);
+  const headers = (await groups.locator('th.device').allInnerTexts()).map((h) => h.trim());
+  expect(headers.slice().sort()).toEqual([...want.keys()].sort());
+  for (let gi = 0; gi < headers.length; gi++) {
+    const group = groups.nth(gi);
+    const header = headers[gi]!;
+    const e = want.get(header)!;
+    await expectTableRows(group, header, e);
+    const section = page.locator(`section.device-charts[data-device="${await group.getAttribute('data-device')}"]`);
+    await expectCharts(section, e);
+  }
+}
+
+/** The table: one row per run, in version order, with the JSON's numbers and statuses. */
+async function expectTableRows(group: Locator, header: string, e: Expected): Promise<void> {
+  const rows = group.locator('tr.entry');
+  expect(await rows.count()).toBe(e.rows.length);
+  for (let i = 0; i < e.rows.length; i++) {
+    const row = rows.nth(i);
+    const x = e.rows[i]!;
+    expect(await row.locator('td.driver').innerText()).toContain(x.version);
+    // the figure, and under it the drop when it is a regression
+    expect((await row.locator('td.registered').innerText()).split('\n')[0]).toBe(x.registered);
+    expect(await row.locator('td.staged').innerText()).toBe(x.staged);
+    expect(await row.locator('td.ratio').innerText()).toBe(x.ratio);
+    for (const s of STATUSES) expect(Number(await row.locator(`td.s-${s}`).innerText()), `${header} ${x.version} ${s}`).toBe(x.counts[s]);
+    const failing = await row.locator('td.failing').innerText();
+    for (const id of x.failing) expect(failing).toContain(id);
+    // a check that got worse since the run above is marked, failing or not
+    expect((await row.locator('td.failing .check.regressed code').allInnerTexts()).map((t) => t.replace(/\s/g, '')).sort()).toEqual([...x.regressed].sort());
+    if (x.failing.length === 0 && x.regressed.length === 0) expect(failing).toBe('none');
+  }
+}
+
+/**
+ * The charts (of a device measured at least once): a place per run, in the same order, each value written as text,
+ * a run that measured nothing a gap; none for a device never measured.
+ */
+async function expectCharts(section: Locator, e: Expected): Promise<void> {
+  const timed = e.rows;
+  if (timed.every((r) => r.registered === '-' && r.staged === '-' && r.ratio === '-')) {
+    expect(await section.count()).toBe(0);
+    return;
+  }
+  const svgText = async (chart: string, series: string): Promise<string[]> =>
+    section.locator(`svg[id$="-${chart}"] text.value[data-series="${series}"]`).evaluateAll((els) => els.map((el) => `${el.getAttribute('data-index')}:${el.textContent}`));
+  const want_ = (f: (r: (typeof timed)[number]) => string): string[] => timed.flatMap((r, i) => (f(r) === '-' ? [] : [`${i}:${f(r)}`]));
+  expect(await svgText('gbps', 'registered')).toEqual(want_((r) => r.registered));
+  expect(await svgText('gbps', 'staged')).toEqual(want_((r) => r.staged));
+  expect(await svgText('ratio', 'ratio')).toEqual(want_((r) => r.ratio));
+  // x labels in the same (natural) order
+  const labels = await section.locator('svg[id$="-gbps"] text.xlabel:not(.sub)').allTextContents();
+  expect(labels).toHaveLength(timed.length);
+  timed.forEach((r, i) => expect(r.version.startsWith(labels[i]!), `${labels[i]} for ${r.version}`).toBe(true));
+  // accessible: each chart names itself
+  for (const svg of await section.locator('svg.chart').all()) {
+    expect(await svg.getAttribute('role')).toBe('img');
+    const [titleId] = (await svg.getAttribute('aria-labelledby'))!.split(' ');
+    expect((await svg.locator(`title#${titleId}`).textContent())!.length).toBeGreaterThan(20);
+  }
+}
+
+/** The runs of `results` in natural version order, the H200's regression marked, the HIP device's unmeasured run a gap. */
+async function expectOrderAndMarks(page: Page): Promise<void> {
+  // versions in natural order: 7.2.4 < 7.2.9 < 7.2.10, and the two runs of CUDA 13.0 by time
+  const hip = page.locator('tbody.device', { hasText: 'Radeon <RX> 7900' });
+  expect((await hip.locator('td.driver').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['HIP 7.2.4', 'HIP 7.2.9', 'HIP 7.2.10']);
+  const cuda = page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' });
+  const cudaRows = await cuda.locator('tr.entry').evaluateAll((els) => els.map((el) => el.getAttribute('data-version')));
+  expect(cudaRows).toEqual(['12.8 (kernel module 570.86.10)', '13.0 (kernel module 580.159.04)', '13.0 (kernel module 580.159.04)', '13.1 (kernel module 590.44.01)']);
+  expect((await cuda.locator('tr.entry td.registered').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['48.12', '54.97', '3.33', '56.79']);
+  // 54.97 -> 3.33 GB/s with the same driver: a regression of the figure, marked in the table and on the chart
+  expect(await cuda.locator('tr.entry.regressed').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
+  expect(await cuda.locator('tr.entry').nth(2).locator('td.registered .regression-mark').innerText()).toBe('▼ 93.9%');
+  expect(await cuda.locator('tr.entry').nth(2).locator('td.verdict').innerText()).toContain('was Usable');
+  const cudaCharts = page.locator('section.device-charts', { hasText: 'cuda · 0000:00:06.0' });
+  expect(await cudaCharts.locator('svg[id$="-gbps"] circle.regressed-ring').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
+  expect(await cudaCharts.locator('svg[id$="-gbps"] text.value.regressed').allTextContents()).toEqual(['3.33']);
+
+  // a run that measured nothing is a gap in the charts, said in words
+  const hipCharts = page.locator('section.device-charts', { hasText: 'Radeon <RX> 7900' });
+  expect(await hipCharts.locator('svg[id$="-gbps"] text.xlabel').allTextContents()).toEqual(['7.2.4', '7.2.9', '7.2.10']);
+  expect(await hipCharts.locator('svg[id$="-gbps"] text.missing').allTextContents()).toEqual(['not measured']);
+}
+
+/** Text is drawn (a font is there): the heading's pixels change when its text is made transparent. */
+async function expectTextDrawn(page: Page): Promise<void> {
+  const heading = page.locator('h1');
+  const withText = await heading.screenshot();
+  await heading.evaluate((el) => el.setAttribute('style', 'color: transparent'));
+  const withoutText = await heading.screenshot();
+  await heading.evaluate((el) => el.removeAttribute('style'));
+  expect(withText.equals(withoutText)).toBe(false);
+  expect(withText.length).toBeGreaterThan(withoutText.length + 1000);
+}
+
+/** The picture of the whole page, into `shot`: a real PNG as wide as the window and as tall as the page. */
+async function expectScreenshot(page: Page, shot: string): Promise<void> {
+  await page.screenshot({ path: shot, fullPage: true });
+  const png = readFileSync(shot);
+  expect(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+  expect(png.subarray(12, 16).toString('latin1')).toBe('IHDR');
+  const width = png.readUInt32BE(16);
+  const height = png.readUInt32BE(20);
+  const pageHeight = await page.evaluate('document.documentElement.scrollHeight');
+  expect(width).toBe(1280);
+  expect(height).toBe(pageHeight);
+  expect(height).toBeGreaterThan(900);
+  expect(statSync(shot).size).toBeGreaterThan(60_000);
+  expect(readdirSync(work)).toContain('report.png');
+}
+
+/** The newest five of a chart's values inside its visible box and the window as the page opens, and no two neighbours overlapping. */
+async function expectNewestSeenAndApart(chart: Locator): Promise<void> {
+  const values = await chart.locator('text.value[data-series="registered"]').evaluateAll((els) =>
+    els.map((el) => {
+      const r = el.getBoundingClientRect();
+      return { i: Number(el.getAttribute('data-index')), left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: el.textContent };
+    }),
+  );
+  expect(values).toHaveLength(32);
+  const box = await chart.evaluate((el) => {
+    const r = el.parentElement!.getBoundingClientRect();
+    return { left: r.left, right: r.right };
+  });
+  for (const v of values.slice(-5)) {
+    expect(v.left, `run ${v.i}`).toBeGreaterThanOrEqual(box.left);
+    expect(v.right, `run ${v.i}`).toBeLessThanOrEqual(Math.min(box.right, 1280));
+  }
+  for (let k = 1; k < values.length; k++) {
+    const [a, b] = [values[k - 1]!, values[k]!];
+    const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+    expect(apart, `${a.text} at ${a.i} and ${b.text} at ${b.i}`).toBe(true);
+  }
+}
+
 describe('htmlReport in Chromium, offline', () => {
   const file = join(work, 'report.html');
   const shot = join(work, 'report.png');
-  let launched: Promise<Browser> | undefined;
-  /** The browser, launched by the first test that needs it: a missing browser fails each test, never skips it. */
-  const browser = (): Promise<Browser> =>
-    (launched ??= (async () => {
-      expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: install Debian's chromium package`).toBe(true);
-      return chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      });
-    })());
 
   afterAll(async () => {
     await (await launched?.catch(() => undefined))?.close();
@@ -262,24 +427,7 @@ describe('htmlReport in Chromium, offline', () => {
   it('loads with no request attempted, shows text, and every number is the JSON one', async () => {
     writeFileSync(file, htmlReport(results));
     const url = pathToFileURL(file).href;
-    const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 }, offline: true, javaScriptEnabled: true });
-    const page = await context.newPage();
-    const requests: string[] = [];
-    const blocked: string[] = [];
-    const problems: string[] = [];
-    page.on('request', (r) => requests.push(r.url()));
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
-    });
-    page.on('pageerror', (e) => problems.push(String(e)));
-    await page.route('**', async (r) => {
-      if (r.request().url() === url) return r.continue();
-      blocked.push(r.request().url());
-      return r.abort();
-    });
-    await page.goto(url, { waitUntil: 'load' });
-    await page.waitForLoadState('networkidle');
-
+    const { context, page, requests, blocked, problems } = await openOffline(url);
     expect(blocked).toEqual([]);
     expect(requests.filter((u) => u !== url)).toEqual([]);
     expect(problems).toEqual([]);
@@ -287,103 +435,10 @@ describe('htmlReport in Chromium, offline', () => {
     expect(await page.evaluate('globalThis.__pwned')).toBeUndefined();
     expect(await page.locator('img, script').count()).toBe(0);
 
-    const want = expected(results);
-    const groups = page.locator('tbody.device');
-    expect(await groups.count()).toBe(want.size);
-    const headers = (await groups.locator('th.device').allInnerTexts()).map((h) => h.trim());
-    expect(headers.slice().sort()).toEqual([...want.keys()].sort());
-    for (let gi = 0; gi < headers.length; gi++) {
-      const group = groups.nth(gi);
-      const header = headers[gi]!;
-      const e = want.get(header)!;
-
-      // the table: one row per run, in version order, with the JSON's numbers and statuses
-      const rows = group.locator('tr.entry');
-      expect(await rows.count()).toBe(e.rows.length);
-      for (let i = 0; i < e.rows.length; i++) {
-        const row = rows.nth(i);
-        const x = e.rows[i]!;
-        expect(await row.locator('td.driver').innerText()).toContain(x.version);
-        // the figure, and under it the drop when it is a regression
-        expect((await row.locator('td.registered').innerText()).split('\n')[0]).toBe(x.registered);
-        expect(await row.locator('td.staged').innerText()).toBe(x.staged);
-        expect(await row.locator('td.ratio').innerText()).toBe(x.ratio);
-        for (const s of STATUSES) expect(Number(await row.locator(`td.s-${s}`).innerText()), `${header} ${x.version} ${s}`).toBe(x.counts[s]);
-        const failing = await row.locator('td.failing').innerText();
-        for (const id of x.failing) expect(failing).toContain(id);
-        // a check that got worse since the run above is marked, failing or not
-        expect((await row.locator('td.failing .check.regressed code').allInnerTexts()).map((t) => t.replace(/\s/g, '')).sort()).toEqual([...x.regressed].sort());
-        if (x.failing.length === 0 && x.regressed.length === 0) expect(failing).toBe('none');
-      }
-
-      // the charts (of a device measured at least once): a place per run, in the same order, each value written
-      // as text, a run that measured nothing a gap
-      const timed = e.rows;
-      const section = page.locator(`section.device-charts[data-device="${await group.getAttribute('data-device')}"]`);
-      if (timed.every((r) => r.registered === '-' && r.staged === '-' && r.ratio === '-')) {
-        expect(await section.count()).toBe(0);
-        continue;
-      }
-      const svgText = async (chart: string, series: string): Promise<string[]> =>
-        section.locator(`svg[id$="-${chart}"] text.value[data-series="${series}"]`).evaluateAll((els) => els.map((el) => `${el.getAttribute('data-index')}:${el.textContent}`));
-      const want_ = (f: (r: (typeof timed)[number]) => string): string[] => timed.flatMap((r, i) => (f(r) === '-' ? [] : [`${i}:${f(r)}`]));
-      expect(await svgText('gbps', 'registered')).toEqual(want_((r) => r.registered));
-      expect(await svgText('gbps', 'staged')).toEqual(want_((r) => r.staged));
-      expect(await svgText('ratio', 'ratio')).toEqual(want_((r) => r.ratio));
-      // x labels in the same (natural) order
-      const labels = await section.locator('svg[id$="-gbps"] text.xlabel:not(.sub)').allTextContents();
-      expect(labels).toHaveLength(timed.length);
-      timed.forEach((r, i) => expect(r.version.startsWith(labels[i]!), `${labels[i]} for ${r.version}`).toBe(true));
-      // accessible: each chart names itself
-      for (const svg of await section.locator('svg.chart').all()) {
-        expect(await svg.getAttribute('role')).toBe('img');
-        const [titleId] = (await svg.getAttribute('aria-labelledby'))!.split(' ');
-        expect((await svg.locator(`title#${titleId}`).textContent())!.length).toBeGreaterThan(20);
-      }
-    }
-
-    // versions in natural order: 7.2.4 < 7.2.9 < 7.2.10, and the two runs of CUDA 13.0 by time
-    const hip = page.locator('tbody.device', { hasText: 'Radeon <RX> 7900' });
-    expect((await hip.locator('td.driver').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['HIP 7.2.4', 'HIP 7.2.9', 'HIP 7.2.10']);
-    const cuda = page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' });
-    const cudaRows = await cuda.locator('tr.entry').evaluateAll((els) => els.map((el) => el.getAttribute('data-version')));
-    expect(cudaRows).toEqual(['12.8 (kernel module 570.86.10)', '13.0 (kernel module 580.159.04)', '13.0 (kernel module 580.159.04)', '13.1 (kernel module 590.44.01)']);
-    expect((await cuda.locator('tr.entry td.registered').allInnerTexts()).map((t) => t.split('\n')[0])).toEqual(['48.12', '54.97', '3.33', '56.79']);
-    // 54.97 -> 3.33 GB/s with the same driver: a regression of the figure, marked in the table and on the chart
-    expect(await cuda.locator('tr.entry.regressed').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
-    expect(await cuda.locator('tr.entry').nth(2).locator('td.registered .regression-mark').innerText()).toBe('▼ 93.9%');
-    expect(await cuda.locator('tr.entry').nth(2).locator('td.verdict').innerText()).toContain('was Usable');
-    const cudaCharts = page.locator('section.device-charts', { hasText: 'cuda · 0000:00:06.0' });
-    expect(await cudaCharts.locator('svg[id$="-gbps"] circle.regressed-ring').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['2']);
-    expect(await cudaCharts.locator('svg[id$="-gbps"] text.value.regressed').allTextContents()).toEqual(['3.33']);
-
-    // a run that measured nothing is a gap in the charts, said in words
-    const hipCharts = page.locator('section.device-charts', { hasText: 'Radeon <RX> 7900' });
-    expect(await hipCharts.locator('svg[id$="-gbps"] text.xlabel').allTextContents()).toEqual(['7.2.4', '7.2.9', '7.2.10']);
-    expect(await hipCharts.locator('svg[id$="-gbps"] text.missing').allTextContents()).toEqual(['not measured']);
-
-    // text is drawn (a font is there): the heading's pixels change when its text is made transparent
-    const heading = page.locator('h1');
-    const withText = await heading.screenshot();
-    await heading.evaluate((el) => el.setAttribute('style', 'color: transparent'));
-    const withoutText = await heading.screenshot();
-    await heading.evaluate((el) => el.removeAttribute('style'));
-    expect(withText.equals(withoutText)).toBe(false);
-    expect(withText.length).toBeGreaterThan(withoutText.length + 1000);
-
-    // the picture: the whole page
-    await page.screenshot({ path: shot, fullPage: true });
-    const png = readFileSync(shot);
-    expect(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
-    expect(png.subarray(12, 16).toString('latin1')).toBe('IHDR');
-    const width = png.readUInt32BE(16);
-    const height = png.readUInt32BE(20);
-    const pageHeight = await page.evaluate('document.documentElement.scrollHeight');
-    expect(width).toBe(1280);
-    expect(height).toBe(pageHeight);
-    expect(height).toBeGreaterThan(900);
-    expect(statSync(shot).size).toBeGreaterThan(60_000);
-    expect(readdirSync(work)).toContain('report.png');
+    await expectEveryDeviceShown(page, expected(results));
+    await expectOrderAndMarks(page);
+    await expectTextDrawn(page);
+    await expectScreenshot(page, shot);
     await context.close();
     expect(blocked).toEqual([]);
   }, 60_000);
@@ -403,28 +458,7 @@ describe('htmlReport in Chromium, offline', () => {
     // the page itself does not scroll sideways: only a chart wider than it does
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBe(1280);
     const chart = page.locator('section.device-charts', { hasText: 'cuda · 0000:00:06.0' }).locator('svg[id$="-gbps"]');
-    const values = await chart.locator('text.value[data-series="registered"]').evaluateAll((els) =>
-      els.map((el) => {
-        const r = el.getBoundingClientRect();
-        return { i: Number(el.getAttribute('data-index')), left: r.left, right: r.right, top: r.top, bottom: r.bottom, text: el.textContent };
-      }),
-    );
-    expect(values).toHaveLength(32);
-    const box = await chart.evaluate((el) => {
-      const r = el.parentElement!.getBoundingClientRect();
-      return { left: r.left, right: r.right };
-    });
-    // the newest five runs' values are inside the chart's visible box and the window, as the page opens
-    for (const v of values.slice(-5)) {
-      expect(v.left, `run ${v.i}`).toBeGreaterThanOrEqual(box.left);
-      expect(v.right, `run ${v.i}`).toBeLessThanOrEqual(Math.min(box.right, 1280));
-    }
-    // no two neighbouring values overlap
-    for (let k = 1; k < values.length; k++) {
-      const [a, b] = [values[k - 1]!, values[k]!];
-      const apart = a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
-      expect(apart, `${a.text} at ${a.i} and ${b.text} at ${b.i}`).toBe(true);
-    }
+    await expectNewestSeenAndApart(chart);
     // the drop at run 20 (25%, more than the 10% allowed) and the failing check from run 25 are marked
     expect(await chart.locator('circle.regressed-ring').evaluateAll((els) => els.map((el) => el.getAttribute('data-index')))).toEqual(['20']);
     const rows = page.locator('tbody.device', { hasText: 'cuda · 0000:00:06.0' }).locator('tr.entry');

@@ -13,173 +13,14 @@ import { junitXml, xmlSafe } from '../reporters/junit.js';
 import { markdownSummary } from '../reporters/markdown.js';
 import { buildDoubles } from './double/build.js';
 import { validateJunit } from './support/junit-xsd.js';
+import { type XmlElement, allElements, childElement, parseXml } from './support/xml.js';
 
 const main = MAIN;
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-reporters-'));
 const validate = resultsValidator();
 
-// ---------------------------------------------------------------------------------------------------------------
-// A strict, self-contained XML 1.0 well-formedness check (no XML parser is a dependency): it parses the document
-// into a tree, and throws on anything a conforming parser must reject that a serializer could produce.
-
-interface XmlElement {
-  name: string;
-  attrs: Record<string, string>;
-  children: XmlElement[];
-  /** Character data and CDATA of this element (not of its children), decoded. */
-  text: string;
-}
-
-const NAME_START = 'A-Za-z_:\\u00C0-\\u00D6\\u00D8-\\u00F6\\u00F8-\\u02FF\\u0370-\\u037D\\u037F-\\u1FFF\\u200C\\u200D\\u2070-\\u218F\\u2C00-\\u2FEF\\u3001-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFFD';
-const NAME = new RegExp(`[${NAME_START}][${NAME_START}\\-.0-9\\u00B7\\u0300-\\u036F\\u203F-\\u2040]*`, 'y');
-/** A code point XML 1.0 allows. */
-const legal = (cp: number): boolean => cp === 0x9 || cp === 0xa || cp === 0xd || (cp >= 0x20 && cp <= 0xd7ff) || (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
-
-export function parseXml(doc: string): XmlElement {
-  let i = 0;
-  const fail = (why: string): never => {
-    const line = doc.slice(0, i).split('\n').length;
-    throw new Error(`not well-formed XML at offset ${i} (line ${line}): ${why}: ${JSON.stringify(doc.slice(i, i + 40))}`);
-  };
-  for (const ch of doc) if (!legal(ch.codePointAt(0)!)) fail(`illegal character U+${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`);
-  const at = (s: string): boolean => doc.startsWith(s, i);
-  const expect_ = (s: string): void => {
-    if (!at(s)) fail(`expected ${JSON.stringify(s)}`);
-    i += s.length;
-  };
-  const space = (required = false): void => {
-    const start = i;
-    while (i < doc.length && ' \t\r\n'.includes(doc[i]!)) i++;
-    if (required && i === start) fail('expected white space');
-  };
-  const name = (): string => {
-    NAME.lastIndex = i;
-    const m = NAME.exec(doc);
-    if (!m) return fail('expected a name');
-    i += m[0].length;
-    return m[0];
-  };
-  const reference = (): string => {
-    expect_('&');
-    const end = doc.indexOf(';', i);
-    if (end < 0) fail('unterminated reference');
-    const ref = doc.slice(i, end);
-    i = end + 1;
-    const named: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
-    if (ref in named) return named[ref]!;
-    const m = /^#(?:x([0-9a-fA-F]+)|([0-9]+))$/.exec(ref);
-    if (!m) return fail(`unknown entity &${ref};`);
-    const cp = m[1] !== undefined ? Number.parseInt(m[1], 16) : Number.parseInt(m[2]!, 10);
-    if (!legal(cp)) fail(`character reference to an illegal character &${ref};`);
-    return String.fromCodePoint(cp);
-  };
-  const comment = (): void => {
-    expect_('<!--');
-    const end = doc.indexOf('-->', i);
-    if (end < 0) fail('unterminated comment');
-    if (doc.slice(i, end).includes('--') || doc[end - 1] === '-') fail('"--" in a comment');
-    i = end + 3;
-  };
-  const pi = (): void => {
-    expect_('<?');
-    if (/^xml[\s?]/i.test(doc.slice(i, i + 4))) fail('an XML declaration is allowed only at the very start');
-    name();
-    const end = doc.indexOf('?>', i);
-    if (end < 0) fail('unterminated processing instruction');
-    i = end + 2;
-  };
-  const misc = (): void => {
-    for (;;) {
-      space();
-      if (at('<!--')) comment();
-      else if (at('<?')) pi();
-      else return;
-    }
-  };
-  const element = (): XmlElement => {
-    expect_('<');
-    const e: XmlElement = { name: name(), attrs: {}, children: [], text: '' };
-    for (;;) {
-      const before = i;
-      space();
-      if (at('/>')) {
-        i += 2;
-        return e;
-      }
-      if (at('>')) {
-        i += 1;
-        break;
-      }
-      if (i === before) fail('expected white space before an attribute');
-      const attr = name();
-      if (attr in e.attrs) fail(`duplicate attribute ${attr}`);
-      space();
-      expect_('=');
-      space();
-      const quote = doc[i];
-      if (quote !== '"' && quote !== "'") fail('attribute value not quoted');
-      i++;
-      let value = '';
-      while (doc[i] !== quote) {
-        if (i >= doc.length) fail('unterminated attribute value');
-        const c = doc[i]!;
-        if (c === '<') fail('"<" in an attribute value');
-        if (c === '&') value += reference();
-        else {
-          value += ' \t\r\n'.includes(c) && c !== ' ' ? ' ' : c; // attribute-value normalization
-          i++;
-        }
-      }
-      i++;
-      e.attrs[attr] = value;
-    }
-    for (;;) {
-      if (i >= doc.length) fail(`element <${e.name}> not closed`);
-      if (at('</')) {
-        i += 2;
-        const closing = name();
-        if (closing !== e.name) fail(`</${closing}> closes <${e.name}>`);
-        space();
-        expect_('>');
-        return e;
-      }
-      if (at('<![CDATA[')) {
-        i += 9;
-        const end = doc.indexOf(']]>', i);
-        if (end < 0) fail('unterminated CDATA section');
-        e.text += doc.slice(i, end);
-        i = end + 3;
-      } else if (at('<!--')) comment();
-      else if (at('<?')) pi();
-      else if (at('<')) e.children.push(element());
-      else if (at('&')) e.text += reference();
-      else {
-        if (at(']]>')) fail('"]]>" in character data');
-        e.text += doc[i];
-        i++;
-      }
-    }
-  };
-  if (doc.charCodeAt(0) === 0xfeff) i = 1;
-  if (at('<?xml')) {
-    const end = doc.indexOf('?>', i);
-    if (end < 0) fail('unterminated XML declaration');
-    const decl = doc.slice(i, end + 2);
-    if (!/^<\?xml\s+version\s*=\s*(["'])1\.[0-9]+\1(\s+encoding\s*=\s*(["'])[A-Za-z][A-Za-z0-9._-]*\3)?(\s+standalone\s*=\s*(["'])(yes|no)\5)?\s*\?>$/.test(decl)) fail('bad XML declaration');
-    i = end + 2;
-  }
-  misc();
-  if (!at('<')) fail('expected the root element');
-  const rootElement = element();
-  misc();
-  if (i !== doc.length) fail('content after the root element');
-  return rootElement;
-}
-
-const all = (e: XmlElement, name: string): XmlElement[] => [...(e.name === name ? [e] : []), ...e.children.flatMap((c) => all(c, name))];
-const child = (e: XmlElement, name: string): XmlElement | undefined => e.children.find((c) => c.name === name);
 const props = (suite: XmlElement): Record<string, string> =>
-  Object.fromEntries((child(suite, 'properties')?.children ?? []).map((p) => [p.attrs.name!, p.attrs.value ?? p.text]));
+  Object.fromEntries((childElement(suite, 'properties')?.children ?? []).map((p) => [p.attrs.name!, p.attrs.value ?? p.text]));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Results by hand.
@@ -273,95 +114,102 @@ function expectJunitMatches(result: RunResult, xml: string): XmlElement {
   expect(doc.name).toBe('testsuites');
   expect(doc.attrs.skipped, 'junit-10.xsd has no skipped on <testsuites>').toBeUndefined();
   const gate = result.gate;
-  const suites = all(doc, 'testsuite');
+  const suites = allElements(doc, 'testsuite');
   expect(suites).toHaveLength(result.devices.length + (gate ? gate.missing.length + 1 : 0));
   if (gate) {
     const g = suites.at(-1)!;
     expect(g.attrs.name).toBe(`gate [${gate.pass ? 'PASS' : 'FAIL'}]`);
     const decision = g.children.find((c) => c.name === 'testcase' && c.attrs.name === 'gate.decision')!;
-    expect(!!child(decision, 'failure')).toBe(!gate.pass);
-    if (!gate.pass) expect(child(decision, 'failure')!.attrs.message).toBe(xmlSafe(gate.headline));
+    expect(!!childElement(decision, 'failure')).toBe(!gate.pass);
+    if (!gate.pass) expect(childElement(decision, 'failure')!.attrs.message).toBe(xmlSafe(gate.headline));
   }
-  result.devices.forEach((d, n) => {
-    const suite = suites[n]!;
-    const label = d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind;
-    expect(suite.attrs.name).toBe(xmlSafe(`${d.id} ${d.name} [${label}]`));
-    expect(suite.attrs.hostname).toBe(xmlSafe(result.host.hostname));
-    const p = props(suite);
-    expect(p).toMatchObject({
-      verdict: xmlSafe(d.verdict.text),
-      'verdict.kind': d.verdict.kind,
-      backend: d.backend,
-      'driver.name': xmlSafe(d.driver.name),
-      'driver.version': xmlSafe(d.driver.version),
-      pciBusId: d.pciBusId ?? '',
-      'scratch.fsType': d.scratch.fsType,
-      'scratch.dir': d.scratch.dir,
-      cacheable: String(d.cacheable),
-      staticVerdict: xmlSafe(d.staticVerdict),
-    });
-    if (d.timing) {
-      expect(Number(p.registeredGBps)).toBe(d.timing.registeredGBps);
-      expect(Number(p.stagedGBps)).toBe(d.timing.stagedGBps);
-      expect(Number(p.ratio)).toBe(d.timing.ratio);
-      expect(p.linkGBps === undefined ? undefined : Number(p.linkGBps)).toBe(d.timing.linkGBps);
-    } else expect(p.registeredGBps).toBeUndefined();
-
-    const all_ = suite.children.filter((c) => c.name === 'testcase');
-    const gateCases = all_.filter((c) => c.attrs.classname === `${d.id}.gate`);
-    const cases = all_.filter((c) => c.attrs.classname !== `${d.id}.gate`);
-    if (gate) expect(gateCases.map((c) => c.attrs.name)).toContain('gate.verdict');
-    else expect(gateCases).toEqual([]);
-    for (const g of gateCases) {
-      const note = gate!.notes.find((x) => x.device === d.id && `gate.${x.check}` === g.attrs.name);
-      expect(!!child(g, 'failure'), `${d.id} ${g.attrs.name}`).toBe(note !== undefined && ['regression', 'unexpected-pass', 'error'].includes(note.kind));
-    }
-    const extra = d.errors?.length ? 1 : 0;
-    expect(cases).toHaveLength(d.checks.length + extra);
-    const elements = d.checks.map((c) => expectedElement(c, gate?.notes.find((x) => x.device === d.id && x.check === c.id), gate !== undefined));
-    const of = (e: string): number => elements.filter((x) => x === e).length;
-    const gateFailures = gateCases.filter((g) => child(g, 'failure')).length;
-    expect(suite.attrs).toMatchObject({
-      tests: String(d.checks.length + extra + gateCases.length),
-      failures: String(of('failure') + gateFailures),
-      errors: String(of('error') + extra),
-      skipped: String(of('skipped')),
-    });
-    d.checks.forEach((c, k) => {
-      const tc = cases[k]!;
-      expect(tc.attrs.classname).toBe(`${d.id}.${c.suite}`);
-      expect(tc.attrs.name).toBe(c.id);
-      expect(Number(tc.attrs.time)).toBeCloseTo(c.durationMs / 1000, 2);
-      const failure = child(tc, 'failure');
-      const error = child(tc, 'error');
-      const skipped = child(tc, 'skipped');
-      const out = child(tc, 'system-out')?.text ?? '';
-      const want = elements[k];
-      expect(!!failure, `${c.id} <failure>`).toBe(want === 'failure');
-      expect(!!error, `${c.id} <error>`).toBe(want === 'error');
-      expect(!!skipped, `${c.id} <skipped>`).toBe(want === 'skipped');
-      if (failure && c.message && c.status === 'fail') expect(failure.attrs.message).toBe(xmlSafe(c.message));
-      if (error) {
-        expect(error.attrs.type).toBe(c.status === 'error' ? 'host' : c.status);
-        if (c.message && c.status !== 'error') expect(error.attrs.message).toBe(xmlSafe(c.message));
-      }
-      if (skipped && c.status === 'skip') expect(skipped.attrs.message).toBe(xmlSafe(c.message ?? 'does not apply'));
-      if (skipped && c.status !== 'skip') expect(skipped.attrs.message).toMatch(/^(known failure|flaky): /);
-      if (c.status === 'warn') expect(out.split('\n')[0]).toMatch(/^warn: /);
-      if (c.expected !== undefined) expect(out).toContain(`expected: ${xmlSafe(c.expected).split(']]>')[0]}`);
-      if (c.observed !== undefined) expect(out).toContain(`observed: ${xmlSafe(c.observed).split(']]>')[0]}`);
-    });
-    if (extra) {
-      const run = cases.at(-1)!;
-      expect(run.attrs).toMatchObject({ name: 'run.errors', classname: `${d.id}.run` });
-      expect(child(run, 'error')!.attrs.type).toBe('run');
-      expect(child(run, 'error')!.text.split('\n')).toHaveLength(d.errors!.join('\n').split('\n').length);
-    }
-  });
+  result.devices.forEach((d, n) => expectDeviceSuiteMatches(result, d, suites[n]!));
   // well-formed and valid, by a real XML parser, against what Jenkins' xunit plugin reads (GitLab and the rest read less)
   const xsd = validateJunit(xml);
   expect(xsd.ok, xsd.output).toBe(true);
   return doc;
+}
+
+/** A device's <testsuite>: its name, its properties, a testcase a check (and the gate's), the counts they add up to. */
+function expectDeviceSuiteMatches(result: RunResult, d: DeviceResult, suite: XmlElement): void {
+  const gate = result.gate;
+  const label = d.verdict.refusal ? `${d.verdict.kind} (${d.verdict.refusal})` : d.verdict.kind;
+  expect(suite.attrs.name).toBe(xmlSafe(`${d.id} ${d.name} [${label}]`));
+  expect(suite.attrs.hostname).toBe(xmlSafe(result.host.hostname));
+  expectSuitePropertiesMatch(d, props(suite));
+
+  const all_ = suite.children.filter((c) => c.name === 'testcase');
+  const gateCases = all_.filter((c) => c.attrs.classname === `${d.id}.gate`);
+  const cases = all_.filter((c) => c.attrs.classname !== `${d.id}.gate`);
+  if (gate) expect(gateCases.map((c) => c.attrs.name)).toContain('gate.verdict');
+  else expect(gateCases).toEqual([]);
+  for (const g of gateCases) {
+    const note = gate!.notes.find((x) => x.device === d.id && `gate.${x.check}` === g.attrs.name);
+    expect(!!childElement(g, 'failure'), `${d.id} ${g.attrs.name}`).toBe(note !== undefined && ['regression', 'unexpected-pass', 'error'].includes(note.kind));
+  }
+  const extra = d.errors?.length ? 1 : 0;
+  expect(cases).toHaveLength(d.checks.length + extra);
+  const elements = d.checks.map((c) => expectedElement(c, gate?.notes.find((x) => x.device === d.id && x.check === c.id), gate !== undefined));
+  const of = (e: string): number => elements.filter((x) => x === e).length;
+  const gateFailures = gateCases.filter((g) => childElement(g, 'failure')).length;
+  expect(suite.attrs).toMatchObject({
+    tests: String(d.checks.length + extra + gateCases.length),
+    failures: String(of('failure') + gateFailures),
+    errors: String(of('error') + extra),
+    skipped: String(of('skipped')),
+  });
+  d.checks.forEach((c, k) => expectCheckCaseMatches(d, c, cases[k]!, elements[k]));
+  if (extra) {
+    const run = cases.at(-1)!;
+    expect(run.attrs).toMatchObject({ name: 'run.errors', classname: `${d.id}.run` });
+    expect(childElement(run, 'error')!.attrs.type).toBe('run');
+    expect(childElement(run, 'error')!.text.split('\n')).toHaveLength(d.errors!.join('\n').split('\n').length);
+  }
+}
+
+function expectSuitePropertiesMatch(d: DeviceResult, p: Record<string, string>): void {
+  expect(p).toMatchObject({
+    verdict: xmlSafe(d.verdict.text),
+    'verdict.kind': d.verdict.kind,
+    backend: d.backend,
+    'driver.name': xmlSafe(d.driver.name),
+    'driver.version': xmlSafe(d.driver.version),
+    pciBusId: d.pciBusId ?? '',
+    'scratch.fsType': d.scratch.fsType,
+    'scratch.dir': d.scratch.dir,
+    cacheable: String(d.cacheable),
+    staticVerdict: xmlSafe(d.staticVerdict),
+  });
+  if (d.timing) {
+    expect(Number(p.registeredGBps)).toBe(d.timing.registeredGBps);
+    expect(Number(p.stagedGBps)).toBe(d.timing.stagedGBps);
+    expect(Number(p.ratio)).toBe(d.timing.ratio);
+    expect(p.linkGBps === undefined ? undefined : Number(p.linkGBps)).toBe(d.timing.linkGBps);
+  } else expect(p.registeredGBps).toBeUndefined();
+}
+
+/** A check's <testcase>: its names and time, the one element its status calls for (`want`), and what it says. */
+function expectCheckCaseMatches(d: DeviceResult, c: CheckResult, tc: XmlElement, want: ReturnType<typeof expectedElement>): void {
+  expect(tc.attrs.classname).toBe(`${d.id}.${c.suite}`);
+  expect(tc.attrs.name).toBe(c.id);
+  expect(Number(tc.attrs.time)).toBeCloseTo(c.durationMs / 1000, 2);
+  const failure = childElement(tc, 'failure');
+  const error = childElement(tc, 'error');
+  const skipped = childElement(tc, 'skipped');
+  const out = childElement(tc, 'system-out')?.text ?? '';
+  expect(!!failure, `${c.id} <failure>`).toBe(want === 'failure');
+  expect(!!error, `${c.id} <error>`).toBe(want === 'error');
+  expect(!!skipped, `${c.id} <skipped>`).toBe(want === 'skipped');
+  if (failure && c.message && c.status === 'fail') expect(failure.attrs.message).toBe(xmlSafe(c.message));
+  if (error) {
+    expect(error.attrs.type).toBe(c.status === 'error' ? 'host' : c.status);
+    if (c.message && c.status !== 'error') expect(error.attrs.message).toBe(xmlSafe(c.message));
+  }
+  if (skipped && c.status === 'skip') expect(skipped.attrs.message).toBe(xmlSafe(c.message ?? 'does not apply'));
+  if (skipped && c.status !== 'skip') expect(skipped.attrs.message).toMatch(/^(known failure|flaky): /);
+  if (c.status === 'warn') expect(out.split('\n')[0]).toMatch(/^warn: /);
+  if (c.expected !== undefined) expect(out).toContain(`expected: ${xmlSafe(c.expected).split(']]>')[0]}`);
+  if (c.observed !== undefined) expect(out).toContain(`observed: ${xmlSafe(c.observed).split(']]>')[0]}`);
 }
 
 function expectMarkdownMatches(result: RunResult, md: string): string[] {
@@ -383,6 +231,60 @@ function expectMarkdownMatches(result: RunResult, md: string): string[] {
   return rows;
 }
 
+/**
+ * Results the schema must refuse: what is wrong, and how to make the hand-made result so (`any`: each break reaches
+ * a different depth of the result's JSON, past what its type allows).
+ */
+const SCHEMA_BREAKS: [string, (r: Record<string, any>) => void][] = [
+  ['schemaVersion 3', (r) => (r.schemaVersion = 3)],
+  ['a backend not known', (r) => (r.devices[0].backend = 'metal')],
+  ['a verdict kind not known', (r) => (r.devices[0].verdict.kind = 'Fine')],
+  ['Refused without a refusal', (r) => (r.devices[0].verdict = { kind: 'Refused', text: 'Refused' })],
+  ['a refusal on a Usable verdict', (r) => (r.devices[0].verdict.refusal = 'Wrong_bytes')],
+  ['a refusal not known', (r) => (r.devices[0].verdict = { kind: 'Refused', refusal: 'Too_hot', text: 'x' })],
+  ['pciBusId a number', (r) => (r.devices[0].pciBusId = 25)],
+  ['integrated a string', (r) => (r.devices[0].integrated = 'no')],
+  ['durationMs a string', (r) => (r.devices[0].checks[0].durationMs = '12')],
+  ['a check without an id', (r) => delete r.devices[0].checks[0].id],
+  ['timing without its ratio', (r) => delete r.devices[0].timing.ratio],
+  ['scratch missing', (r) => delete r.devices[1].scratch],
+  ['errors not strings', (r) => (r.devices[0].errors = [{ message: 'x' }])],
+  ['no host', (r) => delete r.host],
+  ['startedAt not a timestamp', (r) => (r.startedAt = 'yesterday')],
+];
+
+/** The hand-made result's JUnit elements, counted without the parser too. */
+function expectHandJunitCounted(xml: string): void {
+  expect(xml.match(/<testsuite[\s>]/g)).toHaveLength(2);
+  expect(xml.match(/<testcase[\s>]/g)).toHaveLength(6 + 1 + 3);
+  expect(xml.match(/<failure[\s>/]/g)).toHaveLength(1);
+  expect(xml.match(/<error[\s>/]/g)).toHaveLength(3);
+  expect(xml.match(/<skipped[\s>/]/g)).toHaveLength(3);
+  expect(xml.match(/<error [^>]*type="crash"/g)).toHaveLength(1);
+  expect(xml.match(/<error [^>]*type="timeout"/g)).toHaveLength(1);
+  expect(xml.match(/<error [^>]*type="run"/g)).toHaveLength(1);
+}
+
+/** The hand-made result's odd characters and check details kept as text in its JUnit document. */
+function expectHandJunitText(doc: XmlElement): void {
+  // the odd message survives as text: quotes, <, &, newlines, tabs, CRLF, non-ASCII; controls and non-characters replaced, visibly
+  const failure = allElements(doc, 'failure')[0]!;
+  expect(failure.attrs.message).toBe(xmlSafe(ODD));
+  expect(failure.attrs.message).toContain('q"uo\'te <tag> & &amp; ]]> ]]> \\x00\\x07\\x1b[31mred\\x1b[0m \uFFFD lone \uFFFD \uFFFD\uFFFD &\uFFFD"\uFFFD Ã© café 日本 😀 | pipe\nline\r\nCRLF\ttab');
+  const out = childElement(allElements(doc, 'testcase').find((t) => t.attrs.name === 'timing.margin')!, 'system-out')!.text;
+  expect(out).toContain('<tag> & &amp; ]]&gt; ]]&gt;'); // "]]>" cannot end the CDATA section early
+  expect(failure.text).toContain('expected: registered >= 0.8 x staged');
+
+  const warn = allElements(doc, 'testcase').find((t) => t.attrs.name === 'probe.verdict' && t.attrs.classname === 'cuda:0.probe')!;
+  expect(childElement(warn, 'failure') ?? childElement(warn, 'error') ?? childElement(warn, 'skipped')).toBeUndefined();
+  expect(childElement(warn, 'system-out')!.text).toBe(
+    'warn: the second window was slow\nexpected: Usable\nobserved: Usable\nlog: window 0 equal\nlog: window 1 equal',
+  );
+  const passing = allElements(doc, 'testcase').find((t) => t.attrs.name === 'static.verdict' && t.attrs.classname === 'cuda:0.static')!;
+  expect(childElement(passing, 'system-out')!.text).toBe('expected: Self_test_required\nobserved: Self_test_required\ndata: {"opsOpened":0}');
+  expect(props(allElements(doc, 'testsuite')[0]!)).toMatchObject({ linkGBps: '63', registeredGBps: '55.12', 'integrated': 'false', processes: '3' });
+}
+
 describe('hand-made results', () => {
   const result = handResult();
 
@@ -402,24 +304,7 @@ describe('hand-made results', () => {
     expect(validate(noVerdict)).toBe(false);
     expect(validate.errors!.some((e) => e.instancePath === '/devices/1' && e.params && (e.params as { missingProperty?: string }).missingProperty === 'verdict')).toBe(true);
 
-    const cases: [string, (r: Record<string, any>) => void][] = [
-      ['schemaVersion 3', (r) => (r.schemaVersion = 3)],
-      ['a backend not known', (r) => (r.devices[0].backend = 'metal')],
-      ['a verdict kind not known', (r) => (r.devices[0].verdict.kind = 'Fine')],
-      ['Refused without a refusal', (r) => (r.devices[0].verdict = { kind: 'Refused', text: 'Refused' })],
-      ['a refusal on a Usable verdict', (r) => (r.devices[0].verdict.refusal = 'Wrong_bytes')],
-      ['a refusal not known', (r) => (r.devices[0].verdict = { kind: 'Refused', refusal: 'Too_hot', text: 'x' })],
-      ['pciBusId a number', (r) => (r.devices[0].pciBusId = 25)],
-      ['integrated a string', (r) => (r.devices[0].integrated = 'no')],
-      ['durationMs a string', (r) => (r.devices[0].checks[0].durationMs = '12')],
-      ['a check without an id', (r) => delete r.devices[0].checks[0].id],
-      ['timing without its ratio', (r) => delete r.devices[0].timing.ratio],
-      ['scratch missing', (r) => delete r.devices[1].scratch],
-      ['errors not strings', (r) => (r.devices[0].errors = [{ message: 'x' }])],
-      ['no host', (r) => delete r.host],
-      ['startedAt not a timestamp', (r) => (r.startedAt = 'yesterday')],
-    ];
-    for (const [what, breakIt] of cases) {
+    for (const [what, breakIt] of SCHEMA_BREAKS) {
       const broken = structuredClone(result) as unknown as Record<string, any>;
       breakIt(broken);
       expect(validate(broken), what).toBe(false);
@@ -438,32 +323,8 @@ describe('hand-made results', () => {
     const xml = junitXml(result);
     const doc = expectJunitMatches(result, xml);
     expect(xml.startsWith('<?xml version="1.0" encoding="UTF-8"?>')).toBe(true);
-    // counted without the parser too
-    expect(xml.match(/<testsuite[\s>]/g)).toHaveLength(2);
-    expect(xml.match(/<testcase[\s>]/g)).toHaveLength(6 + 1 + 3);
-    expect(xml.match(/<failure[\s>/]/g)).toHaveLength(1);
-    expect(xml.match(/<error[\s>/]/g)).toHaveLength(3);
-    expect(xml.match(/<skipped[\s>/]/g)).toHaveLength(3);
-    expect(xml.match(/<error [^>]*type="crash"/g)).toHaveLength(1);
-    expect(xml.match(/<error [^>]*type="timeout"/g)).toHaveLength(1);
-    expect(xml.match(/<error [^>]*type="run"/g)).toHaveLength(1);
-
-    // the odd message survives as text: quotes, <, &, newlines, tabs, CRLF, non-ASCII; controls and non-characters replaced, visibly
-    const failure = all(doc, 'failure')[0]!;
-    expect(failure.attrs.message).toBe(xmlSafe(ODD));
-    expect(failure.attrs.message).toContain('q"uo\'te <tag> & &amp; ]]> ]]> \\x00\\x07\\x1b[31mred\\x1b[0m \uFFFD lone \uFFFD \uFFFD\uFFFD &\uFFFD"\uFFFD Ã© café 日本 😀 | pipe\nline\r\nCRLF\ttab');
-    const out = child(all(doc, 'testcase').find((t) => t.attrs.name === 'timing.margin')!, 'system-out')!.text;
-    expect(out).toContain('<tag> & &amp; ]]&gt; ]]&gt;'); // "]]>" cannot end the CDATA section early
-    expect(failure.text).toContain('expected: registered >= 0.8 x staged');
-
-    const warn = all(doc, 'testcase').find((t) => t.attrs.name === 'probe.verdict' && t.attrs.classname === 'cuda:0.probe')!;
-    expect(child(warn, 'failure') ?? child(warn, 'error') ?? child(warn, 'skipped')).toBeUndefined();
-    expect(child(warn, 'system-out')!.text).toBe(
-      'warn: the second window was slow\nexpected: Usable\nobserved: Usable\nlog: window 0 equal\nlog: window 1 equal',
-    );
-    const passing = all(doc, 'testcase').find((t) => t.attrs.name === 'static.verdict' && t.attrs.classname === 'cuda:0.static')!;
-    expect(child(passing, 'system-out')!.text).toBe('expected: Self_test_required\nobserved: Self_test_required\ndata: {"opsOpened":0}');
-    expect(props(all(doc, 'testsuite')[0]!)).toMatchObject({ linkGBps: '63', registeredGBps: '55.12', 'integrated': 'false', processes: '3' });
+    expectHandJunitCounted(xml);
+    expectHandJunitText(doc);
   });
 
   it('JUnit: independent builds (no state carried between calls)', () => {
@@ -538,7 +399,7 @@ describe('real runs of the command', () => {
     expect(result.devices).toHaveLength(1);
     expect(result.devices[0]!.verdict.kind).toBe('Usable');
     const doc = expectJunitMatches(result, junitXml(result));
-    const p = props(all(doc, 'testsuite')[0]!);
+    const p = props(allElements(doc, 'testsuite')[0]!);
     expect(Number(p.registeredGBps)).toBeGreaterThan(0);
     expect(Number(p.stagedGBps)).toBeGreaterThan(0);
     expect(p['verdict.kind']).toBe('Usable');
@@ -567,7 +428,7 @@ describe('real runs of the command', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------------------
-// The well-formedness check itself: it must reject what a broken serializer would produce.
+// The well-formedness check itself (test/support/xml.ts): it must reject what a broken serializer would produce.
 
 describe('the XML well-formedness check', () => {
   it('accepts well-formed documents', () => {
