@@ -163,7 +163,7 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
     const figures = gate.notes.find((n) => n.check === 'bandwidth' && n.device === 'cuda:0')!.figures!;
     expect(figures.old).toBeGreaterThan(1.8);
     expect(figures.new).toBeLessThan(1.55);
-    // paced at 2 and 1.5 GB/s: a drop of 25%, which load on this machine can only shrink a little (never to the 10% allowed)
+    // paced at 2 and 1.5 GB/s: a drop of 25%, which load on this machine can shrink only a little (never to the 10% allowed)
     expect(figures.drop).toBeGreaterThan(0.15);
     expect(reason.text).toMatch(/^cuda:0 \(was cuda:1\) Double CUDA Device \(0000:00:01\.0\): registered 1\.\d\d GB\/s -> 1\.\d\d GB\/s \(-\d\d\.\d%\): a drop of \d\d\.\d%, more than the 10\.0% allowed: registered copies alone got slower \(page-locked 1\.\d\d GB\/s -> 1\.\d\d GB\/s \([-+]\d+\.\d%\)\): the driver's registration; re-run: 1\.\d\d GB\/s: staged /);
     // the other GPU: same bus id, now cuda:1, unchanged
@@ -185,8 +185,9 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
       expect.objectContaining({ kind: 'bandwidth', pciBusId: '0000:00:01.0', device: 'cuda:0', check: 'bandwidth', old: expect.stringMatching(/GB\/s$/), new: expect.stringMatching(/GB\/s$/) }),
       expect.objectContaining({ kind: 'registration', pciBusId: '0000:00:01.0', device: 'cuda:0', check: 'registration' }),
     ]);
-    // a larger allowed drop lets the same figures pass
-    expect(spawnSync(process.execPath, [MAIN, 'compare', '--max-drop', '30%', baseline, after], { env: cleanEnv(), encoding: 'utf8' }).status).toBe(0);
+    // a larger allowed drop lets the same figures pass: well above the paced 25%, which load on this machine
+    // during the second run can deepen (a run beside eight busy processes measured more than 30%)
+    expect(spawnSync(process.execPath, [MAIN, 'compare', '--max-drop', '60%', baseline, after], { env: cleanEnv(), encoding: 'utf8' }).status).toBe(0);
   });
 
   it('the same order change without a slower GPU passes: devices are matched by PCI bus id, never by index', () => {
