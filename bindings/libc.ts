@@ -79,6 +79,7 @@ interface Libc {
   flock(fd: number, operation: number): number;
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   getppid(): number;
+  pause(): number;
   posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
   mincore(addr: bigint, length: number, vec: Uint8Array): number;
   memcpy(dst: bigint, src: bigint, n: number): bigint;
@@ -115,6 +116,7 @@ function load(): Libc {
     // variadic in glibc; the kernel reads five register-sized arguments, which is what this declares
     prctl: lib.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)'),
     getppid: lib.func('int getppid(void)'),
+    pause: lib.func('int pause(void)'),
     posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
     mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
     memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
@@ -183,6 +185,15 @@ export function closeFd(fd: number): void {
 /** One pread(2) into `into`; may read less than asked. Returns bytes read (0 at end of file). */
 export function pread(fd: number, into: Uint8Array, offset: number): number {
   return check('pread', libc().pread(fd, into, into.length, size('pread offset', offset)));
+}
+
+/**
+ * Blocks this thread for good in a native call, as a driver call that never returns does (the test hooks' hang):
+ * no event loop turn and no JavaScript signal handler runs again, only a signal that ends the process ends it. It
+ * sleeps where a spin loop would burn a core for as long as the command's watchdog waits.
+ */
+export function blockForever(): never {
+  for (;;) libc().pause(); // returns only when a handled signal interrupts it (EINTR)
 }
 
 /** Reads a page mapped PROT_NONE: a real SIGSEGV, as a driver bug would give (the test hooks' crash). */

@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
 import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
-import { getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
+import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
 import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
@@ -60,7 +60,7 @@ if (spec.discover) {
   // already initialized in this process.
   const selection = spec.discover;
   // test hook: a driver that never returns while the process discovers (MAPPED_REG_FORCE_HANG=@discovery)
-  if (selection.forceHang === '@discovery') for (;;);
+  if (selection.forceHang === '@discovery') blockForever();
   // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
   if (selection.forceCrash === '@discovery') {
     process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
@@ -79,7 +79,7 @@ if (spec.discover) {
 const plan = await (await import('../suites/plan.js')).checkPlan();
 writeEvent({ type: 'plan', checks: plan });
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
-if (devices.some((d) => d.forceHang === '@runner')) for (;;);
+if (devices.some((d) => d.forceHang === '@runner')) blockForever();
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
 if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
 

@@ -6,7 +6,7 @@ import { describe, inject, it } from 'vitest';
 import type { DiscoveredDevice } from '../bindings/discovery.js';
 import { hookFor } from './hooks.js';
 import { isHostFault } from '../bindings/host-fault.js';
-import { readProtNonePage } from '../bindings/libc.js';
+import { blockForever, readProtNonePage } from '../bindings/libc.js';
 import { registrations } from '../src/ops.js';
 import { type ResultEvent, type SuiteOptions, writeEvent } from './protocol.js';
 
@@ -122,7 +122,7 @@ function defineDeviceChecks(checks: readonly Check[], options: SuiteOptions, con
           if (applies !== true) o = applies;
           else {
             if (options.forceCrash === check.id) crashForTest();
-            if (options.forceHang === check.id) for (;;);
+            if (options.forceHang === check.id) blockForever();
             o = check.run(ctx);
           }
         }

@@ -42,7 +42,7 @@ export interface SuiteOptions {
   attempt?: number;
   /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
   forceCrash?: string;
-  /** Test hook: the id of a check that must hang (a busy loop, as a native call that never returns); `@runner`: the runner itself, before any check. */
+  /** Test hook: the id of a check that must hang (blocked for good in a native call, as a driver call that never returns); `@runner`: the runner itself, before any check. */
   forceHang?: string;
 }
 

@@ -142,7 +142,7 @@ describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
 });
 
 describe('item 4 and item 9: a device process ends itself when the command dies', () => {
-  it('SIGKILL of the command while a check spins: its device processes end too (no orphan left running)', async () => {
+  it('SIGKILL of the command while a check hangs: its device processes end too (no orphan left running)', async () => {
     const { c } = cuda(['--size', '8', '--timeout', '60'], { MAPPED_REG_FORCE_HANG: 'probe.release' });
     await c.waitFor(/cuda:0 probe\.verdict pass/);
     await waitUntil(() => runners(c).length === 1, 60_000, "the other discovering processes to end (the CUDA device's left)");
