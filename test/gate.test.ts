@@ -43,6 +43,9 @@ function run(args: string[], env: Record<string, string | undefined> = {}): Ran 
   };
 }
 
+/** For the runs whose tests read the gate, the presence and the figures, never a hazard check: a baseline and the runs compared with it alike (the gate compares check by check). */
+const NO_HAZARDS = ['--skip', 'hazard.*'];
+
 const cuda = (extra: Record<string, string> = {}): Record<string, string> => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES, ...extra });
 const save = (r: Ran, name: string): string => {
   const f = join(work, name);
@@ -69,7 +72,7 @@ function expectSameDecision(r: Ran, pass: boolean): GateDecision {
 describe('the GPU is gone after an upgrade', () => {
   let baseline: string;
   beforeAll(() => {
-    const b = run(['--backend', 'cuda'], cuda());
+    const b = run([...NO_HAZARDS, '--backend', 'cuda'], cuda());
     expectSameDecision(b, true);
     expect(b.json.devices.map((d) => `${d.id} ${d.verdict.kind}`)).toEqual(['cuda:0 Usable']);
     baseline = save(b, 'baseline-cuda.json');
@@ -84,7 +87,7 @@ describe('the GPU is gone after an upgrade', () => {
 
   for (const [what, env, why] of gone) {
     it(`${what}: against the baseline, the missing device is a regression named with its PCI bus id and why (exit 1)`, () => {
-      const r = run(['--backend', 'cuda', '--baseline', baseline], env);
+      const r = run([...NO_HAZARDS, '--backend', 'cuda', '--baseline', baseline], env);
       const gate = expectSameDecision(r, false);
       const missing = gate.reasons.filter((x) => x.kind === 'missing');
       expect(missing).toHaveLength(1);
@@ -100,13 +103,13 @@ describe('the GPU is gone after an upgrade', () => {
   }
 
   it('with no baseline: a missing library or no device is the newcomer\'s machine (exit 0); a driver that fails to start is an error of the run (exit 1), said once', () => {
-    const missing = run(['--backend', 'cuda', '--backend', 'cpu']);
+    const missing = run([...NO_HAZARDS, '--backend', 'cuda', '--backend', 'cpu']);
     expectSameDecision(missing, true);
-    const none = run(['--backend', 'cuda', '--backend', 'cpu'], cuda({ MAPPED_REG_DOUBLE_FAULTS: 'nodevice' }));
+    const none = run([...NO_HAZARDS, '--backend', 'cuda', '--backend', 'cpu'], cuda({ MAPPED_REG_DOUBLE_FAULTS: 'nodevice' }));
     expectSameDecision(none, true);
     expect(none.json.backends?.find((b) => b.backend === 'cuda')?.initError).toBeUndefined();
 
-    const broken = run(['--backend', 'cuda', '--backend', 'cpu'], cuda({ MAPPED_REG_DOUBLE_FAULTS: 'init_fails' }));
+    const broken = run([...NO_HAZARDS, '--backend', 'cuda', '--backend', 'cpu'], cuda({ MAPPED_REG_DOUBLE_FAULTS: 'init_fails' }));
     const gate = expectSameDecision(broken, false);
     const report = broken.json.backends!.find((b) => b.backend === 'cuda')!;
     expect(report.initError).toEqual({ message: 'CUDA: cuInit failed: 999 CUDA_ERROR_UNKNOWN (unknown error)', call: 'cuInit', code: 999, codeName: 'CUDA_ERROR_UNKNOWN' });
@@ -118,12 +121,12 @@ describe('the GPU is gone after an upgrade', () => {
   });
 
   it('--require makes presence a requirement without a baseline; a bad spec is refused before anything runs', () => {
-    const none = run(['--backend', 'cuda', '--backend', 'cpu', '--require', 'cuda']);
+    const none = run([...NO_HAZARDS, '--backend', 'cuda', '--backend', 'cpu', '--require', 'cuda']);
     const gate = expectSameDecision(none, false);
     expect(gate.reasons).toEqual([expect.objectContaining({ kind: 'requirement', text: expect.stringMatching(/^--require cuda: at least one cuda device required, found no cuda device: CUDA: libcuda\.so\.1 not found/) })]);
     const two = { MAPPED_REG_DOUBLE_DEVICES: '2' };
-    expectSameDecision(run(['--backend', 'cuda', '--require', 'cuda=2', '--require', 'cuda:1'], cuda(two)), true);
-    const three = expectSameDecision(run(['--backend', 'cuda', '--require', 'cuda=3', '--require', 'hip:1'], cuda(two)), false);
+    expectSameDecision(run([...NO_HAZARDS, '--backend', 'cuda', '--require', 'cuda=2', '--require', 'cuda:1'], cuda(two)), true);
+    const three = expectSameDecision(run([...NO_HAZARDS, '--backend', 'cuda', '--require', 'cuda=3', '--require', 'hip:1'], cuda(two)), false);
     expect(three.reasons.map((x) => x.text)).toEqual([
       '--require cuda=3: exactly 3 cuda devices required, found cuda:0, cuda:1',
       expect.stringMatching(/^--require hip:1: the device hip:1 required, found no hip device/),
@@ -140,7 +143,7 @@ describe('the GPU is gone after an upgrade', () => {
 describe('the bandwidth collapses on one of two GPUs, enumerated in another order', () => {
   let baseline: string;
   beforeAll(() => {
-    const b = run(['--backend', 'cuda'], cuda({ MAPPED_REG_DOUBLE_DEVICES: '2' }));
+    const b = run([...NO_HAZARDS, '--backend', 'cuda'], cuda({ MAPPED_REG_DOUBLE_DEVICES: '2' }));
     expectSameDecision(b, true);
     baseline = save(b, 'baseline-two.json');
   });
@@ -148,7 +151,7 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
   const upgraded = cuda({ MAPPED_REG_DOUBLE_DEVICES: '2', MAPPED_REG_DOUBLE_ORDER: '1,0', MAPPED_REG_DOUBLE_RATES_1: 'registered=1.5' });
 
   it('a 25% drop is a regression, named with both figures and the PCI bus id, in every report; the other GPU is matched and unchanged', () => {
-    const r = run(['--backend', 'cuda', '--baseline', baseline], upgraded);
+    const r = run([...NO_HAZARDS, '--backend', 'cuda', '--baseline', baseline], upgraded);
     expect(r.json.devices.map((d) => `${d.id} ${d.pciBusId}`)).toEqual(['cuda:0 0000:00:01.0', 'cuda:1 0000:00:00.0']);
     const gate = expectSameDecision(r, false);
     // the registered copy alone got slower (page-locked copies paced as before): a bandwidth regression, and one of
@@ -191,7 +194,7 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
   });
 
   it('the same order change without a slower GPU passes: devices are matched by PCI bus id, never by index', () => {
-    const r = run(['--backend', 'cuda', '--baseline', baseline], cuda({ MAPPED_REG_DOUBLE_DEVICES: '2', MAPPED_REG_DOUBLE_ORDER: '1,0' }));
+    const r = run([...NO_HAZARDS, '--backend', 'cuda', '--baseline', baseline], cuda({ MAPPED_REG_DOUBLE_DEVICES: '2', MAPPED_REG_DOUBLE_ORDER: '1,0' }));
     const gate = expectSameDecision(r, true);
     expect(gate.headline).toMatch(/^PASS: 2 devices \(2 Usable\), no regression against .*baseline-two\.json \(registered GB\/s within 10\.0%\)$/);
   });
