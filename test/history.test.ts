@@ -111,6 +111,25 @@ function sharedStore(...sides: ('old' | 'new')[]): string {
 }
 /** Fleet A's two sides. */
 const sharedStoreA = (): string => sharedStore('old', 'new');
+/** `history compare --json` of fleet A's store, OLD against NEW: run once (by the first test that asks), then only read. */
+let comparedA: { code: number | null; json: HistoryJson } | undefined;
+function compareA(): { code: number | null; json: HistoryJson } {
+  if (!comparedA) {
+    const r = cli(['history', 'compare', '--db', sharedStoreA(), '--old', OLD, '--new', NEW, '--json']);
+    comparedA = { code: r.code, json: JSON.parse(r.stdout) as HistoryJson };
+  }
+  return comparedA;
+}
+/** One side of fleet A merged into one file: merged once (by the first test that asks), then only read. */
+const merges = new Map<string, string>();
+function mergedSide(side: 'old' | 'new'): string {
+  if (!merges.has(side)) {
+    const out = join(work, `a-${side}.json`);
+    expect(cli(['merge', ...readdirSync(join(A, side)).map((f) => join(A, side, f)), '-o', out]).code).toBe(0);
+    merges.set(side, out);
+  }
+  return merges.get(side)!;
+}
 /** A copy of fleet A's store (the file and its write-ahead log, if any) for a test that adds to it. */
 function storeCopy(name: string): string {
   const from = sharedStoreA();
@@ -134,8 +153,7 @@ describe('history add', () => {
     expect(again.stdout).toMatch(/^added 0 runs \(0 devices, 0 checks\) from 24 files; already in the store: 24 runs \(192 devices\)/);
     expect(storeLine(again.stdout)).toEqual(before);
     // the same runs merged into one file: each part is a run already there
-    const merged = join(work, 'old-merged.json');
-    expect(cli(['merge', ...readdirSync(join(A, 'old')).map((f) => join(A, 'old', f)), '-o', merged]).code).toBe(0);
+    const merged = mergedSide('old');
     const viaMerged = cli(['history', 'add', '--db', db, merged]);
     expect(viaMerged.code).toBe(0);
     expect(storeLine(viaMerged.stdout)).toEqual(before);
@@ -191,11 +209,7 @@ describe('history compare', () => {
   });
 
   it('agrees with compare of the merged files: every regression kind, every count', () => {
-    const files = (side: string): string[] => readdirSync(join(A, side)).map((f) => join(A, side, f));
-    const [mo, mn] = [join(work, 'a-old.json'), join(work, 'a-new.json')];
-    expect(cli(['merge', ...files('old'), '-o', mo]).code).toBe(0);
-    expect(cli(['merge', ...files('new'), '-o', mn]).code).toBe(0);
-    const file = cli(['compare', mo, mn, '--json', '--expectations', expectationsA]);
+    const file = cli(['compare', mergedSide('old'), mergedSide('new'), '--json', '--expectations', expectationsA]);
     const hist = cli(['history', 'compare', '--db', db, '--old', OLD, '--new', NEW, '--json', '--expectations', expectationsA]);
     expect(hist.stderr).toBe('');
     expect(file.code).toBe(1);
@@ -218,9 +232,9 @@ describe('history compare', () => {
   });
 
   it('finds each planted regression with its host, PCI bus id and both sides, and exits 1', () => {
-    const r = cli(['history', 'compare', '--db', db, '--old', OLD, '--new', NEW, '--json']);
+    const r = compareA();
     expect(r.code).toBe(1);
-    const h = JSON.parse(r.stdout) as HistoryJson;
+    const h = r.json;
     const mine = (host: string): Regression[] => h.regressions.filter((x) => x.host === host);
     for (const p of truthA.planted) {
       const got = mine(p.host);
@@ -270,7 +284,7 @@ describe('history compare', () => {
   });
 
   it('selectors: host= keeps those hosts, device= those devices, with the same decisions', () => {
-    const all = JSON.parse(cli(['history', 'compare', '--db', db, '--old', OLD, '--new', NEW, '--json']).stdout) as HistoryJson;
+    const all = compareA().json;
     const some = cli(['history', 'compare', '--db', db, '--old', `${OLD} host=gpu-node-0000?`, '--new', `host=gpu-node-0000? ${NEW}`, '--json']);
     const h = JSON.parse(some.stdout) as HistoryJson;
     const want = all.regressions.filter((x) => /^gpu-node-0000\d$/.test(x.host!));
@@ -394,7 +408,7 @@ describe('history report in Chromium, offline', () => {
     expect(text).toContain(`content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`);
 
     const sides = reportFiguresA();
-    const regressions = (JSON.parse(cli(['compare', join(work, 'a-old.json'), join(work, 'a-new.json'), '--json']).stdout) as HistoryJson).regressions;
+    const regressions = (JSON.parse(cli(['compare', mergedSide('old'), mergedSide('new'), '--json']).stdout) as HistoryJson).regressions;
     const regressedHosts = [...new Set(regressions.map((x) => x.host!))].sort();
 
     const { page, context, requests, problems } = await open(html);
