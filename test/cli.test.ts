@@ -13,6 +13,8 @@ const { work, doubles } = workspace('mapped-reg-cli-');
 function cli(args: string[], env: Record<string, string | undefined> = {}): Ran {
   return runScript(main, args, work, env);
 }
+/** For the runs whose tests read no hazard check: those checks (a 32 MiB file, a child process...) cost the most. */
+const NO_HAZARDS = ['--skip', 'hazard.*'];
 
 describe('with no GPU', () => {
   it('runs, lists the CPU, OpenCL and Vulkan CPU devices with their verdicts, says no GPU driver was found, writes JSON', () => {
@@ -125,7 +127,7 @@ describe('through the CUDA double', () => {
   it('probes cuda:0 Usable, and --device selects it alone', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'cuda.json');
-    const r = cli(['--device', 'cuda:0', '--size', '16', '--scratch-dir', scratch, '--json', json], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    const r = cli(['--device', 'cuda:0', '--size', '16', '--scratch-dir', scratch, '--json', json, ...NO_HAZARDS], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const result = JSON.parse(readFileSync(json, 'utf8'));
@@ -162,7 +164,7 @@ describe('through the CUDA double', () => {
 
   it("the devices that never register start after the GPU's probe: nothing else runs beside its region", () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
-    const r = cli(['--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
+    const r = cli(['--size', '4', '--scratch-dir', scratch, ...NO_HAZARDS], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda });
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
     const probe = lines.findIndex((l) => / cuda:0 probe\.verdict pass/.test(l));
@@ -174,7 +176,7 @@ describe('through the CUDA double', () => {
 
   it('wrong bytes make the run fail: exit 1, Refused Wrong_bytes', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
-    const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
+    const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch, ...NO_HAZARDS], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^cuda:0 .*Refused \(Wrong_bytes\)/m);
   });
