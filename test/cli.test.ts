@@ -3,7 +3,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAIN, ROOT, cleanEnv } from './support/command.js';
+import { cleanEnv, MAIN, NO_HAZARDS, ROOT } from './support/command.js';
 import { type Ran, runScript, workspace } from './support/workspace.js';
 
 const root = ROOT;
@@ -13,8 +13,6 @@ const { work, doubles } = workspace('mapped-reg-cli-');
 function cli(args: string[], env: Record<string, string | undefined> = {}): Ran {
   return runScript(main, args, work, env);
 }
-/** For the runs whose tests read no hazard check: those checks (a 32 MiB file, a child process...) cost the most. */
-const NO_HAZARDS = ['--skip', 'hazard.*'];
 
 describe('with no GPU', () => {
   it('runs, lists the CPU, OpenCL and Vulkan CPU devices with their verdicts, says no GPU driver was found, writes JSON', () => {

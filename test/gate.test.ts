@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
 import { InputError, readResults, resultsValidator } from '../results/read.js';
 import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
-import { MAIN, cleanEnv } from './support/command.js';
+import { cleanEnv, MAIN, NO_HAZARDS } from './support/command.js';
 import { type CommandRun, runCommand, workspace } from './support/workspace.js';
 import { ROCM724_FAILS } from './support/profiles.js';
 import { validateJunit } from './support/junit-xsd.js';
@@ -43,8 +43,6 @@ function run(args: string[], env: Record<string, string | undefined> = {}): Ran 
   };
 }
 
-/** For the runs whose tests read the gate, the presence and the figures, never a hazard check: a baseline and the runs compared with it alike (the gate compares check by check). */
-const NO_HAZARDS = ['--skip', 'hazard.*'];
 
 const cuda = (extra: Record<string, string> = {}): Record<string, string> => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES, ...extra });
 const save = (r: Ran, name: string): string => {

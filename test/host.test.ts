@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAIN, cleanEnv } from './support/command.js';
+import { cleanEnv, MAIN, NO_HAZARDS } from './support/command.js';
 import { holdLock } from './support/lock-holder.js';
 import { buildDoubles } from './double/build.js';
 
@@ -26,8 +26,6 @@ function cli(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [MAIN, ...args], { env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, ...env }), encoding: 'utf8', cwd: work });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
-/** For the runs whose tests read no hazard check: those checks (a 32 MiB file, a child process...) cost the most. */
-const NO_HAZARDS = ['--skip', 'hazard.*'];
 
 /** A tmpfs of its own, in a private folder (unmounted after the file's tests). CI runs as root, like here. */
 function tmpfs(options: string): string {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles } from './double/build.js';
 import { running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
+import { NO_HAZARDS } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-signals-'));
 let doubles: { cuda: string; hip: string };
@@ -40,8 +41,6 @@ interface Device {
   incomplete?: boolean;
 }
 const ALL_CHECKS = 20;
-/** For the runs whose tests read no hazard check: those checks (a 32 MiB file, a child process...) cost the most; each stays reported, as skip. */
-const NO_HAZARDS = ['--skip', 'hazard.*'];
 
 function cuda(args: string[], env: Record<string, string> = {}, detached = false): { c: Started; scratch: string; json: string } {
   const scratch = mkdtempSync(join(work, 'scratch-'));

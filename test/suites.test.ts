@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROCM724_FAILS } from './support/profiles.js';
-import { MAIN, cleanEnv } from './support/command.js';
+import { cleanEnv, MAIN, NO_HAZARDS } from './support/command.js';
 import { workspace } from './support/workspace.js';
 
 const main = MAIN;
@@ -43,8 +43,6 @@ function runCli(args: string[], env: Record<string, string>): { code: number | n
 }
 
 const byId = (d: Device): Record<string, string> => Object.fromEntries(d.checks.map((c) => [c.id, c.status]));
-/** For the tests that read the core checks alone: the hazard suite's checks left out (its own test runs them). */
-const NO_HAZARDS = ['--skip', 'hazard.*'];
 const CORE = ['static.verdict', 'probe.verdict', 'probe.release', 'timing.margin'];
 
 describe('the hazard suite through the command', () => {

@@ -7,6 +7,13 @@ export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const MAIN = join(ROOT, 'dist', 'cli', 'main.js');
 
 /**
+ * The arguments of a run whose test reads the gate, the figures or the reports, never a hazard check: the hazard
+ * checks (a 32 MiB file and a child process each run) are a third of a CUDA run's CPU. A baseline and the runs
+ * compared with it take them alike: the gate compares check by check.
+ */
+export const NO_HAZARDS: readonly string[] = ['--skip', 'hazard.*'];
+
+/**
  * The kernel's pressure figures of a quiet machine (all zero), which the command reads instead of /proc/pressure
  * (MAPPED_REG_PROC_ROOT): this machine's own, under the load of the other test files, would make a run "busy"
  * by luck. The tests of the busy rules give their own.
