@@ -9,8 +9,8 @@ export default defineConfig({
     pool: 'forks',
     // Much of a test file's time is waiting, not computing: on the command's processes, on a hung check's watchdog
     // (the test hooks' hang sleeps), on paced copies, npm and git. Four files at a time on the 2-core machine keep
-    // both cores busy through those waits (measured: 290 s with two, 251 with three, 243 with four); the tests'
-    // timing lock and per-test folders keep them apart.
+    // both cores busy through those waits (one idle run each: 290 s with two, 251 with three, 240 s in Vitest with
+    // four); the tests' timing lock and per-test folders keep them apart.
     maxWorkers: 4,
     testTimeout: 60_000,
     // a beforeAll that builds a fleet or a store runs the command many times: on a loaded machine that takes more
