@@ -20,6 +20,7 @@ import type { Selection } from '../suites/protocol.js';
 import { schemaPath, schemaProblems } from '../results/read.js';
 import { type Backend, BACKENDS } from '../results/types.js';
 import { staticVerdict } from '../src/device.js';
+import { loadDouble } from './support/drivers.js';
 import { FAKE, fakeBackend } from './support/fake-backend.js';
 
 // Not a member of Backend: that list is the product's (the schema's); a test cannot grow a union.
@@ -208,7 +209,6 @@ describe('the kits of the drivers that register, against their doubles', () => {
   const drivers = { cuda: { module: cuda, errorName: (library: string, code: number) => loadCuda(library).errorName(code) }, hip: { module: hip, errorName: (library: string, code: number) => loadHip(library).errorName(code) } };
   /** The double's device of `backend`, its kit checked for what each driver's says alike: its library variable, its not-registered and invalid-value codes by the driver's own names. */
   async function checkedNative(backend: 'cuda' | 'hip'): Promise<NonNullable<DiscoveredDevice['native']>> {
-    const { loadDouble } = await import('./support/drivers.js');
     const native = loadDouble(backend).discovery.devices.find((d) => d.backend === backend)!.native!;
     const { module, errorName } = drivers[backend];
     expect(native.kit.libraryEnv).toBe(backendModule(backend)?.libraryEnv);

@@ -4,11 +4,13 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import koffi from 'koffi';
+import { afterAll } from 'vitest';
 import { buildDoubles } from '../double/build.js';
 import { discover, type Backend, type Discovery } from '../../bindings/discovery.js';
 
 const copies = mkdtempSync(join(tmpdir(), 'mapped-reg-doubles-'));
-process.on('exit', () => rmSync(copies, { recursive: true, force: true }));
+// after the importing test file's tests: Vitest ends its worker processes without their 'exit' handlers running
+afterAll(() => rmSync(copies, { recursive: true, force: true }));
 let serial = 0;
 
 export interface DoubleConfig {
