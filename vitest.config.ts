@@ -9,7 +9,7 @@ export default defineConfig({
     pool: 'forks',
     // Two files at a time on the 2-core machine: much of a file's time is waiting (on the command's processes, a hung
     // check's watchdog, npm and git), so two keep both cores in use. More workers were faster on an idle machine (251 s
-    // with three, 211-269 s with four, against 275-290 s with two) but starved the double's paced copies: a baseline
+    // with three, 211-269 s with four, against 275-318 s with two) but starved the double's paced copies: a baseline
     // timed in such a moment (registered / page-locked 2.9 where the pacing gives 1.0) failed the gate's tests, in an
     // idle run with four and in one with three. The tests' timing lock and per-test folders keep two files apart.
     maxWorkers: 2,
