@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { RunResult } from '../results/types.js';
 import { buildDoubles } from './double/build.js';
-import { ROOT, cleanEnv } from './support/command.js';
+import { NO_HAZARDS, ROOT, cleanEnv } from './support/command.js';
 import { validateJunit } from './support/junit-xsd.js';
 import { waitUntil } from './support/processes.js';
 
@@ -257,9 +257,9 @@ const RATES = 'registered=2,pinned=1.5,pageable=0.5';
 /**
  * The action's `args` (one argument a line) for the runs whose tests read no hazard check, the costliest checks (a
  * 32 MiB file, a child process...); a baseline and the runs gated against it skip the same, as the gate compares
- * check by check.
+ * check by check. NO_HAZARDS, one argument a line.
  */
-const NO_HAZARDS = '--skip\nhazard.*\n';
+const NO_HAZARDS_ARGS = `${NO_HAZARDS.join('\n')}\n`;
 const cuda = (rates = RATES, extra: Record<string, string> = {}): Record<string, string> => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: rates, ...extra });
 
 /** The action's folder: a copy of this working tree (what `uses: owner/repo@ref` downloads), not yet installed. */
@@ -299,7 +299,7 @@ function gatedUpgradeTests(): void {
   let baseline: string;
   beforeAll(async () => {
     const workspace = newWorkspace();
-    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda\n', results: 'out/baseline.json', junit: 'out/baseline.xml', args: NO_HAZARDS }, env: cuda() });
+    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda\n', results: 'out/baseline.json', junit: 'out/baseline.xml', args: NO_HAZARDS_ARGS }, env: cuda() });
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.passed).toBe('true');
     expect(JSON.parse(r.outputs.verdicts!)).toEqual({ 'cuda:0': 'Usable' });
@@ -310,7 +310,7 @@ function gatedUpgradeTests(): void {
 
   it('the registered GB/s fell 25%: the step fails with the command\'s status (1), passed=false, and the summary, JUnit and JSON say why', async () => {
     const workspace = newWorkspace();
-    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%', args: NO_HAZARDS }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
+    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cuda', baseline, 'max-drop': '10%', args: NO_HAZARDS_ARGS }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
     expect(r.steps.map((s) => s.code), r.log).toEqual([0, 1]);
     expect(r.code).toBe(1);
     expect(r.outputs.passed).toBe('false');
@@ -331,7 +331,7 @@ function gatedUpgradeTests(): void {
   }, 120_000);
 
   it('max-drop (an input with a dash) reaches the command: 30% lets the same drop pass', async () => {
-    const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%', args: NO_HAZARDS }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
+    const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cuda', baseline, 'max-drop': '30%', args: NO_HAZARDS_ARGS }, env: cuda('registered=1.5,pinned=1.5,pageable=0.5') });
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.passed).toBe('true');
     expect(readJson(r.outputs.results!).gate!.maxDrop).toBe(0.3);
@@ -341,7 +341,7 @@ function gatedUpgradeTests(): void {
     const r = await runAction({
       actionPath,
       workspace: newWorkspace(),
-      with: { size: '8', backend: 'cuda\ncpu\n', require: 'cuda\n\n   cuda:0  \ncuda=2\n', args: `--runs\n3\n${NO_HAZARDS}` },
+      with: { size: '8', backend: 'cuda\ncpu\n', require: 'cuda\n\n   cuda:0  \ncuda=2\n', args: `--runs\n3\n${NO_HAZARDS_ARGS}` },
       env: cuda(),
     });
     expect(r.code, r.log).toBe(1);

@@ -208,7 +208,7 @@ describe('a backend that registers, added through the registry alone', () => {
 describe('the kits of the drivers that register, against their doubles', () => {
   const drivers = { cuda: { module: cuda, errorName: (library: string, code: number) => loadCuda(library).errorName(code) }, hip: { module: hip, errorName: (library: string, code: number) => loadHip(library).errorName(code) } };
   /** The double's device of `backend`, its kit checked for what each driver's says alike: its library variable, its not-registered and invalid-value codes by the driver's own names. */
-  async function checkedNative(backend: 'cuda' | 'hip'): Promise<NonNullable<DiscoveredDevice['native']>> {
+  function checkedNative(backend: 'cuda' | 'hip'): NonNullable<DiscoveredDevice['native']> {
     const native = loadDouble(backend).discovery.devices.find((d) => d.backend === backend)!.native!;
     const { module, errorName } = drivers[backend];
     expect(native.kit.libraryEnv).toBe(backendModule(backend)?.libraryEnv);
@@ -219,7 +219,7 @@ describe('the kits of the drivers that register, against their doubles', () => {
   }
 
   it('CUDA: its library variable, its not-registered code by the driver\'s name, its reset, the retain given back, READ_ONLY, one attribute call', async () => {
-    const native = await checkedNative('cuda');
+    const native = checkedNative('cuda');
     const { kit } = native;
     expect(kit.readOnlyFlag).toBe(0x08);
     const { call, query } = kit.attributeCall();
@@ -233,7 +233,7 @@ describe('the kits of the drivers that register, against their doubles', () => {
   });
 
   it('HIP: its library variable, its not-registered code by the runtime\'s name, hipDeviceReset, nothing kept, no read-only flag', async () => {
-    const native = await checkedNative('hip');
+    const native = checkedNative('hip');
     const { kit } = native;
     expect(kit.readOnlyFlag).toBeUndefined();
     expect(kit.contextReset.releaseKept).toBeUndefined();
