@@ -31,12 +31,6 @@ import {
 } from '../suites/protocol.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
-/**
- * Node options of a runner: V8's young generation capped at 1 MiB a semi-space (16 by default): less resident per
- * runner (measured again with the suites in the runner's own thread: 9 MiB less at its peak than with 16, for no
- * start time that the 2-core machine's noise could tell), for a process that allocates little once Vitest has started.
- */
-export const RUNNER_NODE_OPTIONS = ['--max-semi-space-size=1'];
 /** Outside any check (starting Vitest, between checks) a runner gets --timeout plus this before it counts as stuck. */
 export const STALL_GRACE_S = 10;
 /** New processes a device gets in a row when each one dies outside any check without reporting a check. */
@@ -107,7 +101,7 @@ type OnDiscovery = (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => 
 
 /** Starts a runner process with `spec`, in a session of its own, counted among the live ones. */
 function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
-  const child = spawn(process.execPath, [...RUNNER_NODE_OPTIONS, runner], {
+  const child = spawn(process.execPath, [runner], {
     // a discovering runner waits for the command's word on its stdin
     stdio: [spec.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],
     // a session of its own: a Ctrl-C at the terminal reaches the command alone, which stops its runners itself
