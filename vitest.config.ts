@@ -7,12 +7,11 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     // The bindings load native libraries through koffi: forks keep each test file in its own process.
     pool: 'forks',
-    // Two files at a time on the 2-core machine: much of a file's time is waiting (on the command's processes, a hung
-    // check's watchdog, npm and git), so two keep both cores in use. More workers were faster on an idle machine (251 s
-    // with three, 211-269 s with four, against 275-318 s with two) but starved the double's paced copies: a baseline
-    // timed in such a moment (registered / page-locked 2.9 where the pacing gives 1.0) failed the gate's tests, in an
-    // idle run with four and in one with three. The tests' timing lock and per-test folders keep two files apart.
-    maxWorkers: 2,
+    // Four files at a time on the 2-core machine: much of a file's time is waiting (on the command's processes, a
+    // hung check's watchdog, the double's paced copies, npm and git), so four keep both cores in use. The tests whose
+    // verdict rests on a paced figure pace copies long enough (tens of ms) that a late wake-up on a loaded machine
+    // cannot move a best-of-7 figure across a margin. The tests' timing lock and per-test folders keep files apart.
+    maxWorkers: 4,
     testTimeout: 60_000,
     // a beforeAll that builds a fleet or a store runs the command many times: on a loaded machine that takes more
     // than Vitest's default of 10 s (a full run beside two busy loops and another test run timed one out)
