@@ -273,11 +273,12 @@ describe('the probe through the bindings and the CUDA double: refusals and fault
 });
 
 // The spec's margin through the real bindings, on any machine: the double paces its copies (MAPPED_REG_DOUBLE_RATES),
-// so the registered upload takes window / R and the staged copy's upload window / P, 42 to 134 ms here. The staged
+// so the registered upload takes window / R and the staged copy's upload window / P, 33 to 134 ms here. The staged
 // copy also makes its memcpy of the window (not paced), so its ratio is R / P plus the memcpy's share, never less.
 // Each boundary is tested on the side where that share cannot carry it across on a loaded machine:
-//  - exactly 0.8 (R = 0.8 P): Usable, the spec's side (ratio >= margin); a window of 8 MiB, so the memcpy (a ms
-//    or more) outweighs a late end of the best registered upload (the double's waits end within 0.2 ms, mostly);
+//  - exactly 0.8 (R = 0.8 P): Usable, the spec's side (ratio >= margin); a window of 64 MiB, so the memcpy (4 ms
+//    or more) outweighs a late end of the best registered upload (a window of 8 MiB, whose memcpy took 0.5 ms,
+//    failed once in a test run with four files at a time: every one of its 7 registered uploads ended 1.6 ms late);
 //  - just below (R = 0.78 P): Too_slow; a window of 256 KiB paced to 105 ms, so the memcpy (some 30 us) cannot
 //    lift the ratio over 0.8 (it would take 2.7 ms more in every one of the 7 staged runs).
 // Only the verdict and the side of the margin are asserted, never how far from it: a loaded machine moves the ratio
@@ -307,7 +308,7 @@ describe('the margin through the bindings: the CUDA double with paced copies', (
   });
 
   it('registered at exactly 0.8 of page-locked: the staged copy is that upload plus a memcpy, so the ratio is at least 0.8: Usable', () => {
-    const r = margin(0.16, 0.2, 16 * MiB);
+    const r = margin(1.6, 2, 128 * MiB);
     const timing = JSON.stringify(r.timing);
     expect(r.timing!.ratio, timing).toBeGreaterThanOrEqual(0.8);
     expect(r.verdict, timing).toEqual({ kind: 'Usable' });
