@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// The build (npm's prepare step, `npm run build`, the tests' global setup): dist/ with tsc, and the command's
-// file made executable (tsc writes it 0644; npx runs the bin it links, which must be executable). An install that carries a built dist/ but no TypeScript (the GPU
+// The build (npm's prepare step, `npm run build`, the tests' global setup): dist/ with tsc, the command's file made
+// executable (tsc writes it 0644; npx runs the bin it links, which must be executable), and the results schema's
+// validator compiled into dist/results/. An install that carries a built dist/ but no TypeScript (the GPU
 // machine, where the device tool's packing leaves the compiler out, and npx's self-install of this package there)
 // keeps the dist/ it has instead of failing.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -22,6 +23,18 @@ try {
 }
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit', cwd: new URL('..', import.meta.url) });
 chmodSync(new URL('../dist/cli/main.js', import.meta.url), 0o755);
+
+// The results schema's validator, compiled here once with ajv's standalone code generation, so that no command
+// compiles the schema again (results/read.ts loads it). Written to a temporary name, then renamed over the old one.
+const { SCHEMA_OPTIONS, VALIDATOR_FILE } = await import('../dist/results/read.js');
+const { Ajv } = require('ajv');
+const standaloneCode = require('ajv/dist/standalone').default;
+const schema = JSON.parse(readFileSync(new URL('../results/results.schema.json', import.meta.url), 'utf8'));
+const ajv = new Ajv({ ...SCHEMA_OPTIONS, code: { source: true } });
+const validatorPath = new URL(`../dist/results/${VALIDATOR_FILE}`, import.meta.url);
+const partial = new URL(`../dist/results/.${VALIDATOR_FILE}.${process.pid}`, import.meta.url);
+writeFileSync(partial, `// Made by scripts/prepare.mjs from results/results.schema.json: do not edit.\n${standaloneCode(ajv, ajv.compile(schema))}`);
+renameSync(partial, validatorPath);
 
 // An output whose source is gone (a file renamed or removed) would still be packed and could still be imported:
 // remove it. Only those: dist/ is rebuilt in place, because `npm pack` in the tests runs this while other test
