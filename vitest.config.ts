@@ -8,9 +8,10 @@ export default defineConfig({
     // The bindings load native libraries through koffi: forks keep each test file in its own process.
     pool: 'forks',
     // Four files at a time on the 2-core machine: much of a file's time is waiting (on the command's processes, a
-    // hung check's watchdog, the double's paced copies, npm and git), so four keep both cores in use. The tests whose
-    // verdict rests on a paced figure pace copies long enough (tens of ms) that a late wake-up on a loaded machine
-    // cannot move a best-of-7 figure across a margin. The tests' timing lock and per-test folders keep files apart.
+    // hung check's watchdog, the double's paced copies, npm and git), so four keep both cores in use. A test whose
+    // verdict rests on a paced figure holds against a late wake-up on the loaded machine by copies of tens of ms,
+    // more rounds, or a deterministic share between figure and margin (docs/development.md). The tests' timing lock
+    // and per-test folders keep files apart.
     maxWorkers: 4,
     testTimeout: 60_000,
     // a beforeAll that builds a fleet or a store runs the command many times: on a loaded machine that takes more

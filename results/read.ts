@@ -42,12 +42,17 @@ export const SCHEMA_OPTIONS = { allErrors: true, strict: true, allowUnionTypes: 
  */
 export const VALIDATOR_FILE = 'results-validator.cjs';
 
+/** Where the build writes the validator and the commands load it from. */
+export function validatorPath(): string {
+  return join(packageRoot(), 'dist', 'results', VALIDATOR_FILE);
+}
+
 let validator: ValidateFunction | undefined;
 
 /** The schema's validator (loaded once). */
 export function resultsValidator(): ValidateFunction {
   if (!validator) {
-    const path = join(packageRoot(), 'dist', 'results', VALIDATOR_FILE);
+    const path = validatorPath();
     if (!existsSync(path)) throw new Error(`${VALIDATOR_FILE} not found at ${path}: the package is incomplete (npm run build makes it)`);
     validator = createRequire(import.meta.url)(path) as ValidateFunction;
   }

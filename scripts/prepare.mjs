@@ -26,15 +26,14 @@ chmodSync(new URL('../dist/cli/main.js', import.meta.url), 0o755);
 
 // The results schema's validator, compiled here once with ajv's standalone code generation, so that no command
 // compiles the schema again (results/read.ts loads it). Written to a temporary name, then renamed over the old one.
-const { SCHEMA_OPTIONS, VALIDATOR_FILE } = await import('../dist/results/read.js');
+const { SCHEMA_OPTIONS, schemaPath, validatorPath } = await import('../dist/results/read.js');
 const { Ajv } = require('ajv');
 const standaloneCode = require('ajv/dist/standalone').default;
-const schema = JSON.parse(readFileSync(new URL('../results/results.schema.json', import.meta.url), 'utf8'));
 const ajv = new Ajv({ ...SCHEMA_OPTIONS, code: { source: true } });
-const validatorPath = new URL(`../dist/results/${VALIDATOR_FILE}`, import.meta.url);
-const partial = new URL(`../dist/results/.${VALIDATOR_FILE}.${process.pid}`, import.meta.url);
-writeFileSync(partial, `// Made by scripts/prepare.mjs from results/results.schema.json: do not edit.\n${standaloneCode(ajv, ajv.compile(schema))}`);
-renameSync(partial, validatorPath);
+const validator = standaloneCode(ajv, ajv.compile(JSON.parse(readFileSync(schemaPath(), 'utf8'))));
+const partial = `${validatorPath()}.${process.pid}`;
+writeFileSync(partial, `// Made by scripts/prepare.mjs from results/results.schema.json: do not edit.\n${validator}`);
+renameSync(partial, validatorPath());
 
 // An output whose source is gone (a file renamed or removed) would still be packed and could still be imported:
 // remove it. Only those: dist/ is rebuilt in place, because `npm pack` in the tests runs this while other test

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GateDecision, RunResult } from '../results/types.js';
 import { type Look, busyReasons, BUSY_THRESHOLDS } from '../suites/measure.js';
-import { MAIN, cleanEnv } from './support/command.js';
+import { MAIN, NO_HAZARDS, cleanEnv } from './support/command.js';
 import { type CommandRun, runCommand, workspace } from './support/workspace.js';
 
 const { work, doubles } = workspace('mapped-reg-busy-', 'now');
@@ -34,7 +34,7 @@ function run(args: string[], env: Record<string, string | undefined>, sizeMiB = 
   const r = runCommand(
     work,
     // no test here reads a hazard check: what is judged is the timing, the load and the gate
-    () => ['--backend', 'cuda', '--size', String(sizeMiB), '--runs', String(roundsFor(sizeMiB)), '--skip', 'hazard.*', ...args],
+    () => ['--backend', 'cuda', '--size', String(sizeMiB), '--runs', String(roundsFor(sizeMiB)), ...NO_HAZARDS, ...args],
     // the lock of this file's runs only: the other test files' runs time their copies under their own
     () => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_NVML_LIBRARY: doubles.nvml, MAPPED_REG_TIMING_LOCK: join(work, 'timing.lock'), ...env }),
   );

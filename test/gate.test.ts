@@ -50,7 +50,6 @@ function run(args: string[], env: Record<string, string | undefined> = {}): Ran 
   };
 }
 
-
 const cuda = (extra: Record<string, string> = {}): Record<string, string> => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES, ...extra });
 const save = (r: Ran, name: string): string => {
   const f = join(work, name);
