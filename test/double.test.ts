@@ -20,6 +20,7 @@ import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAP, PROT } from '../bindings/libc.js';
 import { buildDoubles, type DoublePaths } from './double/build.js';
+import { capturingStderr } from './support/stderr.js';
 import { diskTempDir } from './support/temp-dir.js';
 
 // ------------------------------------------------------------------ libc
@@ -273,6 +274,9 @@ const savedEnv = new Map<string, string | undefined>(ENV_KEYS.map((k) => [k, pro
 function setEnv(vars: Partial<Record<(typeof ENV_KEYS)[number], string>>): void {
   for (const [k, v] of Object.entries(vars)) process.env[k] = v;
 }
+
+/** cuInit(0) of a setting the double refuses: the line it says on stderr is captured, not printed among the run's output. */
+const refusedInit = (): number => capturingStderr(() => cu.init(0)).value as number;
 
 beforeAll(() => {
   paths = buildDoubles();
@@ -683,11 +687,11 @@ describe('CUDA double, profile cuda: page-locked memory, call counts and configu
 
   it('refuses an unknown profile or fault at cuInit', () => {
     setEnv({ MAPPED_REG_DOUBLE_PROFILE: 'no-such-profile' });
-    expect(cu.init(0)).toBe(CU.INVALID_VALUE);
+    expect(refusedInit()).toBe(CU.INVALID_VALUE);
     setEnv({ MAPPED_REG_DOUBLE_PROFILE: 'cuda', MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes,no_such_fault' });
-    expect(cu.init(0)).toBe(CU.INVALID_VALUE);
+    expect(refusedInit()).toBe(CU.INVALID_VALUE);
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'unregister_fails=x' });
-    expect(cu.init(0)).toBe(CU.INVALID_VALUE);
+    expect(refusedInit()).toBe(CU.INVALID_VALUE);
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: ' wrong_bytes , integrated ' });
     expect(cu.init(0)).toBe(0);
   });
@@ -907,7 +911,7 @@ describe('faults: stuck registrations, fault lists and wrong bytes', () => {
   it('refuses a valued fault out of range and an unknown one-promise name', () => {
     for (const faults of ['stuck_registration=0', 'stuck_registration=x', 'register_max=0', 'register_max=-1', 'register_max=', 'accept_everything', 'tmpfs_zeros=1']) {
       setEnv({ MAPPED_REG_DOUBLE_FAULTS: faults });
-      expect(cu.init(0), faults).toBe(CU.INVALID_VALUE);
+      expect(refusedInit(), faults).toBe(CU.INVALID_VALUE);
     }
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: 'register_max=8192,accept_prot_none,stale_after_write' });
     expect(cu.init(0)).toBe(0);

@@ -7,6 +7,7 @@ import koffi from 'koffi';
 import { afterAll } from 'vitest';
 import { buildDoubles } from '../double/build.js';
 import { discover, type Backend, type Discovery } from '../../bindings/discovery.js';
+import { capturingStderr } from './stderr.js';
 
 const copies = mkdtempSync(join(tmpdir(), 'mapped-reg-doubles-'));
 // after the importing test file's tests: Vitest ends its worker processes without their 'exit' handlers running
@@ -78,7 +79,8 @@ export function loadDouble(backend: 'cuda' | 'hip', config: DoubleConfig = {}): 
   }
   let discovery: Discovery;
   try {
-    discovery = discover([backend as Backend]);
+    // a setting the double refuses is said in one line on stderr (test/double-rates.test.ts reads it from a child process)
+    discovery = capturingStderr(() => discover([backend as Backend])).value;
   } finally {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
