@@ -4,7 +4,7 @@
 // else of the command line.
 import { resolve } from 'node:path';
 import yargs from 'yargs';
-import { MEASURE_OPTIONS, UsageError, measureOptions } from '../cli/options.js';
+import { MEASURE_OPTIONS, UsageError, measureOptions, once } from '../cli/options.js';
 
 export { UsageError };
 
@@ -30,8 +30,8 @@ export async function parseOptions(argv: string[]): Promise<Options> {
       size: { ...MEASURE_OPTIONS.size, describe: `MiB of the file-backed region (at most ${MAX_SIZE_MIB}); the probe's window is half of it` },
       'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file (default: the package's scratch/)" },
       device: { ...MEASURE_OPTIONS.device, describe: 'only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run' },
-      json: { type: 'string', requiresArg: true, describe: 'write the results as JSON' },
-      'native-bin': { type: 'string', requiresArg: true, describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
+      json: { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--json'), describe: 'write the results as JSON' },
+      'native-bin': { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--native-bin'), describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
       'drop-caches': { type: 'boolean', default: true, describe: 'as root, also write 1 to /proc/sys/vm/drop_caches for the cold page cache (--no-drop-caches: do not)' },
     })
     .strict()
@@ -50,7 +50,7 @@ export async function parseOptions(argv: string[]): Promise<Options> {
     runs: m.runs,
     sizeMiB: m.sizeMiB,
     scratchDir: m.scratchDir,
-    devices: m.devices,
+    devices: [...m.devices],
     dropCaches: a.dropCaches,
     ...(a.json ? { json: resolve(a.json) } : {}),
     ...(a.nativeBin ? { nativeBin: resolve(a.nativeBin) } : {}),

@@ -1,32 +1,52 @@
 #!/usr/bin/env node
-// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`.
+// The command: `mapped-reg-conformance [run]`, `list`, `compare`, `merge`, `report` and `history`. Each command's
+// options are turned into one checked, frozen object by cli/options.ts before anything runs; this file runs it.
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { htmlReport } from '../reporters/results-page.js';
 import { comparisonJson, compareResults, exitStatus, formatComparison } from '../results/compare.js';
-import { readExpectations, type Expectations } from '../results/expectations.js';
-import { decide, gateRulesText, parseMaxDrop, parseRequirement } from '../results/gate.js';
+import { decide, gateRulesText } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
-import { InputError, readResults } from '../results/read.js';
+import { InputError } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
 import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
-import { checkOutputs, OutputError, type OutputTarget, writeOutput } from './outputs.js';
-import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
-import { DEFAULT_MAX_DROP } from '../results/compare.js';
-import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
-import { QUIET_WAIT } from '../suites/measure.js';
-import { readSkipsFile, selectChecks } from './select-checks.js';
-import { checkRunOutputs, writeRunOutputs } from './write-outputs.js';
+import { checkOutputList, OutputError, writeOutput } from './outputs.js';
+import {
+  COMPARE_COMMAND_OPTIONS,
+  COMPARE_POSITIONALS,
+  compareCommandOptions,
+  HISTORY_ADD_OPTIONS,
+  HISTORY_COMPARE_OPTIONS,
+  HISTORY_PATHS,
+  HISTORY_REPORT_OPTIONS,
+  historyAddOptions,
+  historyCompareOptions,
+  historyReportOptions,
+  LIBRARY_VARIABLES,
+  LIST_OPTIONS,
+  type ListArgs,
+  MERGE_OPTIONS,
+  mergeCommandOptions,
+  readInputFile,
+  REPORT_OPTIONS,
+  reportCommandOptions,
+  RESULTS_FILES,
+  RUN_OPTIONS,
+  runCommandOptions,
+  type RunArgs,
+} from './options.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
 import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
+import { usageProblem } from './usage-hints.js';
+import { writeRunOutputs } from './write-outputs.js';
 import { packageJson } from '../results/package-root.js';
 
 const pkg = packageJson();
@@ -34,67 +54,22 @@ const pkg = packageJson();
 // A reader that closes early (`| head`), a full disk: the run goes on, its reports are written (cli/stdout.ts).
 guardStdout();
 
+const ARGS = hideBin(process.argv);
+
 function fail(message: string): never {
   // one line, and nothing raw from a file or a driver reaches the terminal
   process.stderr.write(`mapped-reg-conformance: ${terminalSafe(message.split('\n')[0]!, false)}\n`);
   process.exit(2);
 }
 
-interface Args {
-  scratchDir?: string;
-  size: number;
-  device: string[];
-  backend: string[];
-  runs: number;
-  minRelativeSpeed: number;
-  json?: string;
-  junit?: string;
-  metrics?: string;
-  timeout: number;
-  baseline?: string;
-  expectations?: string;
-  require: string[];
-  maxDrop: string;
-  quietWait: number;
-  check: string[];
-  skip: string[];
-  skipsFile?: string;
-  /** list: the checks instead of the devices. */
-  checks?: boolean;
-}
-
-/** The options of run and list, checked (cli/options.ts), and every output checked before anything runs. */
-function options(a: Args, listOnly: boolean) {
-  const run = runOptions(a, listOnly);
-  // every output is checked before anything runs: a name that cannot be written is refused now, not after the run
-  const targets = checkRunOutputs({ ...a }, listOnly, [
-    { option: '--baseline', value: a.baseline },
-    { option: '--expectations', value: a.expectations },
-    { option: '--skips-file', value: a.skipsFile },
-  ]);
-  return { run, targets };
-}
-
-/**
- * The selection of checks (--check, --skip, --skips-file) against the catalog, checked before anything runs: a
- * glob that matches no check, or a skips file that cannot be read, is bad input. The catalog is loaded only then.
- */
-async function checkSelection(a: Args): Promise<Pick<RunOptions, 'selection' | 'deselected'>> {
-  if (a.check.length === 0 && a.skip.length === 0 && a.skipsFile === undefined) return {};
-  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? readSkipsFile(a.skipsFile) : [])];
-  const { checkCatalog } = await import('../suites/catalog.js');
-  const deselected = selectChecks(await checkCatalog(), { checks: a.check, skips });
-  return { selection: { checks: a.check, skips: a.skip, ...(a.skipsFile !== undefined ? { skipsFile: a.skipsFile } : {}) }, deselected };
-}
-
-/** list --checks: every check id with its title (--json: as JSON, to standard output or to the file named). */
-async function listChecks(a: Args): Promise<void> {
+/** list --checks: every check id with its title (--json: as JSON, to standard output or to each file named). */
+async function listChecks(json: readonly string[] | undefined): Promise<void> {
   const { checkCatalog } = await import('../suites/catalog.js');
   const catalog = await checkCatalog();
-  if (a.json !== undefined) {
+  if (json !== undefined) {
+    const targets = checkOutputList(json.map((value) => ({ option: '--json', value })));
     const text = `${JSON.stringify({ checks: catalog }, null, 2)}\n`;
-    if (a.json === '-') say(text);
-    else writeOutput(checkOutputs([{ option: '--json', value: a.json }])['--json']!, text);
+    for (const t of targets) writeOutput(t, text);
     return;
   }
   const width = Math.max(...catalog.map((c) => c.id.length));
@@ -111,8 +86,6 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   }
 }
 
-const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
-
 /** A file's size in bytes (0 when it cannot be read: reading it says why). */
 const sizeOf = (file: string): number => {
   try {
@@ -122,26 +95,15 @@ const sizeOf = (file: string): number => {
   }
 };
 
-/** A results file given on the command line, read and checked (results/read.ts: one that lists a device twice is refused). */
-const readInputFile = (file: string): RunResult => readResults(resolve(file));
-
-function execute(a: Args, listOnly: boolean): Promise<void> {
+function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
   return guarded(async () => {
     // SIGINT, SIGTERM, SIGHUP: before anything runs they end the command at once; then they stop the run
     // a listing that its reader stops early (`| head -1`) just stops: there is no run to go on
     if (listOnly) listingOnly();
-    if (listOnly && a.checks) return listChecks(a);
+    if (listOnly && 'checks' in a && a.checks) return listChecks(a.json);
     if (!listOnly) installStopSignals();
-    const { run: options_, targets } = options(a, listOnly);
-    // the selection of checks is checked before anything runs, for list too (it lists no checks, but a bad glob is bad input)
-    const o: RunOptions = { ...options_, ...(await checkSelection(a)) };
-    // the gate's inputs are read and checked before anything runs: a bad one is refused up front
-    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readInputFile(a.baseline) } : undefined;
-    const expectations = expectationsOf(a.expectations);
-    const requires = a.require.map(parseRequirement);
-    const maxDrop = parseMaxDrop(a.maxDrop);
-    // the device runners wait for quiet only where the gate would judge a fall: they learn its limit and baseline
-    o.quiet = { waitS: o.quietWaitS, maxDrop, ...(baseline ? { baseline: baseline.result } : {}) };
+    // every option checked, every output and input too, before anything runs (cli/options.ts)
+    const o = await runCommandOptions(a, listOnly);
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
     const outcome = await run(o, { out, tty: progressRedraws(), write: say }, { name: pkg.name, version: pkg.version });
@@ -151,11 +113,12 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     if (!listOnly && !stoppedBy()) {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
       const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
-      result.gate = await decide(result, { ...(baseline ? { baseline } : {}), ...(expectations ? { expectations } : {}), requires, maxDrop, rerun: outcome.rerun });
+      const g = o.gate;
+      result.gate = await decide(result, { ...(g.baseline ? { baseline: g.baseline } : {}), ...(g.expectations ? { expectations: g.expectations } : {}), requires: g.requires, maxDrop: g.maxDrop, rerun: outcome.rerun });
       stop();
     }
     // every report is tried; one that cannot be written is told in one line and the run does not pass
-    const unwritten = await writeRunOutputs(result, targets, listOnly, stoppedBy());
+    const unwritten = await writeRunOutputs(result, o.outputs, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
     if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
@@ -163,29 +126,6 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     if (stoppedBy()) process.exitCode = stoppedStatus();
   });
 }
-
-/** What --expectations and --max-drop mean to compare and history, which have no --baseline: the old results are the reference. */
-const COMPARE_OPTIONS = {
-  expectations: { ...RUN_OPTIONS.expectations, describe: 'known failures and flakes (deqp-runner style): a listed failure in the new results is not a regression' },
-  'max-drop': { ...RUN_OPTIONS['max-drop'], describe: 'the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)' },
-} as const;
-
-/** The rules of compare as the commands give them (--expectations read, --max-drop parsed), for compare and history. */
-function compareRules(a: { expectations?: string | undefined; maxDrop: string }): { maxDrop: number; expectations?: Expectations } {
-  const expectations = expectationsOf(a.expectations);
-  return { maxDrop: parseMaxDrop(a.maxDrop), ...(expectations ? { expectations } : {}) };
-}
-
-/** A file the command must be given (the output, the store). */
-const requiredFile = (describe: string) => ({ type: 'string', requiresArg: true, demandOption: true, describe }) as const;
-/** The results files that merge and report read. */
-const RESULTS_FILES = { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' } as const;
-/** The page of report and history report. */
-const HTML_PAGE = requiredFile('the page to write (- for standard output)');
-
-/** The one output of merge or report, checked before anything runs against the results files it reads. */
-const outputBesideFiles = (option: string, value: string, files: string[]): OutputTarget =>
-  checkOutputs([{ option, value }], files.map((f) => ({ option: 'the results file', value: f })))[option]!;
 
 /**
  * The arguments; `list --checks --json` with no file name is `--json -` (standard output): every other option that
@@ -198,20 +138,9 @@ function commandLine(args: string[]): string[] {
 
 /** `run` (the default command) and `list`. */
 function addRunAndList(y: Argv): Argv {
-  return y.command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', RUN_OPTIONS, (a) => execute(a as unknown as Args, false)).command(
-    'list',
-    'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)',
-    { ...LIST_OPTIONS, checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' } } as const,
-    (a) =>
-      guarded(() => {
-        // the options of run alone are refused (list --baseline FILE would otherwise pass, the baseline unread)
-        const problem = listOptionProblem(a);
-        if (problem) throw new UsageError(problem);
-        const defaults = { size: DEFAULT_SIZE_MIB, runs: DEFAULT_RUNS, minRelativeSpeed: DEFAULT_MIN_RELATIVE_SPEED, timeout: DEFAULT_TIMEOUT_S, require: [], maxDrop: `${DEFAULT_MAX_DROP * 100}%`, quietWait: QUIET_WAIT.defaultS };
-        const given = Object.fromEntries(Object.entries(a).filter(([, v]) => v !== undefined));
-        return execute({ ...defaults, ...given } as unknown as Args, true);
-      }),
-  );
+  return y
+    .command(['run', '$0'], 'discover devices, decide static verdicts, run the conformance suites on every device', RUN_OPTIONS, (a) => execute(a, false))
+    .command('list', 'devices and their static verdicts; registers and copies nothing (--checks: every check id with its title)', LIST_OPTIONS, (a) => execute(a, true));
 }
 
 /** `compare OLD NEW`. */
@@ -219,16 +148,12 @@ function addCompare(y: Argv): Argv {
   return y.command(
     'compare <old> <new>',
     'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
-    (z) =>
-      z
-        .positional('old', { type: 'string', demandOption: true, describe: 'earlier results (JSON)' })
-        .positional('new', { type: 'string', demandOption: true, describe: 'later results (JSON)' })
-        .options(COMPARE_OPTIONS)
-        .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
+    (z) => z.positional('old', COMPARE_POSITIONALS.old).positional('new', COMPARE_POSITIONALS.new).options(COMPARE_COMMAND_OPTIONS),
     (a) =>
       guarded(() => {
-        const c = compareResults(readInputFile(a.old), readInputFile(a.new), compareRules(a));
-        say(a.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: a.old, new: a.new }))}\n`);
+        const o = compareCommandOptions(a);
+        const c = compareResults(readInputFile(o.old), readInputFile(o.new), o.rules);
+        say(o.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: o.old, new: o.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
   );
@@ -249,22 +174,22 @@ function addMerge(y: Argv): Argv {
   return y.command(
     'merge <files..>',
     'results from many machines into one file, for compare and report',
-    (z) => z.positional('files', RESULTS_FILES).option('o', { alias: 'output', ...requiredFile('the merged file (- for standard output)') }),
+    (z) => z.positional('files', RESULTS_FILES).options(MERGE_OPTIONS),
     (a) =>
       guarded(() => {
-        const out = outputBesideFiles('-o', a.o, a.files);
-        const files = a.files.map((f) => resolve(f));
+        const o = mergeCommandOptions(a);
+        const files = o.files.map((f) => resolve(f));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
         if (tooLarge) throw new InputError(tooLarge);
-        const results = files.map((f, i) => readInputFile(a.files[i]!));
-        const twice = duplicateInputs(results, a.files);
+        const results = o.files.map((f) => readInputFile(f));
+        const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
         const merged = mergeResults(results, files);
         const again = duplicateDevice(merged);
         if (again) throw new InputError(`merge: ${again}`);
-        writeOutput(out, mergedJson(merged, files.length));
-        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
+        writeOutput(o.target, mergedJson(merged, files.length));
+        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(o.output, false)}\n`);
       }),
   );
 }
@@ -274,16 +199,16 @@ function addReport(y: Argv): Argv {
   return y.command(
     'report <files..>',
     'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
-    (z) => z.positional('files', RESULTS_FILES).option('html', HTML_PAGE),
+    (z) => z.positional('files', RESULTS_FILES).options(REPORT_OPTIONS),
     (a) =>
       guarded(() => {
-        const out = outputBesideFiles('--html', a.html, a.files);
-        const results: RunResult[] = a.files.map((f) => readInputFile(f));
-        const twice = duplicateInputs(results, a.files);
+        const o = reportCommandOptions(a);
+        const results: RunResult[] = o.files.map((f) => readInputFile(f));
+        const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
         // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
-        writeOutput(out, htmlReport(results.map(capResult)));
-        say(`report of ${results.length} file(s) written to ${terminalSafe(a.html, false)}\n`);
+        writeOutput(o.target, htmlReport(results.map(capResult)));
+        say(`report of ${results.length} file(s) written to ${terminalSafe(o.html, false)}\n`);
       }),
   );
 }
@@ -293,14 +218,12 @@ function addHistoryAdd(y: Argv): Argv {
   return y.command(
     'add <paths..>',
     'add results files, or folders of them (read recursively), to the store; a run already there is not added again',
-    (z) =>
-      z
-        .positional('paths', { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' })
-        .option('db', requiredFile('the store (a DuckDB file; made when missing)')),
+    (z) => z.positional('paths', HISTORY_PATHS).options(HISTORY_ADD_OPTIONS),
     (a) =>
       guarded(async () => {
+        const o = historyAddOptions(a);
         const { historyAdd } = await import('../history/commands.js');
-        process.exitCode = await historyAdd({ db: a.db, paths: a.paths }, say, (t) => process.stderr.write(t));
+        process.exitCode = await historyAdd(o, say, (t) => process.stderr.write(t));
       }),
   );
 }
@@ -310,18 +233,12 @@ function addHistoryCompare(y: Argv): Argv {
   return y.command(
     'compare',
     'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
-    (z) =>
-      z
-        .option('db', requiredFile('the store'))
-        .option('old', requiredFile('key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)'))
-        .option('new', requiredFile('key=glob pairs, as --old (e.g. driver=13.1*)'))
-        .options(COMPARE_OPTIONS)
-        .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
+    (z) => z.options(HISTORY_COMPARE_OPTIONS),
     (a) =>
       guarded(async () => {
-        const rules = compareRules(a);
+        const o = historyCompareOptions(a);
         const { historyCompare } = await import('../history/commands.js');
-        process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, ...rules }, say);
+        process.exitCode = await historyCompare(o, say);
       }),
   );
 }
@@ -331,16 +248,12 @@ function addHistoryReport(y: Argv): Argv {
   return y.command(
     'report',
     'one self-contained HTML page of the fleet: per driver version, devices by verdict, GB/s percentiles, check failures, the regressed devices',
-    (z) => z.option('db', requiredFile('the store')).option('html', HTML_PAGE).options(COMPARE_OPTIONS),
+    (z) => z.options(HISTORY_REPORT_OPTIONS),
     (a) =>
       guarded(async () => {
-        const page = checkOutputs([{ option: '--html', value: a.html }], [
-          { option: 'the store --db', value: a.db },
-          { option: '--expectations', value: a.expectations },
-        ])['--html']!;
-        const rules = compareRules(a);
+        const o = historyReportOptions(a);
         const { historyReportCommand } = await import('../history/commands.js');
-        await historyReportCommand({ db: a.db, html: a.html, ...rules }, (_file, text) => writeOutput(page, text), say);
+        await historyReportCommand(o, (_file, text) => writeOutput(o.target, text), say);
       }),
   );
 }
@@ -373,13 +286,14 @@ const EPILOGUE =
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 
 await [addRunAndList, addCompare, addMerge, addReport, addHistory]
-  .reduce((y, add) => add(y), yargs(commandLine(hideBin(process.argv))).scriptName('mapped-reg-conformance'))
+  .reduce((y, add) => add(y), yargs(commandLine(ARGS)).scriptName('mapped-reg-conformance'))
   .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
   .fail((msg, err) => {
-    // yargs' own complaints (an option without its value: YError) are bad usage too
+    // yargs' own complaints (an option without its value, an unknown one: YError; a value refused while it is read)
+    // are bad usage too: one line, in words, naming the command's usage and --help
     if (err && !(err instanceof UsageError) && err.name !== 'YError') throw err;
-    fail(msg || err?.message || 'bad usage');
+    fail(usageProblem(msg || err?.message || 'bad usage', ARGS));
   })
   .epilogue(EPILOGUE)
   .version(pkg.version)

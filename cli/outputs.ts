@@ -194,7 +194,12 @@ function reachedFile(t: OutputTarget): string {
  * reserves standard output for that report.
  */
 export function checkOutputs(outputs: OutputRequest[], inputs: InputRequest[] = []): Record<string, OutputTarget> {
-  const checked: Record<string, OutputTarget> = {};
+  return Object.fromEntries(checkOutputList(outputs, inputs).map((t) => [t.name, t]));
+}
+
+/** checkOutputs for outputs of which an option may name several (--json a.json --json b.json): the targets in order. */
+export function checkOutputList(outputs: OutputRequest[], inputs: InputRequest[] = []): OutputTarget[] {
+  const checked: OutputTarget[] = [];
   const seen = new Map<string, string>();
   const read = inputs.filter((i): i is { option: string; value: string } => i.value !== undefined && i.value !== '' && i.value !== '-').map((i) => ({ ...i, id: fileIdentity(i.value) }));
   for (const { option, value, append } of outputs) {
@@ -207,9 +212,9 @@ export function checkOutputs(outputs: OutputRequest[], inputs: InputRequest[] = 
     const input = read.find((i) => i.id === reached || i.id === id);
     if (input) throw new OutputError(`${option} ${value}: the same file as ${input.option} ${input.value}, which this command reads: an input is never overwritten (name another file)`);
     seen.set(id, option);
-    checked[option] = t;
+    checked.push(t);
   }
-  if (Object.values(checked).some((t) => t.kind === 'fd' && t.fd === 1)) reserveStdout();
+  if (checked.some((t) => t.kind === 'fd' && t.fd === 1)) reserveStdout();
   return checked;
 }
 

@@ -8,16 +8,16 @@ import { discoveryLines, Progress, type ProgressEvent } from '../reporters/termi
 import type { CheckResult, RunResult } from '../results/types.js';
 import { deviceResult, runResult } from './assemble.js';
 import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups } from './discovering-runners.js';
-import { type RunOptions, UsageError, resultOptions, suiteBase } from './options.js';
+import { type RunOptions, resultOptions } from './options.js';
+import { UsageError } from './usage-error.js';
 import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
 import { selectDevices, selectionProblem } from './select-devices.js';
 import { PROBE_VERDICT } from '../suites/checks/data.js';
-import type { Selection } from '../suites/protocol.js';
 import { onStop } from './signals.js';
 
 export { DiscoveryError } from './discovering-runners.js';
-export { UsageError } from './options.js';
+export { UsageError } from './usage-error.js';
 
 /** Where a run's own text goes. */
 export interface Terminal {
@@ -39,8 +39,8 @@ export interface RunOutcome {
 export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']): Promise<RunOutcome> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
-  const selection: Selection = { backends: o.backends, devices: o.devices, ...(o.forceCrash ? { forceCrash: o.forceCrash } : {}), ...(o.forceHang ? { forceHang: o.forceHang } : {}) };
-  const base = suiteBase(o);
+  // what was asked for, decided once by cli/options.ts and handed down as it is
+  const { selection, suite: base } = o;
   // SIGINT, SIGTERM and SIGHUP stop the run (cli/signals.ts): every device's process is killed, nothing new starts
   const stop = new AbortController();
   const stopListening = o.listOnly
@@ -63,7 +63,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const orchestrate = { timeoutS: o.timeoutS, onEvent: events.take, stop: stop.signal };
 
     // `list` discovers here; a run in the processes that will check the devices (this one loads no driver)
-    const discovered: Discovered = o.listOnly ? { groups: [], found: plainDiscovery(discover(o.backends)) } : await discoverInGroups(selection, base, orchestrate);
+    const discovered: Discovered = o.listOnly ? { groups: [], found: plainDiscovery(discover([...o.backends])) } : await discoverInGroups(selection, base, orchestrate);
     const tDiscovered = performance.now();
     // Bad input the discovery shows (a driver library named that did not load, an unknown device) is refused
     // before anything runs: the discovering processes are told to stop, and have checked nothing.

@@ -15,7 +15,7 @@
 import { InputError, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
 import { globToRegExp } from '../results/expectations.js';
 import type { CatalogEntry } from '../suites/catalog.js';
-import { UsageError } from './options.js';
+import { UsageError } from './usage-error.js';
 
 /** A glob that skips checks, and where it was given: `--skip` or `FILE:LINE`. */
 export interface SkipRule {

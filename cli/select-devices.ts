@@ -5,7 +5,8 @@ import { backendGroups, backendModules, backendRank } from '../bindings/registry
 
 export { isGpuDriver };
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
-import { type SuiteBase, quietFor } from './options.js';
+import type { RunQuiet, SuiteBase } from './options.js';
+import type { QuietOptions } from '../suites/measure.js';
 import { hookFor } from '../suites/hooks.js';
 
 export { hookFor };
@@ -96,7 +97,25 @@ export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscove
   return { devices, backends, gpuDriverFound: parts.some((p) => p.gpuDriverFound) };
 }
 
-/** The options of one device's runner. */
+/** The quiet options of one device: the run's, with the baseline's figures of the same device (backend, PCI bus id, name). */
+export function quietFor(d: PlainDevice, q: RunQuiet): QuietOptions {
+  const b = q.baseline?.devices.find((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name)?.timing;
+  return {
+    waitS: q.waitS,
+    maxDrop: q.maxDrop,
+    ...(b
+      ? {
+          baseline: {
+            registeredGBps: b.registeredGBps,
+            ...(b.hostCopyGBps !== undefined ? { hostCopyGBps: b.hostCopyGBps } : {}),
+            ...(b.pageLockedRatio !== undefined ? { pageLockedRatio: b.pageLockedRatio } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+/** The options of one device's runner: the run's (`base`, decided once by cli/options.ts) with the device's own. */
 export function deviceOptions(d: PlainDevice, base: SuiteBase, s: Selection): SuiteOptions {
   const crash = hookFor(s.forceCrash, d.id);
   const hang = hookFor(s.forceHang, d.id);
@@ -108,8 +127,8 @@ export function deviceOptions(d: PlainDevice, base: SuiteBase, s: Selection): Su
     runs: base.runs,
     minRelativeSpeed: base.minRelativeSpeed,
     skip: [],
-    ...(base.quiet ? { quiet: quietFor(d, base.quiet) } : {}),
-    ...(base.deselected ? { deselected: base.deselected } : {}),
+    quiet: quietFor(d, base.quiet),
+    ...(base.deselected ? { deselected: { ...base.deselected } } : {}),
     ...(crash ? { forceCrash: crash } : {}),
     ...(hang ? { forceHang: hang } : {}),
   };

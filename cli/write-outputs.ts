@@ -3,29 +3,32 @@
 // same result (its `gate` included) and written.
 import type { RunResult } from '../results/types.js';
 import { capResult } from '../reporters/cap.js';
-import { OUTPUT_FORMATS, type OutputName } from '../reporters/output-formats.js';
-import { checkOutputs, type InputRequest, type OutputTarget, writeEveryOutput } from './outputs.js';
+import { OUTPUT_FORMATS, type OutputName, type OutputOption } from '../reporters/output-formats.js';
+import { checkOutputList, type InputRequest, type OutputTarget, writeEveryOutput } from './outputs.js';
 
-/** The outputs of a run, checked: a target for each format asked for. */
-export type OutputTargets = Partial<Record<OutputName, OutputTarget>>;
+/** The outputs of a run, checked: the targets of each format asked for (an option given twice names two files). */
+export type OutputTargets = Partial<Record<OutputName, readonly OutputTarget[]>>;
 
 /** How the command and its errors name a format's target: `--json`, `GITHUB_STEP_SUMMARY`. */
 const labelOf = (f: (typeof OUTPUT_FORMATS)[number]): string => ('option' in f.source ? `--${f.source.option}` : f.source.variable);
 
 /**
- * Checks the outputs asked for (`values`: yargs' arguments; the environment for a variable) against the command's
- * `inputs`, before anything runs (cli/outputs.ts says what is refused); `list` checks only what it writes. The
- * options are checked first, then the environment's outputs.
+ * Checks the outputs asked for (`values`: the files each option named; the environment for a variable) against
+ * the command's `inputs`, before anything runs (cli/outputs.ts says what is refused); `list` checks only what it
+ * writes. The options are checked first, in the order given, then the environment's outputs.
  */
-export function checkRunOutputs(values: Partial<Record<string, unknown>>, listOnly: boolean, inputs: InputRequest[]): OutputTargets {
+export function checkRunOutputs(values: Partial<Record<OutputOption, readonly string[] | undefined>>, listOnly: boolean, inputs: InputRequest[]): OutputTargets {
   const formats = OUTPUT_FORMATS.filter((f) => !listOnly || f.list);
   const ordered = [...formats.filter((f) => 'option' in f.source), ...formats.filter((f) => 'variable' in f.source)];
-  const requests = ordered.map((f) => {
-    const value = 'option' in f.source ? values[f.source.option] : process.env[f.source.variable] || undefined;
-    return { option: labelOf(f), value: typeof value === 'string' ? value : undefined, append: f.append };
+  const requests = ordered.flatMap((f) => {
+    const named = 'option' in f.source ? (values[f.source.option] ?? []) : [process.env[f.source.variable] || undefined];
+    return named.map((value) => ({ option: labelOf(f), value, append: f.append }));
   });
-  const checked = checkOutputs(requests, inputs);
-  return Object.fromEntries(OUTPUT_FORMATS.flatMap((f) => (checked[labelOf(f)] ? [[f.name, checked[labelOf(f)]]] : [])));
+  const checked = checkOutputList(requests, inputs);
+  return Object.fromEntries(OUTPUT_FORMATS.flatMap((f) => {
+    const mine = checked.filter((t) => t.name === labelOf(f));
+    return mine.length > 0 ? [[f.name, mine]] : [];
+  }));
 }
 
 /**
@@ -45,5 +48,5 @@ export async function writeRunOutputs(result: RunResult, targets: OutputTargets,
   for (const f of asked.filter((f) => !f.holdsTimings)) await render(f);
   if (result.phasesMs) result.phasesMs.reports = performance.now() - t0; // building them; the writes follow
   for (const f of asked.filter((f) => f.holdsTimings)) await render(f);
-  return writeEveryOutput(asked.map((f) => ({ target: targets[f.name]!, text: texts.get(f.name)!, append: f.append })));
+  return writeEveryOutput(asked.flatMap((f) => targets[f.name]!.map((target) => ({ target, text: texts.get(f.name)!, append: f.append }))));
 }

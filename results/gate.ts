@@ -57,17 +57,6 @@ export function parseRequirement(spec: string): Requirement {
   return { spec, backend, kind: 'any' };
 }
 
-/** Parses `--max-drop`: a fraction (0.1) or a percentage (10%), in [0, 1). */
-export function parseMaxDrop(text: string | number): number {
-  const s = String(text).trim();
-  const pct = s.endsWith('%');
-  const x = Number(pct ? s.slice(0, -1) : s) / (pct ? 100 : 1);
-  if (s === '' || s === '%' || !Number.isFinite(x) || x < 0 || x >= 1) {
-    throw new InputError(`--max-drop ${JSON.stringify(String(text))}: expected a fraction in [0, 1) such as 0.1, or a percentage such as 10%`);
-  }
-  return x;
-}
-
 export interface GateOptions {
   baseline?: { file: string; result: RunResult };
   expectations?: Expectations;

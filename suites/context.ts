@@ -15,9 +15,8 @@ import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
 import type { SuiteOptions } from './protocol.js';
-import { QUIET_WAIT, measureSection } from './measure.js';
+import { measureSection } from './measure.js';
 import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
-import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import type { DeviceLoad } from '../results/types.js';
 
 /** The context of each device this process checks, by device id. */
@@ -110,7 +109,7 @@ export function probeOnce(ctx: CheckContext): Probed {
       runs: ctx.options.runs,
       backend: ctx.device.backend,
       pciBusId: ctx.device.pciBusId,
-      quiet: ctx.options.quiet ?? { waitS: QUIET_WAIT.defaultS, maxDrop: DEFAULT_MAX_DROP },
+      quiet: ctx.options.quiet,
       log: (line) => ctx.log(line),
     });
     const report = probeReport(ctx.device.device, region.map, region.reference, {

@@ -31,7 +31,7 @@ export interface SuiteOptions {
   /** Checks not to run (already reported by an earlier process of this device's run). */
   skip: string[];
   /** --quiet-wait, --max-drop and the baseline's figures of this device: how long a busy machine is waited for (suites/measure.ts). */
-  quiet?: QuietOptions;
+  quiet: QuietOptions;
   /**
    * Checks the user's selection leaves out (--check, --skip, --skips-file: cli/select-checks.ts), each with the
    * reason it is reported `skip` with (e.g. "skipped by --skip hazard.context_reset"). Not run, not even asked

@@ -447,6 +447,17 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(r.outputs).toMatchObject({ results: '', passed: '' });
   });
 
+  it('args naming a second JUnit file (--junit twice): each file written, the junit output names the action\'s own, the step passes', async () => {
+    const workspace = newWorkspace();
+    mkdirSync(join(workspace, 'out2'));
+    const r = await runAction({ actionPath, workspace, with: { size: '8', backend: 'cpu', args: '--junit\nout2/extra.xml' } });
+    expect(r.code, r.log).toBe(0);
+    expect(r.outputs.junit).toBe(join(workspace, 'mapped-reg-junit.xml'));
+    const junit = readFileSync(r.outputs.junit!, 'utf8');
+    expect(junit).toContain('<testsuite name="gate [PASS]"');
+    expect(readFileSync(join(workspace, 'out2', 'extra.xml'), 'utf8')).toBe(junit);
+  }, 120_000);
+
   it('the results path may be absolute', async () => {
     const out = join(work, 'elsewhere', 'deep', 'r.json');
     const r = await runAction({ actionPath, workspace: newWorkspace(), with: { size: '8', backend: 'cpu', results: out } });

@@ -64,7 +64,7 @@ const all: Check[] = [...staticChecks, ...probeChecks, ...timingChecks];
 const byId = (id: string): Check => all.find((c) => c.id === id)!;
 
 function context(device: DiscoveredDevice, minRelativeSpeed = 0.8): CheckContext {
-  return { device, options: { device: device.id, scratchDir: scratch, sizeMiB: 4, runs: 7, minRelativeSpeed, skip: [] }, log: () => {} };
+  return { device, options: { device: device.id, scratchDir: scratch, sizeMiB: 4, runs: 7, minRelativeSpeed, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } }, log: () => {} };
 }
 
 /** The CUDA device of a fresh double configured as asked. */

@@ -60,7 +60,7 @@ type Result = Observation & { status: 'pass' | 'warn' | 'fail' };
 
 /** Every hazard check, in order, on `device`, in this process (as test/hazards.test.ts runs them on CUDA and HIP). */
 function runHazards(device: DiscoveredDevice): Map<string, Result> {
-  const ctx: CheckContext = { device, options: { device: device.id, scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [] }, log: () => {} };
+  const ctx: CheckContext = { device, options: { device: device.id, scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } }, log: () => {} };
   const results = new Map<string, Result>();
   for (const check of hazardChecks) {
     expect(check.applies(ctx), check.id).toBe(true);

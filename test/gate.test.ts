@@ -5,7 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decide, parseMaxDrop, parseRequirement } from '../results/gate.js';
+import { decide, parseRequirement } from '../results/gate.js';
+import { RUN_OPTIONS, UsageError } from '../cli/options.js';
 import { InputError, readResults, resultsValidator } from '../results/read.js';
 import type { CheckResult, GateDecision, RunResult } from '../results/types.js';
 import { cleanEnv, MAIN, NO_HAZARDS } from './support/command.js';
@@ -281,10 +282,11 @@ describe('a flaky timing gets one re-run before it counts', () => {
 
 describe('the gate\'s inputs', () => {
   it('--max-drop takes a fraction or a percentage in [0, 1); --require a backend, a device or a count', () => {
+    const parseMaxDrop = RUN_OPTIONS['max-drop'].coerce;
     expect(parseMaxDrop('10%')).toBeCloseTo(0.1);
     expect(parseMaxDrop('0.25')).toBe(0.25);
     expect(parseMaxDrop('0')).toBe(0);
-    for (const bad of ['', '%', '10', '-1%', '100%', 'ten', '1']) expect(() => parseMaxDrop(bad), bad).toThrow(InputError);
+    for (const bad of ['', '%', '10', '-1%', '100%', 'ten', '1']) expect(() => parseMaxDrop(bad), bad).toThrow(UsageError);
     expect(parseRequirement('cuda')).toMatchObject({ backend: 'cuda', kind: 'any' });
     expect(parseRequirement('hip:1')).toMatchObject({ backend: 'hip', kind: 'id', id: 'hip:1' });
     expect(parseRequirement('cuda=8')).toMatchObject({ backend: 'cuda', kind: 'count', count: 8 });
@@ -294,7 +296,7 @@ describe('the gate\'s inputs', () => {
   it('a bad --max-drop is refused before anything runs (exit 2, one line)', () => {
     const r = spawnSync(process.execPath, [MAIN, '--backend', 'cpu', '--max-drop', '10'], { env: cleanEnv(), encoding: 'utf8', cwd: work });
     expect(r.status).toBe(2);
-    expect(r.stderr).toBe('mapped-reg-conformance: --max-drop "10": expected a fraction in [0, 1) such as 0.1, or a percentage such as 10%\n');
+    expect(r.stderr).toBe('mapped-reg-conformance: --max-drop must be a fraction in [0, 1) such as 0.1, or a percentage such as 10%, not "10" (see mapped-reg-conformance --help)\n');
     expect(r.stdout).toBe('');
   });
 });

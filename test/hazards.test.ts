@@ -79,7 +79,7 @@ function runAll(backend: 'cuda' | 'hip', profile: string, faults?: string): Run 
   const logs: string[] = [];
   const ctx: CheckContext = {
     device,
-    options: { device: device.id, scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [] },
+    options: { device: device.id, scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } },
     log: (m) => logs.push(m),
   };
   const results = new Map<string, Result>();
@@ -161,7 +161,7 @@ it('lists the checks in their stable order, all in suite hazards, context_reset 
 
 it('applies only to devices that register (CUDA, HIP); others get the reason and their static verdict', () => {
   const cpu = discover(['cpu']).devices[0]!;
-  const ctx: CheckContext = { device: cpu, options: { device: 'cpu', scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [] }, log: () => {} };
+  const ctx: CheckContext = { device: cpu, options: { device: 'cpu', scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } }, log: () => {} };
   for (const c of hazardChecks) {
     const a = c.applies(ctx);
     expect(a).toMatch(/^no registration on cpu \(static verdict: Not_needed/);

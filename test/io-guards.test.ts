@@ -159,7 +159,7 @@ describe('list refuses the options of run alone', () => {
     it(`list ${args.join(' ')}: exit 2, one line`, () => {
       const r = cli(['list', '--backend', 'cpu', ...args]);
       expect(r.code, r.stderr).toBe(2);
-      expect(oneLine(r)).toBe(`mapped-reg-conformance: list: ${args[0]} is an option of run alone (list registers, copies and judges nothing)`);
+      expect(oneLine(r)).toBe(`mapped-reg-conformance: list: ${args[0]} is an option of run alone (list registers, copies and judges nothing; see mapped-reg-conformance list --help)`);
     });
   }
 

@@ -28,7 +28,12 @@ describe('the list of output formats', () => {
     const options = OUTPUT_FORMATS.flatMap((f) => ('option' in f.source ? [f.source] : []));
     expect(options.map((o) => o.option)).toEqual(['json', 'junit', 'metrics']);
     expect(keys.slice(keys.indexOf('skips-file') + 1, keys.indexOf('baseline'))).toEqual(['json', 'junit', 'metrics']);
-    for (const o of options) expect(RUN_OPTIONS[o.option as 'json']).toEqual({ type: 'string', requiresArg: true, describe: o.describe });
+    for (const o of options) {
+      expect(RUN_OPTIONS[o.option as 'json']).toMatchObject({ type: 'string', requiresArg: true, describe: `${o.describe}; repeatable: each file named is written` });
+      // given twice, each file named is kept (and written), not dropped
+      expect(RUN_OPTIONS[o.option as 'json'].coerce(['a', 'b'])).toEqual(['a', 'b']);
+      expect(RUN_OPTIONS[o.option as 'json'].coerce('a')).toEqual(['a']);
+    }
   });
 });
 
@@ -40,7 +45,7 @@ describe('writing the outputs of a run', () => {
     process.env.GITHUB_STEP_SUMMARY = summary;
     try {
       const values = { json: join(work, 'r.json'), junit: join(work, 'r.xml'), metrics: join(work, 'r.prom') };
-      const targets = checkRunOutputs(values, false, []);
+      const targets = checkRunOutputs({ json: [values.json], junit: [values.junit], metrics: [values.metrics] }, false, []);
       expect(Object.keys(targets)).toEqual(['json', 'junit', 'summary', 'metrics']);
       const result = fixture();
       result.phasesMs = { discovery: 1, checks: 2, reports: -1 };
@@ -61,7 +66,7 @@ describe('writing the outputs of a run', () => {
     const previous = process.env.GITHUB_STEP_SUMMARY;
     process.env.GITHUB_STEP_SUMMARY = join(work, 'list-summary.md');
     try {
-      const targets = checkRunOutputs({ json: join(work, 'list.json') }, true, []);
+      const targets = checkRunOutputs({ json: [join(work, 'list.json')] }, true, []);
       expect(Object.keys(targets)).toEqual(['json']);
       expect(await writeRunOutputs(fixture(), targets, true)).toBe(false);
       expect(() => readFileSync(join(work, 'list-summary.md'))).toThrow();

@@ -71,7 +71,7 @@ describe('the event lines', () => {
   });
 
   it("carries the command's answer to a discovering runner, and none for anything else", () => {
-    const devices = [{ device: 'cuda:0', scratchDir: '/s', sizeMiB: 4, runs: 3, minRelativeSpeed: 1.1, skip: [] }];
+    const devices = [{ device: 'cuda:0', scratchDir: '/s', sizeMiB: 4, runs: 3, minRelativeSpeed: 1.1, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } }];
     expect(answerLine(devices)).toBe(`${JSON.stringify({ devices })}\n`);
     expect(readAnswer(answerLine(devices).trim())).toEqual(devices);
     expect(readAnswer('')).toEqual([]);

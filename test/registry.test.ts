@@ -14,7 +14,7 @@ import { deviceFromPlain, discover, isGpuDriver, plainDiscovery } from '../bindi
 import { loadCuda } from '../bindings/cuda.js';
 import { loadHip } from '../bindings/hip.js';
 import { backendGroups, backendIds, backendModule, backendModules, backendOfDevice, backendRank, isBackend, registerTestBackend, registersHostMemory } from '../bindings/registry.js';
-import { runOptions, UsageError } from '../cli/options.js';
+import { runCommandOptions, UsageError } from '../cli/options.js';
 import { discoveryGroups, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar } from '../cli/select-devices.js';
 import type { Selection } from '../suites/protocol.js';
 import { schemaPath, schemaProblems } from '../results/read.js';
@@ -142,12 +142,12 @@ describe('a backend that only lists, added through the registry alone', () => {
     expect(only.gpuDriverFound).toBe(false);
   });
 
-  it('is a backend --backend accepts, and one of every run by default', () => {
-    const args = { size: 1, device: [], runs: 1, minRelativeSpeed: 0.8, timeout: 0 };
-    expect(runOptions({ ...args, backend: ['lister'] }, true, {}).backends).toEqual(['lister']);
-    expect(runOptions({ ...args, backend: [] }, true, {}).backends).toEqual([...BACKENDS, 'lister', 'fake']);
-    expect(() => runOptions({ ...args, backend: ['nope'] }, true, {})).toThrow(UsageError);
-    expect(() => runOptions({ ...args, backend: ['nope'] }, true, {})).toThrow(/known: cuda, hip, opencl, vulkan, cpu, lister, fake/);
+  it('is a backend --backend accepts, and one of every run by default', async () => {
+    const args = { device: [], check: [], skip: [] };
+    expect((await runCommandOptions({ ...args, backend: ['lister'] }, true, {})).backends).toEqual(['lister']);
+    expect((await runCommandOptions({ ...args, backend: [] }, true, {})).backends).toEqual([...BACKENDS, 'lister', 'fake']);
+    await expect(runCommandOptions({ ...args, backend: ['nope'] }, true, {})).rejects.toThrow(UsageError);
+    await expect(runCommandOptions({ ...args, backend: ['nope'] }, true, {})).rejects.toThrow(/known: cuda, hip, opencl, vulkan, cpu, lister, fake/);
   });
 
   it('gets the discovery group its module names', () => {

@@ -122,7 +122,8 @@ describe('hooks and the options of a device', () => {
     expect(hookFor(undefined, 'cpu')).toBeUndefined();
   });
   it('deviceOptions carries the run options, the device and its hooks, and never `discover`', () => {
-    const o = deviceOptions(dev('cuda:1'), { scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9 }, { ...all, forceCrash: 'cuda:1/probe.verdict', forceHang: '@runner' });
-    expect(o).toEqual({ device: 'cuda:1', discovered: dev('cuda:1'), scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9, skip: [], forceCrash: 'probe.verdict', forceHang: '@runner' });
+    const quiet = { waitS: 7, maxDrop: 0.25 };
+    const o = deviceOptions(dev('cuda:1'), { scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9, quiet }, { ...all, forceCrash: 'cuda:1/probe.verdict', forceHang: '@runner' });
+    expect(o).toEqual({ device: 'cuda:1', discovered: dev('cuda:1'), scratchDir: '/s', sizeMiB: 8, runs: 3, minRelativeSpeed: 0.9, skip: [], quiet, forceCrash: 'probe.verdict', forceHang: '@runner' });
   });
 });
