@@ -7,9 +7,8 @@
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
-import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
-import { deviceOptions, discoveryGroups, isGpuDriver, mergeDiscoveries, validSoFar } from './select-devices.js';
+import { type DeviceChoice, isGpuDriver, mergeDiscoveries } from './select-devices.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -51,25 +50,25 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
 }
 
 /**
- * Starts a discovering process for each group of `selection`'s backends and waits for each to report. A GPU
- * offered while the selection can already be judged valid is told to go at once (its options from `base`).
+ * Starts a discovering process for each group of the chosen backends and waits for each to report. A GPU
+ * offered while the selection can already be judged valid is told to go at once (its options from `choice`).
  * Stopped by `stop` (a signal), it returns no group: the processes are killed, none was checked. A process that
  * ended before it reported is a DiscoveryError (the others are stopped first); a selection the discovery shows to
- * be bad (cli/select-devices.ts selectionProblem) is the caller's to refuse, after stopGroups.
+ * be bad (DeviceChoice.problem) is the caller's to refuse, after stopGroups.
  */
-export async function discoverInGroups(selection: Selection, base: SuiteBase, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
-  const groups = discoveryGroups(selection.backends).map((backends) => startGroup(backends, selection, o));
+export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
+  const groups = choice.groups().map((backends) => startGroup(backends, choice.selection, o));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported.
   const goEarly = (): void => {
     const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
-    if (o.stop.aborted || !validSoFar(so, selection)) return;
-    for (const g of groups) if (g.offer && isGpuDriver(g.offer)) g.answer([deviceOptions(g.offer, base, selection)]);
+    if (o.stop.aborted || !choice.validSoFar(so)) return;
+    for (const g of groups) if (g.offer && isGpuDriver(g.offer)) g.answer([choice.optionsOf(g.offer)]);
   };
   await Promise.all(groups.map((g) => g.reported.then(goEarly)));
   const failed = groups.find((g) => g.event === undefined);
   if (failed || o.stop.aborted) {
-    await stopGroups(groups, base.scratchDir); // a GPU that started early is stopped too: the run cannot go on
+    await stopGroups(groups, choice.base.scratchDir); // a GPU that started early is stopped too: the run cannot go on
     if (o.stop.aborted) return { groups: [], found: mergeDiscoveries([]) };
     throw new DiscoveryError(`discovery failed: ${await failed!.failure}`);
   }
@@ -93,7 +92,7 @@ interface Started extends Group {
   reported: Promise<void>;
 }
 
-function startGroup(backends: Backend[], selection: Selection, o: OrchestrateOptions): Started {
+function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions): Started {
   let arrived: () => void = () => {};
   let tell: (devices: SuiteOptions[]) => void = () => {};
   const g: Started = {

@@ -12,7 +12,7 @@ import { type RunOptions, resultOptions } from './options.js';
 import { UsageError } from './usage-error.js';
 import { type DeviceRun, interruptAll } from './orchestrate.js';
 import { Probes, checkDevices, rerunCheck } from './schedule.js';
-import { selectDevices, selectionProblem } from './select-devices.js';
+import { DeviceChoice } from './select-devices.js';
 import { PROBE_VERDICT } from '../suites/checks/data.js';
 import { onStop } from './signals.js';
 
@@ -39,8 +39,8 @@ export interface RunOutcome {
 export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']): Promise<RunOutcome> {
   const startedAt = new Date().toISOString();
   const t0 = performance.now();
-  // what was asked for, decided once by cli/options.ts and handed down as it is
-  const { selection, suite: base } = o;
+  // what was asked for, decided once by cli/options.ts, and the choice of devices made of it, handed down as one
+  const choice = new DeviceChoice(o.selection, o.suite);
   // SIGINT, SIGTERM and SIGHUP stop the run (cli/signals.ts): every device's process is killed, nothing new starts
   const stop = new AbortController();
   const stopListening = o.listOnly
@@ -63,18 +63,18 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const orchestrate = { timeoutS: o.timeoutS, onEvent: events.take, stop: stop.signal };
 
     // `list` discovers here; a run in the processes that will check the devices (this one loads no driver)
-    const discovered: Discovered = o.listOnly ? { groups: [], found: plainDiscovery(discover([...o.backends])) } : await discoverInGroups(selection, base, orchestrate);
+    const discovered: Discovered = o.listOnly ? { groups: [], found: plainDiscovery(discover([...o.backends])) } : await discoverInGroups(choice, orchestrate);
     const tDiscovered = performance.now();
     // Bad input the discovery shows (a driver library named that did not load, an unknown device) is refused
     // before anything runs: the discovering processes are told to stop, and have checked nothing.
-    const problem = stop.signal.aborted ? undefined : selectionProblem(discovered.found, selection);
+    const problem = stop.signal.aborted ? undefined : choice.problem(discovered.found);
     if (problem) {
       await stopGroups(discovered.groups, o.scratchDir);
       throw new UsageError(problem);
     }
     const { found } = discovered;
-    const chosen = selectDevices(found, selection);
-    const checking = o.listOnly ? undefined : checkDevices(discovered.groups, chosen, base, selection, probes, orchestrate);
+    const chosen = choice.chosen(found);
+    const checking = o.listOnly ? undefined : checkDevices(discovered.groups, chosen, choice, probes, orchestrate);
     const fsType = statfs(o.scratchDir).fsName;
 
     const inProcesses = discovered.groups.flatMap((g) => (g.event ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));

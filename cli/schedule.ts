@@ -5,11 +5,10 @@
 // GPU, the discovering process that offered one of them checks them all at once.
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { CheckResult } from '../results/types.js';
-import type { Selection, SuiteOptions } from '../suites/protocol.js';
+import type { SuiteOptions } from '../suites/protocol.js';
 import type { Group } from './discovering-runners.js';
-import type { SuiteBase } from './options.js';
 import { type DeviceRun, type OrchestrateOptions, runDevice, runTogether } from './orchestrate.js';
-import { deviceOptions, isGpuDriver, keeps } from './select-devices.js';
+import { type DeviceChoice, isGpuDriver, keeps } from './select-devices.js';
 
 export interface Checking {
   /** Every device's run, once all are over (only those started when a signal stopped the run). */
@@ -49,8 +48,8 @@ export class Probes {
  * starts the other GPUs, and the others once every GPU's probe is over (or `stop` is aborted: then they never
  * start).
  */
-export function checkDevices(groups: readonly Group[], chosen: readonly PlainDevice[], base: SuiteBase, selection: Selection, probes: Probes, o: OrchestrateOptions & { stop: AbortSignal }): Checking {
-  const options = chosen.map((d) => deviceOptions(d, base, selection));
+export function checkDevices(groups: readonly Group[], chosen: readonly PlainDevice[], choice: DeviceChoice, probes: Probes, o: OrchestrateOptions & { stop: AbortSignal }): Checking {
+  const options = chosen.map((d) => choice.optionsOf(d));
   const gpus = options.filter((d) => isGpuDriver(d.discovered!));
   const rest = options.filter((d) => !gpus.includes(d));
   // Each discovering process offered a device: a GPU is checked there; with no GPU, the first process that

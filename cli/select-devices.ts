@@ -133,3 +133,46 @@ export function deviceOptions(d: PlainDevice, base: SuiteBase, s: Selection): Su
     ...(hang ? { forceHang: hang } : {}),
   };
 }
+
+/**
+ * The run's choice of devices, made once from its options (cli/options.ts: the selection and what every device's
+ * runner gets) and handed down as one object: the discovery asks it which processes to start and whether a GPU
+ * may go early, the command asks it what to refuse and what to check, the schedule asks it for each device's
+ * options. Each device's options are decided once: the GPU that went early and the schedule's list hold the same.
+ */
+export class DeviceChoice {
+  readonly #options = new Map<string, SuiteOptions>();
+
+  constructor(
+    readonly selection: Readonly<Selection>,
+    readonly base: SuiteBase,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
+
+  /** The backends of each discovering process. */
+  groups(): Backend[][] {
+    return discoveryGroups(this.selection.backends);
+  }
+
+  /** Whether a GPU offered now may start (validSoFar). */
+  validSoFar(groups: readonly { backends: readonly Backend[]; discovery?: PlainDiscovery }[]): boolean {
+    return validSoFar(groups, this.selection, this.env);
+  }
+
+  /** Bad input the whole discovery shows, as one line (selectionProblem). */
+  problem(found: PlainDiscovery): string | undefined {
+    return selectionProblem(found, this.selection, this.env);
+  }
+
+  /** The devices checked. */
+  chosen(found: PlainDiscovery): PlainDevice[] {
+    return selectDevices(found, this.selection);
+  }
+
+  /** The options of a device's runner, decided the first time they are asked for. */
+  optionsOf(d: PlainDevice): SuiteOptions {
+    let o = this.#options.get(d.id);
+    if (!o) this.#options.set(d.id, (o = deviceOptions(d, this.base, this.selection)));
+    return o;
+  }
+}
