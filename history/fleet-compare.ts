@@ -18,7 +18,7 @@
 //   expectation lists as a failure); those are then judged by compare itself (compareResults on each host's
 //   devices), so the rules live in one place. Every other device is unchanged, and counted as such.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, DEFAULT_MAX_DROP, hasRegression, regressionList, totalCounts } from '../results/compare.js';
+import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, hasRegression, regressionList, totalCounts } from '../results/compare.js';
 import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
@@ -101,7 +101,8 @@ export interface HistoryComparison {
 }
 
 export interface HistoryCompareOptions {
-  maxDrop?: number;
+  /** --max-drop, its default applied by the command (cli/options.ts). */
+  maxDrop: number;
   expectations?: Expectations;
 }
 
@@ -366,9 +367,9 @@ async function hostFigures(c: DuckDBConnection): Promise<Pick<HistoryComparison,
 }
 
 /** Compares two sides of the store (see the rules at the top of this file). */
-export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions = {}): Promise<HistoryComparison> {
+export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions): Promise<HistoryComparison> {
   const { c } = store;
-  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
+  const { maxDrop } = o;
   await selectSides(c, old, neu, store.version);
   const expCand = await expectationCandidates(c, o.expectations);
   await pairDevices(c, expCand, maxDrop);

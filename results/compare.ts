@@ -313,7 +313,7 @@ function countOf(changes: Change[]): Counts {
   return c;
 }
 
-function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions): DeviceComparison {
+function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions & { maxDrop: number }): DeviceComparison {
   const e = o.expectations;
   const any = (p.new ?? p.old)!;
   const ov = p.old ? verdictLabel(p.old.verdict) : undefined;
@@ -326,9 +326,9 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   else if (verdict.kind === 'regression' && p.new.verdict.reason) verdict.detail = oneLineOrNone(p.new.verdict.reason)!;
   // a missing device has no NEW side for the expectations to match: its absence is matched against OLD's device
   changes.push(withExpectations(verdict, p.new ?? p.old, p.new ? hostname.new : hostname.old, e));
-  const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
+  const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop);
   if (bandwidth) changes.push(withExpectations(bandwidth, p.new, hostname.new, e));
-  const registration = registrationChange(p.old, p.new, o.maxDrop ?? DEFAULT_MAX_DROP);
+  const registration = registrationChange(p.old, p.new, o.maxDrop);
   if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));
   const oldChecks = new Map((p.old?.checks ?? []).map((c) => [c.id, c]));
   const newChecks = new Map((p.new?.checks ?? []).map((c) => [c.id, c]));
@@ -381,15 +381,17 @@ export function recount(d: DeviceComparison): void {
  */
 export function compareResults(old: RunResult | undefined, neu: RunResult, options: CompareOptions = {}): Comparison {
   const { matchedByHost, pairs: ps } = pairs(old, neu);
+  // the library's own default, for callers that name none (the command always names one: cli/options.ts)
+  const maxDrop = options.maxDrop ?? DEFAULT_MAX_DROP;
   const devices = ps.map(([key, p]) =>
-    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, options),
+    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }),
   );
   return {
     ...(old ? { old: fileSummary(old) } : {}),
     new: fileSummary(neu),
     matchedByHost,
     ...(options.expectations ? { expectations: options.expectations.file } : {}),
-    maxDrop: options.maxDrop ?? DEFAULT_MAX_DROP,
+    maxDrop,
     devices,
     counts: totalCounts(devices),
   };

@@ -13,7 +13,7 @@
 // figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
 // while registered / page-locked (`registration`), which a busy machine moves far less, is judged always; a
 // fall seen on a machine that stayed busy is the host's too.
-import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, DEFAULT_MAX_DROP, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
@@ -204,9 +204,9 @@ function headlineOf(pass: boolean, reasons: GateReason[], run: RunResult, o: Gat
 
 /** The run compared with its baseline (or with nothing), after re-running once what may be a flake. */
 export async function judge(run: RunResult, o: GateOptions = {}): Promise<Comparison> {
-  const maxDrop = o.maxDrop ?? DEFAULT_MAX_DROP;
-  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), maxDrop });
-  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, maxDrop, o.rerun);
+  // compare applies the default limit, for a caller that names none
+  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), ...(o.maxDrop !== undefined ? { maxDrop: o.maxDrop } : {}) });
+  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, c.maxDrop, o.rerun);
   return c;
 }
 

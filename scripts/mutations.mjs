@@ -159,7 +159,7 @@ const mutations = [
   ['gate boundary: a bandwidth drop that could not be re-run is flaky', 'gate: re-runs', gateRules, edits(["  if (judged && judged.kind !== 'regression' && shown !== undefined) return flaky(ch, info!, shown);", "  if (!r || (judged && judged.kind !== 'regression' && shown !== undefined)) return flaky(ch, info ?? { status: 'pass' }, shown ?? 'none');"]), GATE],
   ['gate boundary: a registered / page-locked drop is never re-run', 'gate: re-runs', gateRules, edits(['  if (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) return rerunFigure;', '  if (ch.check === BANDWIDTH_CHECK) return rerunFigure;']), GATE],
   ["gate boundary: a registered / page-locked re-run judged by the first run's figures", 'gate: re-runs', gateRules, edits(['  if (t.pageLockedRatio != null) timing.pageLockedRatio = t.pageLockedRatio;\n', '']), GATE],
-  ['gate boundary: the history prefilter ignores --max-drop', 'history: the SQL prefilter', historyCompare, edits(['CAST(${maxDrop} AS DOUBLE)', 'CAST(${DEFAULT_MAX_DROP} AS DOUBLE)']), GATE],
+  ['gate boundary: the history prefilter ignores --max-drop', 'history: the SQL prefilter', historyCompare, edits(['CAST(${maxDrop} AS DOUBLE)', 'CAST(0.1 AS DOUBLE)']), GATE],
   ['gate boundary: the history prefilter sees no rise', 'history: the SQL prefilter', historyCompare, edits([" AND NOT ${exceeds('(2 * o.registered - n.registered)')}", '']), GATE],
   ['gate boundary: the history prefilter misses a listed Usable verdict', 'history: the SQL prefilter', historyCompare, edits(["(n.vlabel = 'Usable' AND EXISTS", "(n.vlabel = 'usable' AND EXISTS"]), GATE],
   // ---- which checks and which devices a run takes
