@@ -23,7 +23,7 @@ import type { Backend, RunResult } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import { QUIET_WAIT } from '../suites/measure.js';
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
-import { parseNumber } from './numbers.js';
+import { type NumberSpec, parseNumber } from './numbers.js';
 import { checkOutputs, type OutputTarget } from './outputs.js';
 import { readSkipsFile, selectChecks } from './select-checks.js';
 import { UsageError } from './usage-error.js';
@@ -66,7 +66,7 @@ export function once(option: string): (v: string | string[]) => string {
 const path = (option: string, describe: string) => ({ type: 'string', requiresArg: true, describe, coerce: once(option) }) as const;
 
 /** A number of a single value, read by cli/numbers.ts; `shown`: its default as --help shows it (applied in runValues). */
-function number(option: string, spec: { what: string; whole?: boolean; min: number; above?: boolean; max: number; below?: boolean; percent?: boolean }, shown: string, describe: string) {
+function number(option: string, spec: Omit<NumberSpec, 'option'>, shown: string, describe: string) {
   const one = once(option);
   return { type: 'string', requiresArg: true, describe, defaultDescription: shown, coerce: (v: string | string[]) => parseNumber(one(v), { option, ...spec }) } as const;
 }
