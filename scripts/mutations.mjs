@@ -29,6 +29,9 @@ const gateRules = 'results/gate.ts';
 const historyCompare = 'history/fleet-compare.ts';
 const selectChecks = 'cli/select-checks.ts';
 const selectDevices = 'cli/select-devices.ts';
+const numbers = 'cli/numbers.ts';
+const options = 'cli/options.ts';
+const usageHints = 'cli/usage-hints.ts';
 
 /** The test files that hold each part. */
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
@@ -37,6 +40,7 @@ const HAZARDS = ['test/hazards.test.ts'];
 const BINDINGS = ['test/cuda.test.ts', 'test/hip.test.ts'];
 const GATE = ['test/gate-boundaries.test.ts'];
 const SELECTION = ['test/select-checks.test.ts', 'test/select.test.ts'];
+const OPTIONS = ['test/options.test.ts'];
 const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 
@@ -170,6 +174,13 @@ const mutations = [
   ['selection: a comment in the skips file is taken for a glob', 'selection: the skips file', selectChecks, edits([".replace(/#.*$/, '').trim();", '.trim();']), SELECTION],
   ['selection: --device keeps every device', 'selection: --device', selectDevices, edits(['s.devices.length === 0 || s.devices.includes(d.id)', 's.devices.length >= 0 || s.devices.includes(d.id)']), SELECTION],
   ['selection: an unknown --device is accepted', 'selection: --device', selectDevices, edits(['    if (unknown.length > 0) return `unknown device', '    if (unknown.length > 99) return `unknown device']), SELECTION],
+  // ---- the options as people type them
+  ['options: a number in hex is read (0x10 is 16)', 'options: numbers', numbers, edits(['const DECIMAL = /^(?:\\d+(?:\\.\\d*)?|\\.\\d+)$/;', 'const DECIMAL = /^(?:0x[0-9a-f]+|\\d+(?:\\.\\d*)?|\\.\\d+)$/;']), OPTIONS],
+  ['options: the largest value of a range is not checked', 'options: numbers', numbers, edits(['  if (spec.below ? x >= spec.max : x > spec.max) return refuse();\n', '']), OPTIONS],
+  ['options: an option of one value given twice takes the last', 'options: repeated', options, edits(['    if (!Array.isArray(v)) return v;\n', '    if (!Array.isArray(v)) return v;\n    if (v.length > 0) return v[v.length - 1]!;\n']), OPTIONS],
+  ['options: a repeated output writes only the last file', 'options: repeated', options, edits(['coerce: (v: string | string[]) => [v].flat() }]]', 'coerce: (v: string | string[]) => [v].flat().slice(-1) }]]']), OPTIONS],
+  ['options: --max-drop defaults to 20%', 'options: defaults', options, edits(['const maxDropOf = (v: number | undefined): number => v ?? DEFAULT_MAX_DROP;', 'const maxDropOf = (v: number | undefined): number => v ?? 0.2;']), OPTIONS],
+  ['usage: an unknown option loses its dashes', 'usage: unknown', usageHints, edits(['    return `unknown option ${as}', '    return `unknown option ${as.replace(/^-+/, \'\')}']), OPTIONS],
   ['gate boundary: --require cuda=N met by more than N', 'gate: --require', gateRules, edits(['ofBackend.length !== r.count', 'ofBackend.length < r.count']), GATE],
   // ---- a slower driver or a busy machine: the control copy, the look at the machine, the lock
   ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(window.bytes);\n          t.upload(pinned);\n        },']), MODEL],
