@@ -42,6 +42,7 @@ function fail(message: string): never {
 
 interface Args {
   scratchDir?: string;
+  allowTmpfsScratch?: boolean;
   size: number;
   device: string[];
   backend: string[];

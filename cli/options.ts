@@ -3,7 +3,7 @@
 // and through the command every device runner, take them from here.
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { scratchDirProblem } from '../bindings/scratch.js';
+import { memoryScratchProblem, scratchDirProblem } from '../bindings/scratch.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
@@ -40,7 +40,8 @@ const OUTPUT_OPTIONS = Object.fromEntries(
 // Every option that takes a value must be given one (`--size` alone is bad usage, not 256).
 /** What is measured and where: the options the command and the bench share. */
 export const MEASURE_OPTIONS = {
-  'scratch-dir': { type: 'string', requiresArg: true, describe: "folder for the scratch files (default: the package's scratch/)" },
+  'scratch-dir': { type: 'string', requiresArg: true, describe: "folder for the scratch files, on a disk (default: the package's scratch/); tmpfs and ramfs are refused" },
+  'allow-tmpfs-scratch': { type: 'boolean', default: false, describe: 'accept a --scratch-dir on tmpfs or ramfs (its files are memory: the run then tests no file on a disk)' },
   size: { type: 'number', requiresArg: true, default: DEFAULT_SIZE_MIB, describe: 'MiB of the region probed' },
   device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
   runs: { type: 'number', requiresArg: true, default: DEFAULT_RUNS, describe: 'timed runs of each copy (best of N against best of N)' },
@@ -124,6 +125,8 @@ export function listOptionProblem(a: Record<string, unknown>): string | undefine
 /** The measuring options as yargs gives them. */
 export interface MeasureArgs {
   scratchDir?: string;
+  /** --allow-tmpfs-scratch: a scratch folder on tmpfs or ramfs is meant. */
+  allowTmpfsScratch?: boolean;
   size: number;
   device: string[];
   runs: number;
@@ -190,10 +193,23 @@ function checkNumbers(a: MeasureArgs, maxSizeMiB?: number): void {
 /** The scratch folder: the package's scratch/ (made when missing) unless named; one that cannot take the region is refused. */
 function checkScratch(a: MeasureArgs, checkSpace: boolean): string {
   const scratchDir = a.scratchDir ? resolve(a.scratchDir) : DEFAULT_SCRATCH_DIR;
-  if (!a.scratchDir) mkdirSync(scratchDir, { recursive: true });
+  // the package's own folder, not writable after a global install (root's): the user is told where to point instead
+  const elsewhere = a.scratchDir ? '' : `: the package's own scratch folder; name one you can write on a disk with --scratch-dir DIR`;
+  if (!a.scratchDir) {
+    try {
+      mkdirSync(scratchDir, { recursive: true });
+    } catch (e) {
+      throw new UsageError(`scratch folder ${scratchDir} cannot be made (${(e as NodeJS.ErrnoException).code ?? String(e)})${elsewhere}`);
+    }
+  }
   if (checkSpace) {
+    // a folder that cannot be written first, then one in memory, then the free space (ramfs says it has none)
+    const unusable = scratchDirProblem(scratchDir, 0);
+    if (unusable) throw new UsageError(`${unusable}${elsewhere}`);
+    const memory = a.allowTmpfsScratch ? undefined : memoryScratchProblem(scratchDir);
+    if (memory) throw new UsageError(`${memory}: give --scratch-dir a folder on a disk (ext4, xfs, ...), or add --allow-tmpfs-scratch to test tmpfs on purpose`);
     const problem = scratchDirProblem(scratchDir, a.size * MiB);
-    if (problem) throw new UsageError(problem);
+    if (problem) throw new UsageError(`${problem}${elsewhere}`);
   }
   return scratchDir;
 }
