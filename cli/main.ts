@@ -82,7 +82,7 @@ function options(a: Args, listOnly: boolean) {
  */
 async function checkSelection(a: Args): Promise<Pick<RunOptions, 'selection' | 'deselected'>> {
   if (a.check.length === 0 && a.skip.length === 0 && a.skipsFile === undefined) return {};
-  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? readSkipsFile(a.skipsFile) : [])];
+  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? await readSkipsFile(a.skipsFile) : [])];
   const { checkCatalog } = await import('../suites/catalog.js');
   const deselected = selectChecks(await checkCatalog(), { checks: a.check, skips });
   return { selection: { checks: a.check, skips: a.skip, ...(a.skipsFile !== undefined ? { skipsFile: a.skipsFile } : {}) }, deselected };
@@ -112,7 +112,10 @@ async function guarded(body: () => Promise<void> | void): Promise<void> {
   }
 }
 
-const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
+/** An input's name as read: a path resolved, `-` (standard input) as it is. */
+const inputPath = (file: string): string => (file === '-' ? file : resolve(file));
+
+const expectationsOf = async (file: string | undefined): Promise<Expectations | undefined> => (file ? readExpectations(inputPath(file)) : undefined);
 
 /** A file's size in bytes (0 when it cannot be read: reading it says why). */
 const sizeOf = (file: string): number => {
@@ -124,7 +127,7 @@ const sizeOf = (file: string): number => {
 };
 
 /** A results file given on the command line, read and checked (results/read.ts: one that lists a device twice is refused). */
-const readInputFile = (file: string): RunResult => readResults(resolve(file));
+const readInputFile = (file: string): Promise<RunResult> => readResults(inputPath(file));
 
 function execute(a: Args, listOnly: boolean): Promise<void> {
   return guarded(async () => {
@@ -137,8 +140,8 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     // the selection of checks is checked before anything runs, for list too (it lists no checks, but a bad glob is bad input)
     const o: RunOptions = { ...options_, ...(await checkSelection(a)) };
     // the gate's inputs are read and checked before anything runs: a bad one is refused up front
-    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: readInputFile(a.baseline) } : undefined;
-    const expectations = expectationsOf(a.expectations);
+    const baseline = !listOnly && a.baseline ? { file: a.baseline, result: await readInputFile(a.baseline) } : undefined;
+    const expectations = await expectationsOf(a.expectations);
     const requires = a.require.map(parseRequirement);
     const maxDrop = parseMaxDrop(a.maxDrop);
     // the device runners wait for quiet only where the gate would judge a fall: they learn its limit and baseline
@@ -172,8 +175,8 @@ const COMPARE_OPTIONS = {
 } as const;
 
 /** The rules of compare as the commands give them (--expectations read, --max-drop parsed), for compare and history. */
-function compareRules(a: { expectations?: string | undefined; maxDrop: string }): { maxDrop: number; expectations?: Expectations } {
-  const expectations = expectationsOf(a.expectations);
+async function compareRules(a: { expectations?: string | undefined; maxDrop: string }): Promise<{ maxDrop: number; expectations?: Expectations }> {
+  const expectations = await expectationsOf(a.expectations);
   return { maxDrop: parseMaxDrop(a.maxDrop), ...(expectations ? { expectations } : {}) };
 }
 
@@ -193,8 +196,19 @@ const outputBesideFiles = (option: string, value: string, files: string[]): Outp
  * takes a value must be given one.
  */
 function commandLine(args: string[]): string[] {
-  if (args[0] !== 'list' || !args.includes('--checks')) return args;
-  return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg]));
+  if (args[0] !== 'list' || !args.includes('--checks')) return args.map(hideDash);
+  return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg])).map(hideDash);
+}
+
+// yargs turns a positional `-` into '' or true, or drops it from a list (`compare - new.json`, `history add -`):
+// each `-` is hidden from it and given back, as `-`, to every value before the commands see them
+const DASH = '\u0000-';
+const hideDash = (arg: string): string => (arg === '-' ? DASH : arg);
+function showDash(a: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(a)) {
+    if (v === DASH) a[k] = '-';
+    else if (Array.isArray(v)) a[k] = v.map((x: unknown) => (x === DASH ? '-' : x));
+  }
 }
 
 /** `run` (the default command) and `list`. */
@@ -227,8 +241,8 @@ function addCompare(y: Argv): Argv {
         .options(COMPARE_OPTIONS)
         .option('json', { type: 'boolean', default: false, describe: 'print the comparison as JSON' }),
     (a) =>
-      guarded(() => {
-        const c = compareResults(readInputFile(a.old), readInputFile(a.new), compareRules(a));
+      guarded(async () => {
+        const c = compareResults(await readInputFile(a.old), await readInputFile(a.new), await compareRules(a));
         say(a.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: a.old, new: a.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
@@ -252,13 +266,14 @@ function addMerge(y: Argv): Argv {
     'results from many machines into one file, for compare and report',
     (z) => z.positional('files', RESULTS_FILES).option('o', { alias: 'output', ...requiredFile('the merged file (- for standard output)') }),
     (a) =>
-      guarded(() => {
+      guarded(async () => {
         const out = outputBesideFiles('-o', a.o, a.files);
-        const files = a.files.map((f) => resolve(f));
+        const files = a.files.map(inputPath);
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
         if (tooLarge) throw new InputError(tooLarge);
-        const results = files.map((f, i) => readInputFile(a.files[i]!));
+        const results: RunResult[] = [];
+        for (const f of a.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, a.files);
         if (twice) throw new InputError(twice);
         const merged = mergeResults(results, files);
@@ -277,9 +292,10 @@ function addReport(y: Argv): Argv {
     'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
     (z) => z.positional('files', RESULTS_FILES).option('html', HTML_PAGE),
     (a) =>
-      guarded(() => {
+      guarded(async () => {
         const out = outputBesideFiles('--html', a.html, a.files);
-        const results: RunResult[] = a.files.map((f) => readInputFile(f));
+        const results: RunResult[] = [];
+        for (const f of a.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, a.files);
         if (twice) throw new InputError(twice);
         // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
@@ -320,7 +336,7 @@ function addHistoryCompare(y: Argv): Argv {
         .option('json', { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' }),
     (a) =>
       guarded(async () => {
-        const rules = compareRules(a);
+        const rules = await compareRules(a);
         const { historyCompare } = await import('../history/commands.js');
         process.exitCode = await historyCompare({ db: a.db, old: a.old, new: a.new, json: a.json, ...rules }, say);
       }),
@@ -339,7 +355,7 @@ function addHistoryReport(y: Argv): Argv {
           { option: 'the store --db', value: a.db },
           { option: '--expectations', value: a.expectations },
         ])['--html']!;
-        const rules = compareRules(a);
+        const rules = await compareRules(a);
         const { historyReportCommand } = await import('../history/commands.js');
         await historyReportCommand({ db: a.db, html: a.html, ...rules }, (_file, text) => writeOutput(page, text), say);
       }),
@@ -367,14 +383,14 @@ const EPILOGUE =
   `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
   'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
   'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
-  'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
+  'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is neither a file nor a pipe (- is standard input; a named pipe with no writer is refused after 3 s), ' +
   'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
   'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
   'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 
 await [addRunAndList, addCompare, addMerge, addReport, addHistory]
-  .reduce((y, add) => add(y), yargs(commandLine(hideBin(process.argv))).scriptName('mapped-reg-conformance'))
+  .reduce((y, add) => add(y), yargs(commandLine(hideBin(process.argv))).middleware(showDash, true).scriptName('mapped-reg-conformance'))
   .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
   .fail((msg, err) => {
