@@ -15,7 +15,7 @@ import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
-import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
+import { duplicateDevice, duplicateInputs, sameHostRunsHint } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTarget, writeOutput } from './outputs.js';
 import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
@@ -278,7 +278,8 @@ function addMerge(y: Argv): Argv {
         if (twice) throw new InputError(twice);
         const merged = mergeResults(results, files);
         const again = duplicateDevice(merged);
-        if (again) throw new InputError(`merge: ${again}`);
+        const instead = again ? sameHostRunsHint(results, a.files) : undefined;
+        if (again) throw new InputError(`merge: ${again}${instead ? `: ${instead}` : ''}`);
         writeOutput(out, mergedJson(merged, files.length));
         say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
       }),
