@@ -118,6 +118,14 @@ describe('- is standard input', () => {
     expect(oneLine(r)).toBe('mapped-reg-conformance: standard input (-): read once already by this command: only one input can be -');
   });
 
+  it('a terminal as standard input is refused with one line (nothing was piped in), not waited on', () => {
+    // util-linux `script`: the command on a pseudo-terminal, its standard input that terminal
+    const command = [process.execPath, MAIN, 'compare', '-', good].map(quote).join(' ');
+    const r = spawnSync('script', ['-qec', command, '/dev/null'], { env: cleanEnv(), encoding: 'utf8', cwd: work, input: '', timeout: 60_000 });
+    expect(r.status).toBe(2);
+    expect(r.stdout).toMatch(/mapped-reg-conformance: standard input \(-\): a terminal, not a file: pipe the file in/);
+  });
+
   it('what standard input holds is judged as a file: empty is not JSON, named as standard input', () => {
     const r = sh(`${M} compare - ${quote(good)} < /dev/null`);
     expect(r.code).toBe(2);
