@@ -178,12 +178,31 @@ describe('what the reports repeat of a baseline is capped', () => {
     const file = write('huge-baseline.json', baseline);
     const summary = join(work, 'summary.md');
     const json = join(work, 'huge-run.json');
-    const r = cli(['--backend', 'cpu', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
+    // the run asks for CUDA (and finds none here): the baseline's CUDA device is missing
+    const r = cli(['--backend', 'cpu', '--backend', 'cuda', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
     expect(r.code, r.stderr).toBe(1);
     const text = readFileSync(summary, 'utf8');
     expect(text).toMatch(/Regressions and other reasons the gate failed \(1\)\n\n- cuda:0 GPU/);
     expect(text).toMatch(/…\(\d+ more characters\)/);
     expect(Buffer.byteLength(text)).toBeLessThan(20_000);
+    expect(Buffer.byteLength(r.stdout)).toBeLessThan(20_000);
+    expect(r.stdout).not.toContain('\u001b');
+    expect(readFileSync(json, 'utf8')).toContain('N'.repeat(100_000));
+  });
+
+  it('a device of a 100 kB name that the run did not ask for (--backend cpu): listed as not compared, capped as well', () => {
+    const baseline = JSON.parse(readFileSync(cpuRun, 'utf8')) as RunResult;
+    const huge = `GPU ${'\u001b]0;owned\u0007'}${'N'.repeat(100_000)}`;
+    baseline.devices.push({ ...baseline.devices[0]!, id: 'cuda:0', backend: 'cuda', name: huge, pciBusId: `0000:${'f'.repeat(50_000)}` });
+    const file = write('huge-baseline-not-asked.json', baseline);
+    const summary = join(work, 'summary-not-asked.md');
+    const json = join(work, 'huge-run-not-asked.json');
+    const r = cli(['--backend', 'cpu', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
+    expect(r.code, r.stderr).toBe(0);
+    const text = readFileSync(summary, 'utf8');
+    expect(text).toMatch(/not compared \(not asked for: the run gave --backend cpu\): cuda:0 GPU/);
+    expect(Buffer.byteLength(text)).toBeLessThan(20_000);
+    expect(r.stdout).toMatch(/not compared \(not asked for: the run gave --backend cpu\): cuda:0 GPU/);
     expect(Buffer.byteLength(r.stdout)).toBeLessThan(20_000);
     expect(r.stdout).not.toContain('\u001b');
     expect(readFileSync(json, 'utf8')).toContain('N'.repeat(100_000));
