@@ -28,7 +28,8 @@ export async function parseOptions(argv: string[]): Promise<Options> {
     .options({
       runs: { ...MEASURE_OPTIONS.runs, describe: 'timed runs of each copy and registration: best and median of N; also given to the conformance run' },
       size: { ...MEASURE_OPTIONS.size, describe: `MiB of the file-backed region (at most ${MAX_SIZE_MIB}); the probe's window is half of it` },
-      'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file (default: the package's scratch/)" },
+      'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file, on a disk (default: the package's scratch/); tmpfs and ramfs are refused" },
+      'allow-tmpfs-scratch': MEASURE_OPTIONS['allow-tmpfs-scratch'],
       device: { ...MEASURE_OPTIONS.device, describe: 'only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run' },
       json: { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--json'), describe: 'write the results as JSON' },
       'native-bin': { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--native-bin'), describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
@@ -45,7 +46,7 @@ export async function parseOptions(argv: string[]): Promise<Options> {
       throw new UsageError(msg || err?.message || 'bad usage');
     })
     .parseAsync();
-  const m = measureOptions({ ...(a.scratchDir !== undefined ? { scratchDir: a.scratchDir } : {}), size: a.size, device: a.device, runs: a.runs }, { maxSizeMiB: MAX_SIZE_MIB });
+  const m = measureOptions({ ...(a.scratchDir !== undefined ? { scratchDir: a.scratchDir } : {}), allowTmpfsScratch: a.allowTmpfsScratch, size: a.size, device: a.device, runs: a.runs }, { maxSizeMiB: MAX_SIZE_MIB });
   return {
     runs: m.runs,
     sizeMiB: m.sizeMiB,

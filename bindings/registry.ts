@@ -11,7 +11,7 @@
 //   - its id in results/types.ts's BACKENDS, and in results/results.schema.json's backend enum and device id
 //     pattern (test/registry.test.ts fails until the schema says what BACKENDS and the modules' deviceId say);
 //   - where a user reads the list: `--backend` in docs/usage.md (the --help text, from backendIds()) and the
-//     `backends` input of action.yml;
+//     `backend` input of action.yml;
 //   - a driver double in test/double/ for its tests.
 // Optional: its vendor's management library in bindings/gpu-users.ts, to see the device's other users (without
 // one, the run notes that there is none).

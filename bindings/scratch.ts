@@ -68,6 +68,24 @@ export function scratchDirProblem(dir: string, bytes: number): string | undefine
   return 'problem' in c ? c.problem : undefined;
 }
 
+/** The filesystems that keep their files in memory: a mapping of such a file is not the file-backed case (no disk behind it). */
+export const MEMORY_FILESYSTEMS: readonly string[] = ['tmpfs', 'ramfs'];
+
+/**
+ * Why a folder should not hold the run's scratch files although it can: it is on tmpfs or ramfs, where a file is
+ * memory and the registration of its mapping says nothing of a file on a disk (the hazard checks use tmpfs on
+ * purpose, in a folder of their own). Undefined for a folder on a disk, or one whose filesystem cannot be told.
+ */
+export function memoryScratchProblem(dir: string): string | undefined {
+  let fs: FsInfo;
+  try {
+    fs = statfs(dir);
+  } catch {
+    return undefined;
+  }
+  return MEMORY_FILESYSTEMS.includes(fs.fsName) ? `scratch folder ${dir} is on ${fs.fsName}: its files live in memory, not on a disk, so the file-backed mapping this tool certifies would not be tested` : undefined;
+}
+
 /**
  * Removes the scratch folders left in `dir` by processes that were killed (their lock is free), and returns
  * their names; a folder whose owner lives, in any PID namespace, is kept (bindings/scratch-lock.ts).

@@ -15,7 +15,7 @@ import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { gateSummary, runSummary } from '../reporters/summary.js';
-import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
+import { duplicateDevice, duplicateInputs, sameHostRunsHint } from '../results/duplicates.js';
 import { checkOutputList, OutputError, writeOutput } from './outputs.js';
 import {
   COMPARE_COMMAND_OPTIONS,
@@ -132,8 +132,19 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
  * takes a value must be given one.
  */
 function commandLine(args: string[]): string[] {
-  if (args[0] !== 'list' || !args.includes('--checks')) return args;
-  return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg]));
+  if (args[0] !== 'list' || !args.includes('--checks')) return args.map(hideDash);
+  return args.flatMap((arg, i) => (arg === '--json' && (i + 1 === args.length || args[i + 1]!.startsWith('--')) ? [arg, '-'] : [arg])).map(hideDash);
+}
+
+// yargs turns a positional `-` into '' or true, or drops it from a list (`compare - new.json`, `history add -`):
+// each `-` is hidden from it and given back, as `-`, to every value before the commands see them
+const DASH = '\u0000-';
+const hideDash = (arg: string): string => (arg === '-' ? DASH : arg);
+function showDash(a: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(a)) {
+    if (v === DASH) a[k] = '-';
+    else if (Array.isArray(v)) a[k] = v.map((x: unknown) => (x === DASH ? '-' : x));
+  }
 }
 
 /** `run` (the default command) and `list`. */
@@ -150,9 +161,9 @@ function addCompare(y: Argv): Argv {
     'regressions, fixes, unchanged, new and missing checks, per device (matched by PCI bus id and name); exit 1 on a regression',
     (z) => z.positional('old', COMPARE_POSITIONALS.old).positional('new', COMPARE_POSITIONALS.new).options(COMPARE_COMMAND_OPTIONS),
     (a) =>
-      guarded(() => {
-        const o = compareCommandOptions(a);
-        const c = compareResults(readInputFile(o.old), readInputFile(o.new), o.rules);
+      guarded(async () => {
+        const o = await compareCommandOptions(a);
+        const c = compareResults(await readInputFile(o.old), await readInputFile(o.new), o.rules);
         say(o.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: o.old, new: o.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),
@@ -176,18 +187,20 @@ function addMerge(y: Argv): Argv {
     'results from many machines into one file, for compare and report',
     (z) => z.positional('files', RESULTS_FILES).options(MERGE_OPTIONS),
     (a) =>
-      guarded(() => {
+      guarded(async () => {
         const o = mergeCommandOptions(a);
-        const files = o.files.map((f) => resolve(f));
+        const files = o.files.map((f) => (f === '-' ? f : resolve(f)));
         // refused before anything is read when the merged file could not be written (V8's string limit)
         const tooLarge = mergeSizeProblem(files.map(sizeOf));
         if (tooLarge) throw new InputError(tooLarge);
-        const results = o.files.map((f) => readInputFile(f));
+        const results: RunResult[] = [];
+        for (const f of o.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
         const merged = mergeResults(results, files);
         const again = duplicateDevice(merged);
-        if (again) throw new InputError(`merge: ${again}`);
+        const instead = again ? sameHostRunsHint(results, [...o.files]) : undefined;
+        if (again) throw new InputError(`merge: ${again}${instead ? `: ${instead}` : ''}`);
         writeOutput(o.target, mergedJson(merged, files.length));
         say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(o.output, false)}\n`);
       }),
@@ -201,9 +214,10 @@ function addReport(y: Argv): Argv {
     'one self-contained HTML page: devices x driver versions, verdicts, check statuses, GB/s charts',
     (z) => z.positional('files', RESULTS_FILES).options(REPORT_OPTIONS),
     (a) =>
-      guarded(() => {
+      guarded(async () => {
         const o = reportCommandOptions(a);
-        const results: RunResult[] = o.files.map((f) => readInputFile(f));
+        const results: RunResult[] = [];
+        for (const f of o.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
         // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
@@ -236,7 +250,7 @@ function addHistoryCompare(y: Argv): Argv {
     (z) => z.options(HISTORY_COMPARE_OPTIONS),
     (a) =>
       guarded(async () => {
-        const o = historyCompareOptions(a);
+        const o = await historyCompareOptions(a);
         const { historyCompare } = await import('../history/commands.js');
         process.exitCode = await historyCompare(o, say);
       }),
@@ -251,7 +265,7 @@ function addHistoryReport(y: Argv): Argv {
     (z) => z.options(HISTORY_REPORT_OPTIONS),
     (a) =>
       guarded(async () => {
-        const o = historyReportOptions(a);
+        const o = await historyReportOptions(a);
         const { historyReportCommand } = await import('../history/commands.js');
         await historyReportCommand(o, (_file, text) => writeOutput(o.target, text), say);
       }),
@@ -282,14 +296,14 @@ const EPILOGUE =
   'infinite and out-of-range values are refused. --json, --junit and --metrics may be repeated: each file named is written; ' +
   'any other option of one value is given once.\n\n' +
   'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
-  'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
+  'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is neither a file nor a pipe (- is standard input; a named pipe with no writer is refused after 3 s), ' +
   'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
   'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
   'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 
 await [addRunAndList, addCompare, addMerge, addReport, addHistory]
-  .reduce((y, add) => add(y), yargs(commandLine(ARGS)).scriptName('mapped-reg-conformance'))
+  .reduce((y, add) => add(y), yargs(commandLine(ARGS)).middleware(showDash, true).scriptName('mapped-reg-conformance'))
   .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
   .fail((msg, err) => {

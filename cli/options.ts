@@ -10,7 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ArgumentsCamelCase, InferredOptionTypes } from 'yargs';
-import { scratchDirProblem } from '../bindings/scratch.js';
+import { memoryScratchProblem, scratchDirProblem } from '../bindings/scratch.js';
 import { backendIds, backendModules } from '../bindings/registry.js';
 import { OUTPUT_FORMATS, type OutputOption } from '../reporters/output-formats.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
@@ -85,7 +85,8 @@ const maxDropOf = (v: number | undefined): number => v ?? DEFAULT_MAX_DROP;
 // Every option that takes a value must be given one (`--size` alone is bad usage, not 256).
 /** What is measured and where: the options the command and the bench share. */
 export const MEASURE_OPTIONS = {
-  'scratch-dir': path('--scratch-dir', "folder for the scratch files (default: the package's scratch/)"),
+  'scratch-dir': path('--scratch-dir', "folder for the scratch files, on a disk (default: the package's scratch/); tmpfs and ramfs are refused"),
+  'allow-tmpfs-scratch': { type: 'boolean', default: false, describe: 'accept a --scratch-dir on tmpfs or ramfs (its files are memory: the run then tests no file on a disk)' },
   size: number('--size', { what: `a positive whole number of MiB (at most ${MAX_SIZE_MIB})`, whole: true, min: 1, max: MAX_SIZE_MIB }, String(DEFAULT_SIZE_MIB), 'MiB of the region probed'),
   device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
   runs: number('--runs', { what: `a whole number from 1 to ${MAX_RUNS}`, whole: true, min: 1, max: MAX_RUNS }, String(DEFAULT_RUNS), 'timed runs of each copy (best of N against best of N)'),
@@ -251,12 +252,25 @@ export function listOptionProblem(a: Readonly<Record<string, unknown>>): string 
 }
 
 /** The scratch folder: the package's scratch/ (made when missing) unless named; one that cannot take the region is refused. */
-function checkScratch(named: string | undefined, sizeMiB: number, checkSpace: boolean): string {
+function checkScratch(named: string | undefined, sizeMiB: number, checkSpace: boolean, allowTmpfs = false): string {
   const scratchDir = named ? resolve(named) : DEFAULT_SCRATCH_DIR;
-  if (!named) mkdirSync(scratchDir, { recursive: true });
+  // the package's own folder, not writable after a global install (root's): the user is told where to point instead
+  const elsewhere = named ? '' : `: the package's own scratch folder; name one you can write on a disk with --scratch-dir DIR`;
+  if (!named) {
+    try {
+      mkdirSync(scratchDir, { recursive: true });
+    } catch (e) {
+      throw new UsageError(`scratch folder ${scratchDir} cannot be made (${(e as NodeJS.ErrnoException).code ?? String(e)})${elsewhere}`);
+    }
+  }
   if (checkSpace) {
+    // a folder that cannot be written first, then one in memory, then the free space (ramfs says it has none)
+    const unusable = scratchDirProblem(scratchDir, 0);
+    if (unusable) throw new UsageError(`${unusable}${elsewhere}`);
+    const memory = allowTmpfs ? undefined : memoryScratchProblem(scratchDir);
+    if (memory) throw new UsageError(`${memory}: give --scratch-dir a folder on a disk (ext4, xfs, ...), or add --allow-tmpfs-scratch to test tmpfs on purpose`);
     const problem = scratchDirProblem(scratchDir, sizeMiB * MiB);
-    if (problem) throw new UsageError(problem);
+    if (problem) throw new UsageError(`${problem}${elsewhere}`);
   }
   return scratchDir;
 }
@@ -264,6 +278,8 @@ function checkScratch(named: string | undefined, sizeMiB: number, checkSpace: bo
 /** The measuring options as the bench takes them from yargs. */
 export interface MeasureArgs {
   scratchDir?: string | undefined;
+  /** --allow-tmpfs-scratch: a scratch folder on tmpfs or ramfs is meant. */
+  allowTmpfsScratch?: boolean | undefined;
   size?: number | undefined;
   device: string[];
   runs?: number | undefined;
@@ -273,7 +289,7 @@ export interface MeasureArgs {
 export function measureOptions(a: MeasureArgs, o: { maxSizeMiB?: number } = {}): Measure {
   const sizeMiB = a.size ?? DEFAULT_SIZE_MIB;
   if (o.maxSizeMiB !== undefined && sizeMiB > o.maxSizeMiB) throw new UsageError(`--size ${sizeMiB}: at most ${o.maxSizeMiB} MiB`);
-  return Object.freeze({ scratchDir: checkScratch(a.scratchDir, sizeMiB, true), sizeMiB, devices: Object.freeze([...a.device]), runs: a.runs ?? DEFAULT_RUNS });
+  return Object.freeze({ scratchDir: checkScratch(a.scratchDir, sizeMiB, true, a.allowTmpfsScratch === true), sizeMiB, devices: Object.freeze([...a.device]), runs: a.runs ?? DEFAULT_RUNS });
 }
 
 /** The backends asked for (every one of the registry's when none), each known. */
@@ -307,17 +323,20 @@ type RunOrListArgs = Partial<RunArgs> & Pick<RunArgs, 'device' | 'backend' | 'ch
  */
 async function checksOf(a: RunOrListArgs): Promise<{ checkSelection?: RunOptions['checkSelection']; deselected?: Record<string, string> }> {
   if (a.check.length === 0 && a.skip.length === 0 && a.skipsFile === undefined) return {};
-  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? readSkipsFile(a.skipsFile) : [])];
+  const skips = [...a.skip.map((glob) => ({ glob, source: '--skip' })), ...(a.skipsFile !== undefined ? await readSkipsFile(a.skipsFile) : [])];
   const { checkCatalog } = await import('../suites/catalog.js');
   const deselected = selectChecks(await checkCatalog(), { checks: a.check, skips });
   return { checkSelection: { checks: [...a.check], skips: [...a.skip], ...(a.skipsFile !== undefined ? { skipsFile: a.skipsFile } : {}) }, deselected };
 }
 
 /** An expectations file, read and checked (results/expectations.ts). */
-const expectationsOf = (file: string | undefined): Expectations | undefined => (file ? readExpectations(resolve(file)) : undefined);
+/** An input's name as read: a path resolved, `-` (standard input) as it is. */
+const inputPath = (file: string): string => (file === '-' ? file : resolve(file));
+
+const expectationsOf = async (file: string | undefined): Promise<Expectations | undefined> => (file ? readExpectations(inputPath(file)) : undefined);
 
 /** A results file given on the command line, read and checked (results/read.ts). */
-export const readInputFile = (file: string): RunResult => readResults(resolve(file));
+export const readInputFile = (file: string): Promise<RunResult> => readResults(inputPath(file));
 
 /**
  * The options of run (`listOnly` false) or list, checked in the order the user is told of a problem: the numbers
@@ -332,7 +351,7 @@ export async function runCommandOptions(a: RunOrListArgs, listOnly: boolean, env
   }
   const v = runValues(a);
   const backends = backendsOf(a.backend);
-  const scratchDir = checkScratch(a.scratchDir, v.sizeMiB, !listOnly);
+  const scratchDir = checkScratch(a.scratchDir, v.sizeMiB, !listOnly, a.allowTmpfsScratch === true);
   const outputs = checkRunOutputs({ json: a.json, junit: a.junit, metrics: a.metrics }, listOnly, [
     { option: '--baseline', value: a.baseline },
     { option: '--expectations', value: a.expectations },
@@ -340,8 +359,8 @@ export async function runCommandOptions(a: RunOrListArgs, listOnly: boolean, env
   ]);
   const { checkSelection, deselected } = await checksOf(a);
   // the gate's inputs are read and checked before anything runs: a bad one is refused up front
-  const baseline = !listOnly && a.baseline ? Object.freeze({ file: a.baseline, result: readInputFile(a.baseline) }) : undefined;
-  const expectations = expectationsOf(a.expectations);
+  const baseline = !listOnly && a.baseline ? Object.freeze({ file: a.baseline, result: await readInputFile(a.baseline) }) : undefined;
+  const expectations = await expectationsOf(a.expectations);
   const requires = (a.require ?? []).map(parseRequirement);
   const selection: Selection = {
     backends: [...backends],
@@ -404,14 +423,14 @@ export interface CompareRules {
   readonly expectations?: Expectations;
 }
 
-function compareRules(a: { expectations?: string | undefined; maxDrop?: number | undefined }): CompareRules {
-  const expectations = expectationsOf(a.expectations);
+async function compareRules(a: { expectations?: string | undefined; maxDrop?: number | undefined }): Promise<CompareRules> {
+  const expectations = await expectationsOf(a.expectations);
   return Object.freeze({ maxDrop: maxDropOf(a.maxDrop), ...(expectations ? { expectations } : {}) });
 }
 
 /** `compare OLD NEW`. */
-export function compareCommandOptions(a: Parsed<typeof COMPARE_COMMAND_OPTIONS & typeof COMPARE_POSITIONALS>) {
-  const rules = compareRules(a);
+export async function compareCommandOptions(a: Parsed<typeof COMPARE_COMMAND_OPTIONS & typeof COMPARE_POSITIONALS>) {
+  const rules = await compareRules(a);
   return Object.freeze({ old: a.old, new: a.new, json: a.json, rules });
 }
 
@@ -435,15 +454,15 @@ export function historyAddOptions(a: Parsed<typeof HISTORY_ADD_OPTIONS> & { path
 }
 
 /** `history compare --db FILE --old SEL --new SEL`. */
-export function historyCompareOptions(a: Parsed<typeof HISTORY_COMPARE_OPTIONS>) {
-  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, ...compareRules(a) });
+export async function historyCompareOptions(a: Parsed<typeof HISTORY_COMPARE_OPTIONS>) {
+  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, ...(await compareRules(a)) });
 }
 
 /** `history report --db FILE --html OUT`: the page checked against the store and the expectations first. */
-export function historyReportOptions(a: Parsed<typeof HISTORY_REPORT_OPTIONS>) {
+export async function historyReportOptions(a: Parsed<typeof HISTORY_REPORT_OPTIONS>) {
   const target = checkOutputs([{ option: '--html', value: a.html }], [
     { option: 'the store --db', value: a.db },
     { option: '--expectations', value: a.expectations },
   ])['--html']!;
-  return Object.freeze({ db: a.db, html: a.html, target, ...compareRules(a) });
+  return Object.freeze({ db: a.db, html: a.html, target, ...(await compareRules(a)) });
 }

@@ -12,7 +12,7 @@
 // - A glob that matches no check is bad input (exit 2, nothing run), and so is a skips file that cannot be read.
 //
 // A skips file: one glob a line; `#` starts a comment; blank lines are ignored.
-import { InputError, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
+import { InputError, inputName, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
 import { globToRegExp } from '../results/expectations.js';
 import type { CatalogEntry } from '../suites/catalog.js';
 import { UsageError } from './usage-error.js';
@@ -34,10 +34,10 @@ export interface CheckSelection {
 const LIST_HINT = 'the check ids: mapped-reg-conformance list --checks';
 
 /** The globs of a skips file, each with its FILE:LINE; a file that cannot be read, or a line of two words, is bad input. */
-export function readSkipsFile(file: string): SkipRule[] {
+export async function readSkipsFile(file: string): Promise<SkipRule[]> {
   let text: string;
   try {
-    text = readInput(file, TEXT_INPUT_BYTES);
+    text = await readInput(file, TEXT_INPUT_BYTES);
   } catch (e) {
     if (e instanceof InputError) throw new UsageError(`--skips-file ${e.message.replace(/cannot read it/, 'cannot be read')}`);
     throw e;
@@ -46,7 +46,7 @@ export function readSkipsFile(file: string): SkipRule[] {
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.replace(/#.*$/, '').trim();
     if (line === '') return;
-    const where = `${file}:${i + 1}`;
+    const where = `${inputName(file)}:${i + 1}`;
     if (/\s/.test(line)) throw new UsageError(`${where}: one glob a line, not "${line}"`);
     rules.push({ glob: line, source: where });
   });

@@ -11,8 +11,11 @@ import { hookFor } from '../suites/hooks.js';
 
 export { hookFor };
 
-/** The variables naming a driver library that must load when set (a GPU driver's), with their backend. */
-const libraryEnv = (): [string, Backend][] => backendModules().flatMap((m) => (m.registers && m.libraryEnv ? [[m.libraryEnv, m.id] as [string, Backend]] : []));
+/**
+ * The variables naming a library that must load when set, with their backend: every backend's (a GPU driver's,
+ * and OpenCL's and Vulkan's for discovery), as docs/usage.md says; one of a backend the run did not ask for is not read.
+ */
+const libraryEnv = (): [string, Backend][] => backendModules().flatMap((m) => (m.libraryEnv ? [[m.libraryEnv, m.id] as [string, Backend]] : []));
 
 /**
  * Bad input a discovery shows, as one line, or undefined: a driver library the user named that did not load,

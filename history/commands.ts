@@ -4,7 +4,7 @@
 // none, and a history command then says in one line how to add it (exit 2).
 import { rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { changeLine, countsLine, failingChanges } from '../results/compare.js';
+import { changeLine, type Comparison, countsLine, deviceName, failingChanges } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
@@ -94,7 +94,30 @@ const sideLine = (which: 'OLD' | 'NEW', s: SideSummary): string => {
   return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}`;
 };
 
-/** The comparison as text: both sides, who was compared, each failing change on a line (capped), the totals. */
+/** How many of the missing checks and devices the text names. */
+const MISSING_SHOWN = 20;
+
+/**
+ * What the counts call "missing", named (at most MISSING_SHOWN names): per device, the checks NEW lacks, or the
+ * device once when it is gone whole; undefined when nothing is missing.
+ */
+function missingText(c: Comparison): string | undefined {
+  let left = MISSING_SHOWN;
+  let hidden = 0;
+  const parts: string[] = [];
+  for (const d of c.devices) {
+    const names = d.presence === 'missing' ? ['the whole device'] : d.changes.filter((ch) => ch.kind === 'missing').map((ch) => ch.check);
+    if (names.length === 0) continue;
+    const shown = names.slice(0, Math.max(0, left));
+    hidden += names.length - shown.length;
+    left -= shown.length;
+    if (shown.length) parts.push(`${deviceName(d)}: ${shown.join(', ')}`);
+  }
+  if (parts.length === 0 && hidden === 0) return undefined;
+  return `${parts.join('; ')}${hidden ? `; and ${hidden} more` : ''}`;
+}
+
+/** The comparison as text: both sides, who was compared, each failing change on a line (capped), the missing named (capped), the totals. */
 export function formatHistory(h: HistoryComparison): string {
   const c = asComparison(h);
   const out: string[] = [sideLine('OLD', h.old), sideLine('NEW', h.new)];
@@ -109,6 +132,8 @@ export function formatHistory(h: HistoryComparison): string {
     for (const { device, change } of failing.slice(0, SHOWN)) out.push(`  ${change.kind === 'regression' ? 'REGRESSION' : change.kind === 'error' ? 'HOST ERROR' : 'UNEXPECTED PASS'}  ${changeLine(device, change)}`);
     if (failing.length > SHOWN) out.push(`  and ${failing.length - SHOWN} more (--json lists every one)`);
   }
+  const missing = missingText(c);
+  if (missing) out.push('', `missing (OLD had them, NEW has not): ${missing}`);
   out.push('', `${countsLine(h.counts)}: ${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}`);
   return `${out.join('\n')}\n`;
 }

@@ -23,7 +23,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { deviceKey, verdictLabel } from '../results/compare.js';
-import { fileKind, InputError, parseResults, readInput } from '../results/read.js';
+import { fileKind, InputError, inputName, parseResults, readInput } from '../results/read.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
 import { DEVICE_COLUMNS_2 } from './columns.js';
@@ -253,6 +253,11 @@ export function resultFiles(paths: string[]): string[] {
     }
   };
   for (const p of paths) {
+    // standard input: read as a file is
+    if (p === '-') {
+      out.push(p);
+      continue;
+    }
     let st;
     try {
       st = statSync(p);
@@ -530,7 +535,7 @@ export async function addFiles(store: Store, files: string[], onRefused?: (line:
   for (const file of files) {
     let result: RunResult;
     try {
-      result = parseResults(readInput(file), file);
+      result = parseResults(await readInput(file), inputName(file));
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
       report.refused.push(e.message);

@@ -59,6 +59,7 @@ export function capGate(g: GateDecision): GateDecision {
       ...(n.expectation ? { expectation: { source: message(n.expectation.source), line: message(n.expectation.line) } } : {}),
     })),
     missing: g.missing.map((m) => ({ ...m, id: name(m.id), name: name(m.name), backend: name(m.backend), pciBusId: m.pciBusId === null ? null : name(m.pciBusId), verdict: opt(m.verdict, name), driver: opt(m.driver, name), why: opt(m.why, message) })),
+    ...(g.notAskedFor ? { notAskedFor: g.notAskedFor.map((m) => ({ ...m, id: name(m.id), name: name(m.name), backend: name(m.backend), pciBusId: m.pciBusId === null ? null : name(m.pciBusId), asked: message(m.asked) })) } : {}),
   };
 }
 

@@ -4,6 +4,7 @@
 // the checks that failed, timed out or crashed and the errors outside any check. Text from drivers and checks is
 // escaped: it renders as text, never as Markdown or HTML.
 import type { CheckResult, DeviceResult, RunResult } from '../results/types.js';
+import { notAskedLine } from '../results/compare.js';
 import { FAILING } from '../results/status.js';
 import { hostFaultMarkdown } from './host-faults.js';
 import { markdownText } from './safe-text.js';
@@ -58,6 +59,8 @@ export function markdownSummary(result: RunResult): string {
     out.push('', `#### ${gate.baseline ? 'Regressions and other reasons' : 'Reasons'} the gate failed (${gate.reasons.length})`, '');
     for (const r of gate.reasons) out.push(`- ${r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
   }
+  const notAsked = notAskedLine(gate?.notAskedFor);
+  if (notAsked) out.push('', markdownText(notAsked));
   const excused = gate?.notes.filter((n) => n.kind === 'expected' || n.kind === 'flaky') ?? [];
   if (excused.length > 0) {
     out.push('', `#### Known failures and flakes (${excused.length})`, '');

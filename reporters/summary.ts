@@ -2,6 +2,7 @@
 // verdict's reason and each error in full, then the gate's decision: every reason it is red, what it excused
 // (known failures, flakes that passed on re-run), and one PASS/FAIL line that says why. Nothing is cut: a line
 // longer than the terminal wraps there, whole words and all.
+import { notAskedLine } from '../results/compare.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceLoad, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { hostFaultLines } from './host-faults.js';
@@ -82,6 +83,8 @@ export function gateSummary(gate: GateDecision): string[] {
     if (!what) continue;
     out.push(`  ${what}  ${n.device} ${n.check}${n.old !== undefined || n.new !== undefined ? ` ${n.old ?? '(none)'} -> ${n.new ?? '(none)'}` : ''}${n.note ? `: ${n.note}` : ''}`);
   }
+  const notAsked = notAskedLine(gate.notAskedFor);
+  if (notAsked) out.push(`  ${notAsked}`);
   out.push(gate.headline);
   return out.map(terminalText);
 }

@@ -179,6 +179,6 @@ export function discoveryLines(d: {
     const mem = s.totalMemBytes ? `, ${(s.totalMemBytes / 2 ** 30).toFixed(1)} GiB` : '';
     out.push(`  ${s.id}: ${s.name} [${s.driver.name} ${s.driver.version}${s.pciBusId ? `, ${s.pciBusId}` : ''}${mem}] integrated=${s.integrated ?? `unknown${s.integratedError ? ` (${s.integratedError})` : ''}`}${attrs}`);
   }
-  if (!d.found.gpuDriverFound && !d.interrupted) out.push('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
+  if (!d.found.gpuDriverFound && !d.interrupted) out.push(`  no GPU driver was found (neither CUDA nor HIP): ${d.selected.length ? 'only the devices above are checked' : 'no device to check'}`);
   return out;
 }

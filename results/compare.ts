@@ -9,7 +9,9 @@
 // and a regression covered by a `fail` expectation is `expected`.
 import { findExpectation, type Expectation, type Expectations } from './expectations.js';
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
-import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, RegressionKind, RunResult } from './types.js';
+import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, NotAskedDevice, RegressionKind, RunResult } from './types.js';
+
+export type { NotAskedDevice } from './types.js';
 import { gbpsText, oneLine, percent, plural } from './format.js';
 
 export { SEVERITY } from './status.js';
@@ -92,6 +94,11 @@ export interface Comparison {
   maxDrop: number;
   devices: DeviceComparison[];
   counts: Counts;
+  /**
+   * OLD's devices that NEW did not ask for (its --backend or --device left them out): not compared, never
+   * missing (`--require` is the way to demand a device). Absent when there are none.
+   */
+  notAskedFor?: NotAskedDevice[];
 }
 
 export interface CompareOptions {
@@ -376,13 +383,36 @@ export function recount(d: DeviceComparison): void {
 }
 
 /**
+ * What a run narrowed by --backend or --device did not ask for, of a device of another run: the options that left
+ * it out (`--backend cuda`), or undefined when the run asked for it. A merged file (a fleet's runs) asks for all.
+ */
+export function notAskedBy(run: RunResult, d: { id: string; backend: string }): string | undefined {
+  if (isMerged(run)) return undefined;
+  const { backends, devices } = run.options as { backends?: unknown; devices?: unknown };
+  const list = (x: unknown): string[] | undefined => (Array.isArray(x) && x.length > 0 && x.every((v) => typeof v === 'string') ? x : undefined);
+  const b = list(backends);
+  if (b && !b.includes(d.backend)) return b.map((x) => `--backend ${x}`).join(' ');
+  const ids = list(devices);
+  if (ids && !ids.includes(d.id)) return ids.map((x) => `--device ${x}`).join(' ');
+  return undefined;
+}
+
+/**
  * Compares two results files' contents (see the rules at the top of this file). With no OLD, NEW is judged on
- * its own: every failing check is a "new failure", and nothing can be missing.
+ * its own: every failing check is a "new failure", and nothing can be missing. A device of OLD that NEW's run
+ * did not ask for (notAskedBy) is not compared: listed in `notAskedFor`, never missing.
  */
 export function compareResults(old: RunResult | undefined, neu: RunResult, options: CompareOptions = {}): Comparison {
-  const { matchedByHost, pairs: ps } = pairs(old, neu);
+  const { matchedByHost, pairs: all } = pairs(old, neu);
   // the library's own default, for callers that name none (the command always names one: cli/options.ts)
   const maxDrop = options.maxDrop ?? DEFAULT_MAX_DROP;
+  const notAskedFor: NotAskedDevice[] = [];
+  const ps = all.filter(([, p]) => {
+    const asked = !p.new && p.old ? notAskedBy(neu, p.old) : undefined;
+    if (asked === undefined) return true;
+    notAskedFor.push({ id: p.old!.id, name: p.old!.name, backend: p.old!.backend, pciBusId: p.old!.pciBusId, asked });
+    return false;
+  });
   const devices = ps.map(([key, p]) =>
     compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }),
   );
@@ -394,7 +424,17 @@ export function compareResults(old: RunResult | undefined, neu: RunResult, optio
     maxDrop,
     devices,
     counts: totalCounts(devices),
+    ...(notAskedFor.length ? { notAskedFor } : {}),
   };
+}
+
+/** The devices not compared because the run did not ask for them, on one line (at most `shown` named), or undefined when none. */
+export function notAskedLine(devices: readonly NotAskedDevice[] | undefined, shown = 20): string | undefined {
+  if (!devices?.length) return undefined;
+  const named = devices.slice(0, shown).map((d) => `${d.id} ${d.name}`);
+  const more = devices.length > shown ? ` and ${devices.length - shown} more` : '';
+  const asked = [...new Set(devices.map((d) => d.asked))].join('; ');
+  return `not compared (not asked for: the run gave ${asked}): ${named.join(', ')}${more}`;
 }
 
 /** The changes that keep a gate from passing (regressions, unexpected passes, host errors), with their device. */
@@ -525,6 +565,8 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
     if (rowsD.length) out.push(...table(rowsD));
     if (d.presence === 'both') out.push(`  ${d.counts.unchanged} unchanged`);
   }
+  const notAsked = notAskedLine(c.notAskedFor);
+  if (notAsked) out.push('', notAsked);
   out.push('', `${countsLine(c.counts)}: ${hasRegression(c) ? 'REGRESSION' : 'no regression'}`);
   return `${out.join('\n')}\n`;
 }

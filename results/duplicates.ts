@@ -47,3 +47,29 @@ export function duplicateInputs(results: readonly RunResult[], names: readonly s
   }
   return undefined;
 }
+
+/** The hosts whose runs a file holds (a merged file: each of its parts'). */
+const hostsOf = (r: RunResult): string[] => {
+  const parts = (r as { merged?: { hostname: string }[] }).merged;
+  return parts ? parts.map((p) => p.hostname) : [r.host.hostname];
+};
+
+/**
+ * What to use instead when merge would list a device twice because two of its inputs are runs of one host (a
+ * merged file holds one run per host: a fleet, not a history): one line naming them and report and history; or
+ * undefined when no two inputs share a host.
+ */
+export function sameHostRunsHint(results: readonly RunResult[], names: readonly string[]): string | undefined {
+  const seen = new Map<string, string>();
+  for (const [i, r] of results.entries()) {
+    const name = names[i] ?? `file ${i + 1}`;
+    for (const host of hostsOf(r)) {
+      const other = seen.get(host);
+      if (other !== undefined && other !== name) {
+        return `${other} and ${name} are two runs of host ${JSON.stringify(host.slice(0, 200))}, and a merged file holds one run per host (a fleet): to see runs of one host side by side, use report ${other} ${name} --html OUT.html, or history add --db FILE ${other} ${name} (then history compare, history report)`;
+      }
+      seen.set(host, name);
+    }
+  }
+  return undefined;
+}

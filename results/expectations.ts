@@ -10,7 +10,7 @@
 // `device=hip:*`); `driver=` the driver's version (`driver=7.2.4*`), or name and version (`driver="HIP 7.2.*"`);
 // `host=` the hostname of a merged file's device (or of the file). A value with spaces is quoted with "...".
 // Keys left out match anything. The device-level verdict entry of a comparison has the check id `verdict`.
-import { InputError, readInput, TEXT_INPUT_BYTES } from './read.js';
+import { InputError, inputName, readInput, TEXT_INPUT_BYTES } from './read.js';
 import type { DeviceResult, Machine } from './types.js';
 
 export type ExpectationKind = 'fail' | 'flake';
@@ -109,9 +109,9 @@ export function parseExpectations(text: string, file: string): Expectations {
   return { file, entries };
 }
 
-/** Reads and parses an expectations file (unreadable: InputError). */
-export function readExpectations(file: string): Expectations {
-  return parseExpectations(readInput(file, TEXT_INPUT_BYTES), file);
+/** Reads and parses an expectations file (`-`: standard input; unreadable: InputError). */
+export async function readExpectations(file: string): Promise<Expectations> {
+  return parseExpectations(await readInput(file, TEXT_INPUT_BYTES), inputName(file));
 }
 
 function matches(e: Expectation, device: ExpectationSubject, checkId: string, fallbackHost?: string): boolean {

@@ -272,6 +272,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
     reasons,
     notes,
     missing,
+    ...(c.notAskedFor ? { notAskedFor: c.notAskedFor } : {}),
     counts: c.counts,
   };
 }

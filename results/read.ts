@@ -1,9 +1,11 @@
 // Reading a results file (what `run --json FILE` wrote) for compare, merge, report, the gate and the history
 // store: parsed, checked against results/results.schema.json and the rules the schema cannot say (a merged file's
 // parts account for its devices; a device listed once), or refused with one line that names the file and the
-// reason. Every input file named on the command line is read here (readInput): a regular file only, of bounded
-// size, so that /dev/zero or a named pipe is refused at once instead of filling the memory or hanging.
-import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
+// reason. Every input file named on the command line is read here (readInput), as a shell gives it: a regular
+// file, `-` (standard input), or a pipe with a writer (`--baseline <(curl -s URL)`), each of bounded size; a
+// device such as /dev/zero is refused at once, and a named pipe with no writer within PIPE_WAIT_MS too (never a
+// hang). Pipes are read without blocking, polled, so that the event loop stays free while they are waited for.
+import { closeSync, constants as fsConstants, existsSync, fstatSync, openSync, read } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
@@ -124,14 +126,94 @@ export const MAX_INPUT_BYTES = 2 ** 29 - 24;
 /** The most bytes a text input (an expectations file, a skips file) may hold: thousands of lines fit in far less. */
 export const TEXT_INPUT_BYTES = 64 * 1024 * 1024;
 
+/** How long a named pipe may give nothing (no writer yet, or one that wrote nothing) before it is refused. */
+export const PIPE_WAIT_MS = 3000;
+/** How often a pipe with nothing to read yet is tried again. */
+const PIPE_POLL_MS = 20;
+/** What one read asks for. */
+const READ_CHUNK = 1024 * 1024;
+
+/** How an input is named in its errors: `-` is standard input. */
+export const inputName = (file: string): string => (file === '-' ? 'standard input (-)' : file);
+
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+/** One read of a descriptor, without blocking the event loop (the thread pool's read of a non-blocking descriptor returns at once). */
+const readOnce = (fd: number, buf: Buffer): Promise<number> =>
+  new Promise((done, failed) => read(fd, buf, 0, buf.length, null, (e, n) => (e ? failed(e) : done(n))));
+
 /**
- * The text of an input file given on the command line. Only a regular file is read (a named pipe, a device such
- * as /dev/zero, a folder: refused at once; opened without blocking, so a pipe with no writer cannot hang it), of
- * at most `maxBytes`. Anything else, or a file that cannot be read, is an InputError.
+ * All the bytes of `fd`, at most `maxBytes`. A pipe (`pipeWaitMs` given) with nothing yet is polled: EAGAIN (a
+ * writer, nothing written yet) is waited for; an end before the first byte (a named pipe with no writer reads
+ * as empty) is tried again until `pipeWaitMs` have passed, then refused.
  */
-export function readInput(file: string, maxBytes = MAX_INPUT_BYTES): string {
+async function readAll(fd: number, name: string, maxBytes: number, pipeWaitMs?: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const buf = Buffer.allocUnsafe(READ_CHUNK);
+  const deadline = pipeWaitMs === undefined ? 0 : Date.now() + pipeWaitMs;
+  for (;;) {
+    let n: number;
+    try {
+      n = await readOnce(fd, buf);
+    } catch (e) {
+      if (pipeWaitMs !== undefined && (e as NodeJS.ErrnoException).code === 'EAGAIN') {
+        await sleep(PIPE_POLL_MS);
+        continue;
+      }
+      throw e;
+    }
+    if (n === 0) {
+      if (pipeWaitMs === undefined || total > 0) break;
+      if (Date.now() >= deadline) throw new InputError(`${name}: a named pipe that gave nothing in ${pipeWaitMs / 1000} s (no process writes to it): start its writer first, or give a file`);
+      await sleep(PIPE_POLL_MS);
+      continue;
+    }
+    total += n;
+    if (total > maxBytes) throw new InputError(`${name}: more than the ${maxBytes} bytes an input file may hold`);
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+  }
+  return Buffer.concat(chunks, total).toString('utf8');
+}
+
+/** Whether standard input was read already: a second `-` would find it at its end. */
+let stdinTaken = false;
+
+/** Standard input, whole (a file, a pipe or a socket it is); a terminal is refused: nothing was piped in. */
+function readStdin(maxBytes: number): Promise<string> {
+  const name = inputName('-');
+  if (stdinTaken) return Promise.reject(new InputError(`${name}: read once already by this command: only one input can be -`));
+  stdinTaken = true;
+  const stdin = process.stdin;
+  if (stdin.isTTY) return Promise.reject(new InputError(`${name}: a terminal, not a file: pipe the file in (... | mapped-reg-conformance ... -) or name it`));
+  return new Promise((done, failed) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    stdin.on('data', (c: Buffer) => {
+      total += c.length;
+      if (total > maxBytes) {
+        stdin.destroy();
+        failed(new InputError(`${name}: more than the ${maxBytes} bytes an input file may hold`));
+        return;
+      }
+      chunks.push(c);
+    });
+    stdin.once('end', () => done(Buffer.concat(chunks, total).toString('utf8')));
+    stdin.once('error', (e: NodeJS.ErrnoException) => failed(new InputError(`${name}: cannot read it (${e.code ?? e.message})`)));
+  });
+}
+
+/**
+ * The text of an input given on the command line: a regular file; `-`, standard input; a pipe with a writer
+ * (process substitution, a named pipe being written), read without blocking and polled; at most `maxBytes`. A
+ * device such as /dev/zero, a socket, a folder: refused at once; a named pipe that gives nothing within
+ * `pipeWaitMs` (no writer): refused then. Anything else, or a file that cannot be read, is an InputError.
+ */
+export async function readInput(file: string, maxBytes = MAX_INPUT_BYTES, pipeWaitMs = PIPE_WAIT_MS): Promise<string> {
+  if (file === '-') return readStdin(maxBytes);
   let fd: number;
   try {
+    // without blocking: a named pipe with no writer would block the open itself
     fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
@@ -140,12 +222,10 @@ export function readInput(file: string, maxBytes = MAX_INPUT_BYTES): string {
   try {
     const st = fstatSync(fd);
     if (st.isDirectory()) throw new InputError(`${file}: cannot read it (EISDIR)`);
-    if (!st.isFile()) throw new InputError(`${file}: not a regular file (${fileKind(st)}): an input must be a file`);
+    if (!st.isFile() && !st.isFIFO()) throw new InputError(`${file}: not a regular file (${fileKind(st)}): an input must be a file or a pipe`);
     if (st.size > maxBytes) throw new InputError(`${file}: ${st.size} bytes, more than the ${maxBytes} an input file may hold`);
-    const text = readFileSync(fd, 'utf8');
-    // a file that grew while read (a log still written): held to the same bound
-    if (Buffer.byteLength(text) > maxBytes) throw new InputError(`${file}: more than the ${maxBytes} bytes an input file may hold`);
-    return text;
+    // a file that grows while read (a log still written) is held to the same bound
+    return await readAll(fd, file, maxBytes, st.isFIFO() ? pipeWaitMs : undefined);
   } catch (e) {
     if (e instanceof InputError) throw e;
     const err = e as NodeJS.ErrnoException;
@@ -165,7 +245,7 @@ export function fileKind(st: { isDirectory(): boolean; isFIFO(): boolean; isChar
   return 'not a regular file';
 }
 
-/** Reads and checks a results file: not readable, not JSON, another schemaVersion or not the schema's shape: InputError. */
-export function readResults(file: string): RunResult {
-  return parseResults(readInput(file), file);
+/** Reads and checks a results file (`-`: standard input): not readable, not JSON, another schemaVersion or not the schema's shape: InputError. */
+export async function readResults(file: string): Promise<RunResult> {
+  return parseResults(await readInput(file), inputName(file));
 }

@@ -244,6 +244,16 @@ export interface MissingDevice {
   why?: string;
 }
 
+/** A device of the baseline that the run did not ask for (its --backend or --device left it out). */
+export interface NotAskedDevice {
+  id: string;
+  name: string;
+  backend: string;
+  pciBusId: string | null;
+  /** What the run asked for instead, e.g. `--backend cuda`. */
+  asked: string;
+}
+
 /** The gate's decision, as the results JSON records it (`gate`) and every report shows it. */
 export interface GateDecision {
   pass: boolean;
@@ -258,5 +268,7 @@ export interface GateDecision {
   notes: GateNote[];
   /** The devices of the baseline this run does not have. */
   missing: MissingDevice[];
+  /** The devices of the baseline this run did not ask for (--backend, --device): not compared, never missing; absent when none. */
+  notAskedFor?: NotAskedDevice[];
   counts: Record<ChangeKind, number>;
 }

@@ -29,17 +29,21 @@ const block = (firstLine: string): string => {
 
 interface GitlabJob {
   script: string[];
-  variables?: Record<string, string>;
+  variables?: Record<string, string | { value: string; expand?: boolean }>;
 }
-const gitlabScript = (firstLine: string): string => (parse(block(firstLine)) as Record<string, GitlabJob>)['gpu-gate']!.script.join('\n');
+const gitlabJob = (firstLine: string): GitlabJob => (parse(block(firstLine)) as Record<string, GitlabJob>)['gpu-gate']!;
+const gitlabScript = (firstLine: string): string => gitlabJob(firstLine).script.join('\n');
+/** The job's variables as the runner exports them (one of `value:` and `expand: false` taken as written). */
+const gitlabVariables = (firstLine: string): Record<string, string> =>
+  Object.fromEntries(Object.entries(gitlabJob(firstLine).variables ?? {}).map(([k, v]) => [k, typeof v === 'string' ? v : v.value]));
 
 /** The Jenkinsfile's `sh """..."""` as Groovy makes it: `\\` is one backslash, `${baseline}` the script's variable. */
 function jenkinsScript(baseline: string): string {
   const m = /sh """\n([\s\S]*?)\n\s*"""/.exec(block('// Jenkinsfile'));
   expect(m).not.toBeNull();
   const groovy = m![1]!;
-  expect(groovy.match(/\$\{(\w+)\}/g)).toEqual(['${baseline}']);
-  return groovy.replace(/\\\\/g, '\\').replace('${baseline}', baseline);
+  expect(new Set(groovy.match(/\$\{(\w+)\}/g))).toEqual(new Set(['${baseline}']));
+  return groovy.replace(/\\\\/g, '\\').replaceAll('${baseline}', baseline);
 }
 
 const RATES = 'registered=2,pinned=1.5,pageable=0.5';
@@ -129,6 +133,7 @@ describe.each([
 ])('$name', ({ firstLine, image }) => {
   const env = (): Record<string, string | undefined> => ({
     ...gitlabEnv(),
+    ...gitlabVariables(firstLine),
     // the image has the command on its PATH; the shell executor's job names the tarball (here: the one packed above)
     ...(image ? { PATH: `${imageBin}:${process.env.PATH}` } : { MAPPED_REG_TARBALL: tgz }),
   });
@@ -137,7 +142,9 @@ describe.each([
     const script = gitlabScript(firstLine);
     if (!image) expect((parse(block(firstLine)) as Record<string, GitlabJob>)['gpu-gate']!.variables!.MAPPED_REG_TARBALL).toMatch(/\.tgz$/);
     const first = freshClone();
-    const before = expectFirstRun(first, await runScript(script, first, env()));
+    const firstRun = await runScript(script, first, env());
+    const before = expectFirstRun(first, firstRun);
+    expect(firstRun.log).toMatch(/^no pinned baseline \(ci\/baseline-job-id is absent or empty\): the gate judges this run on its own$/m);
     served.set(`/api/v4/projects/7/jobs/${serial}/artifacts/mapped-reg-results.json`, readFileSync(join(first, 'mapped-reg-results.json'), 'utf8'));
     const second = freshClone();
     writeFileSync(join(second, 'ci', 'baseline-job-id'), `${serial - 1}\n`);
@@ -148,13 +155,29 @@ describe.each([
     expect(r.log).toMatch(/^PASS: /m);
   }, 300_000);
 
-  it('a pinned job whose artifact cannot be fetched stops the job before the gate (exit status not 0, no results)', async () => {
+  // docs/ci.md: exit 1 is the gate's answer (don't retry); a baseline that cannot be had is bad input, exit 2
+  it('a pinned job whose artifact is gone (404) stops the job before the gate: one line saying what to do, exit 2, no stack trace, no results', async () => {
     const dir = freshClone();
     writeFileSync(join(dir, 'ci', 'baseline-job-id'), '999999\n');
     const r = await runScript(gitlabScript(firstLine), dir, env());
-    expect(r.code).not.toBe(0);
-    expect(r.log).toMatch(/baseline: 404 Not Found/);
+    expect(r.code, r.log).toBe(2);
+    expect(r.log.trimEnd().split('\n')).toEqual([
+      "baseline: the pinned job 999999's mapped-reg-results.json: 404 Not Found: its artifacts expired, or ci/baseline-job-id names another job; pin a kept job, or empty the file to run without a baseline",
+    ]);
     expect(existsSync(join(dir, 'mapped-reg-results.json'))).toBe(false);
+  }, 120_000);
+
+  it('an API that cannot be reached: one line with the reason, exit 2', async () => {
+    const dir = freshClone();
+    writeFileSync(join(dir, 'ci', 'baseline-job-id'), '5\n');
+    // a port nothing listens on: one the system gave and took back
+    const closed = createServer();
+    await new Promise<void>((ok) => closed.listen(0, '127.0.0.1', ok));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((ok) => closed.close(() => ok()));
+    const r = await runScript(gitlabScript(firstLine), dir, { ...env(), CI_API_V4_URL: `http://127.0.0.1:${port}/api/v4` });
+    expect(r.code, r.log).toBe(2);
+    expect(r.log.trimEnd().split('\n')).toEqual(["baseline: the pinned job 5's mapped-reg-results.json: the API could not be reached (ECONNREFUSED); try the job again once it can"]);
   }, 120_000);
 });
 
@@ -162,12 +185,25 @@ describe('Jenkins (the docker agent runs the image)', () => {
   it('the sh step runs as written: with no pinned build, then with the pinned build\'s results where copyArtifacts puts them', async () => {
     const env = { PATH: `${imageBin}:${process.env.PATH}` };
     const first = freshClone();
-    const before = expectFirstRun(first, await runScript(jenkinsScript(''), first, env));
+    const firstRun = await runScript(jenkinsScript(''), first, env);
+    const before = expectFirstRun(first, firstRun);
+    expect(firstRun.log).toMatch(/^no pinned baseline \(ci\/baseline-build is absent or empty\): the gate judges this run on its own$/m);
     const second = freshClone();
     mkdirSync(join(second, 'baseline'));
     writeFileSync(join(second, 'baseline', 'mapped-reg-results.json'), JSON.stringify(before));
     const r = await runScript(jenkinsScript('--baseline baseline/mapped-reg-results.json'), second, env);
     expect(r.code, r.log).toBe(0);
     expect(results(second).gate!.baseline).toMatch(/baseline\/mapped-reg-results\.json$/);
+  }, 300_000);
+
+  it('a pinned build without the results (copyArtifacts, optional, found none): one line saying what to do, exit 2, no results', async () => {
+    const env = { PATH: `${imageBin}:${process.env.PATH}` };
+    const dir = freshClone();
+    const r = await runScript(jenkinsScript('--baseline baseline/mapped-reg-results.json'), dir, env);
+    expect(r.code, r.log).toBe(2);
+    expect(r.log.trimEnd().split('\n')).toEqual([
+      'baseline: the pinned build (ci/baseline-build) has no mapped-reg-results.json: it expired or is not a build of main; pin a kept build, or empty the file to run without a baseline',
+    ]);
+    expect(existsSync(join(dir, 'mapped-reg-results.json'))).toBe(false);
   }, 300_000);
 });

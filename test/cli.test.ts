@@ -203,6 +203,9 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
     ['MAPPED_REG_CUDA_LIBRARY missing', [], { MAPPED_REG_CUDA_LIBRARY: join(work, 'missing.so') }, /MAPPED_REG_CUDA_LIBRARY=.*not found/],
     ['MAPPED_REG_CUDA_LIBRARY not a driver', [], { MAPPED_REG_CUDA_LIBRARY: notADriver }, /MAPPED_REG_CUDA_LIBRARY=.*not-a-driver\.so/],
     ['MAPPED_REG_HIP_LIBRARY not a driver', [], { MAPPED_REG_HIP_LIBRARY: notADriver }, /MAPPED_REG_HIP_LIBRARY=/],
+    // discovery's libraries too (docs/usage.md): a run of OpenCL alone used to pass with 0 devices
+    ['MAPPED_REG_OPENCL_LIBRARY missing', ['--backend', 'opencl'], { MAPPED_REG_OPENCL_LIBRARY: join(work, 'missing.so') }, /^mapped-reg-conformance: MAPPED_REG_OPENCL_LIBRARY=.*missing\.so: .*not found/],
+    ['MAPPED_REG_VULKAN_LIBRARY not a library', ['--backend', 'vulkan'], { MAPPED_REG_VULKAN_LIBRARY: notADriver }, /^mapped-reg-conformance: MAPPED_REG_VULKAN_LIBRARY=.*not-a-driver\.so/],
   ];
 
   beforeAll(() => {

@@ -68,11 +68,11 @@ describe('compare', () => {
 });
 
 describe('merge and report', () => {
-  it('merge writes one file that validates, with the devices of all', () => {
+  it('merge writes one file that validates, with the devices of all', async () => {
     const out = join(work, 'fleet.json');
     const r = cli(['merge', fx('cuda'), fx('rocm724'), '-o', out]);
     expect(r.code).toBe(0);
-    const merged = readResults(out);
+    const merged = await readResults(out);
     expect(merged.devices.map((d) => d.id).sort()).toEqual(['cuda:0', 'hip:0']);
   });
 

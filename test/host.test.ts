@@ -74,7 +74,8 @@ describe("item 6: the host's faults are not the driver's", () => {
     const junit = join(work, 'nospace.xml');
     const summary = join(work, 'nospace.md');
     writeFileSync(summary, '');
-    const r = cli(['--device', 'cuda:0', '--size', '16', '--scratch-dir', dir, '--json', json, '--junit', junit], { GITHUB_STEP_SUMMARY: summary });
+    // a tmpfs on purpose: its size is the fault
+    const r = cli(['--device', 'cuda:0', '--size', '16', '--scratch-dir', dir, '--allow-tmpfs-scratch', '--json', json, '--junit', junit], { GITHUB_STEP_SUMMARY: summary });
     const d = (JSON.parse(readFileSync(json, 'utf8')) as { devices: Device[] }).devices[0]!;
     const truncate = d.checks.find((c) => c.id === 'hazard.truncate_contained')!; // a 32 MiB file
     expect(truncate.status).toBe('error');
@@ -92,7 +93,7 @@ describe("item 6: the host's faults are not the driver's", () => {
     // two inodes: the root and the private folder; nothing can be made inside it (ENOSPC)
     const dir = tmpfs('size=64m,nr_inodes=2');
     const json = join(work, 'noinode.json');
-    const r = cli(['--device', 'cuda:0', '--size', '8', '--scratch-dir', dir, '--json', json]);
+    const r = cli(['--device', 'cuda:0', '--size', '8', '--scratch-dir', dir, '--allow-tmpfs-scratch', '--json', json]);
     const d = (JSON.parse(readFileSync(json, 'utf8')) as { devices: Device[] }).devices[0]!;
     const byId = Object.fromEntries(d.checks.map((c) => [c.id, c]));
     for (const id of ['probe.verdict', 'probe.release', 'timing.margin']) {

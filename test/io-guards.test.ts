@@ -1,6 +1,6 @@
 // Hostile inputs and outputs of run, list, compare, merge and report (the built command): an output that names an
 // input (by any name of it: a symbolic link, a hard link) is refused before anything is written; an input that is
-// not a regular file (/dev/zero, a named pipe) is refused at once instead of filling the memory or hanging; a
+// not a regular file or a pipe (/dev/zero) is refused at once instead of filling the memory, a pipe with no writer soon after; a
 // results file whose `merged` parts do not hold its devices is refused; `list` refuses the options of run alone;
 // what the step summary and the terminal repeat of a baseline is capped; the JUnit of an interrupted run is red.
 import { spawn, spawnSync } from 'node:child_process';
@@ -99,7 +99,7 @@ describe('an output that is one of the inputs is refused before anything is writ
   });
 });
 
-describe('only regular files are read as inputs, refused at once otherwise (exit 2, one line)', () => {
+describe('only regular files and pipes are read as inputs, a device refused at once (exit 2, one line)', () => {
   const good = join(import.meta.dirname, 'fixtures', 'cuda.json');
   for (const [what, args] of [
     ['--baseline /dev/zero', ['--backend', 'cpu', '--baseline', '/dev/zero']],
@@ -115,13 +115,13 @@ describe('only regular files are read as inputs, refused at once otherwise (exit
     });
   }
 
-  it('a named pipe with no writer: refused, not waited on', async () => {
+  it('a named pipe with no writer: refused after a bounded wait, not waited on for ever (test/inputs.test.ts: pipes with a writer are read)', async () => {
     const fifo = join(work, 'pipe.json');
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     for (const args of [['compare', fifo, good], ['--backend', 'cpu', '--baseline', fifo]]) {
       const r = await cliAsync(args);
       expect(r.code, r.stderr).toBe(2);
-      expect(oneLine(r)).toMatch(/pipe\.json: not a regular file \(a named pipe\)/);
+      expect(oneLine(r)).toMatch(/pipe\.json: a named pipe that gave nothing in 3 s/);
     }
   });
 });
@@ -178,12 +178,31 @@ describe('what the reports repeat of a baseline is capped', () => {
     const file = write('huge-baseline.json', baseline);
     const summary = join(work, 'summary.md');
     const json = join(work, 'huge-run.json');
-    const r = cli(['--backend', 'cpu', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
+    // the run asks for CUDA (and finds none here): the baseline's CUDA device is missing
+    const r = cli(['--backend', 'cpu', '--backend', 'cuda', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
     expect(r.code, r.stderr).toBe(1);
     const text = readFileSync(summary, 'utf8');
     expect(text).toMatch(/Regressions and other reasons the gate failed \(1\)\n\n- cuda:0 GPU/);
     expect(text).toMatch(/…\(\d+ more characters\)/);
     expect(Buffer.byteLength(text)).toBeLessThan(20_000);
+    expect(Buffer.byteLength(r.stdout)).toBeLessThan(20_000);
+    expect(r.stdout).not.toContain('\u001b');
+    expect(readFileSync(json, 'utf8')).toContain('N'.repeat(100_000));
+  });
+
+  it('a device of a 100 kB name that the run did not ask for (--backend cpu): listed as not compared, capped as well', () => {
+    const baseline = JSON.parse(readFileSync(cpuRun, 'utf8')) as RunResult;
+    const huge = `GPU ${'\u001b]0;owned\u0007'}${'N'.repeat(100_000)}`;
+    baseline.devices.push({ ...baseline.devices[0]!, id: 'cuda:0', backend: 'cuda', name: huge, pciBusId: `0000:${'f'.repeat(50_000)}` });
+    const file = write('huge-baseline-not-asked.json', baseline);
+    const summary = join(work, 'summary-not-asked.md');
+    const json = join(work, 'huge-run-not-asked.json');
+    const r = cli(['--backend', 'cpu', '--baseline', file, '--json', json], { GITHUB_STEP_SUMMARY: summary });
+    expect(r.code, r.stderr).toBe(0);
+    const text = readFileSync(summary, 'utf8');
+    expect(text).toMatch(/not compared \(not asked for: the run gave --backend cpu\): cuda:0 GPU/);
+    expect(Buffer.byteLength(text)).toBeLessThan(20_000);
+    expect(r.stdout).toMatch(/not compared \(not asked for: the run gave --backend cpu\): cuda:0 GPU/);
     expect(Buffer.byteLength(r.stdout)).toBeLessThan(20_000);
     expect(r.stdout).not.toContain('\u001b');
     expect(readFileSync(json, 'utf8')).toContain('N'.repeat(100_000));

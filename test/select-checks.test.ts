@@ -103,20 +103,20 @@ describe('selectChecks: the rules', () => {
 });
 
 describe('readSkipsFile', () => {
-  it('one glob a line; # comments, whole lines or after a glob, and blank lines are ignored; each rule knows its line', () => {
+  it('one glob a line; # comments, whole lines or after a glob, and blank lines are ignored; each rule knows its line', async () => {
     const f = file('skips.txt', '# known to hang\n\n  hazard.context_reset   # resets the context\n\t\nhazard.truncate_*\r\n#hazard.tmpfs_bytes\n');
-    expect(readSkipsFile(f)).toEqual([
+    expect(await readSkipsFile(f)).toEqual([
       { glob: 'hazard.context_reset', source: `${f}:3` },
       { glob: 'hazard.truncate_*', source: `${f}:5` },
     ]);
-    expect(readSkipsFile(file('empty.txt', '# nothing\n\n'))).toEqual([]);
+    expect(await readSkipsFile(file('empty.txt', '# nothing\n\n'))).toEqual([]);
   });
 
-  it('a file that cannot be read, or a line of two words, is bad input', () => {
-    expect(() => readSkipsFile(join(work, 'missing.txt'))).toThrow(/^--skips-file .*missing\.txt: cannot be read \(ENOENT\)$/);
-    expect(() => readSkipsFile(work)).toThrow(/cannot be read \(EISDIR\)/);
+  it('a file that cannot be read, or a line of two words, is bad input', async () => {
+    await expect(readSkipsFile(join(work, 'missing.txt'))).rejects.toThrow(/^--skips-file .*missing\.txt: cannot be read \(ENOENT\)$/);
+    await expect(readSkipsFile(work)).rejects.toThrow(/cannot be read \(EISDIR\)/);
     const two = file('two.txt', 'hazard.context_reset\nfail hazard.tmpfs_bytes\n');
-    expect(() => readSkipsFile(two)).toThrow(new RegExp(`^${two}:2: one glob a line`));
+    await expect(readSkipsFile(two)).rejects.toThrow(new RegExp(`^${two}:2: one glob a line`));
   });
 });
 

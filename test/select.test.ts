@@ -100,6 +100,14 @@ describe('selection problems (the command decides, from every group)', () => {
     expect(selectionProblem(broken, all, {})).toBeUndefined(); // not named: a missing library is a note
     expect(selectionProblem(found, all, { MAPPED_REG_HIP_LIBRARY: '/y.so' })).toBe('MAPPED_REG_HIP_LIBRARY=/y.so: not loaded');
   });
+  it("discovery's libraries named in the environment that did not load: bad input too (not only a GPU driver's)", () => {
+    const noOpenCL: PlainDiscovery = { ...found, backends: [{ backend: 'opencl', library: null, devices: 0, note: 'OpenCL: /o.so not found' }] };
+    expect(selectionProblem(noOpenCL, all, { MAPPED_REG_OPENCL_LIBRARY: '/o.so' })).toBe('MAPPED_REG_OPENCL_LIBRARY=/o.so: OpenCL: /o.so not found');
+    const noVulkan: PlainDiscovery = { ...found, backends: [{ backend: 'vulkan', library: null, devices: 0 }] };
+    expect(selectionProblem(noVulkan, all, { MAPPED_REG_VULKAN_LIBRARY: '/v.so' })).toBe('MAPPED_REG_VULKAN_LIBRARY=/v.so: not loaded');
+    // a backend the run did not ask for (no report of it) is not judged by its variable
+    expect(selectionProblem({ ...found, backends: [] }, all, { MAPPED_REG_OPENCL_LIBRARY: '/o.so' })).toBeUndefined();
+  });
 });
 
 describe('a device rebuilt from its data', () => {
