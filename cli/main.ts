@@ -14,7 +14,8 @@ import type { RunResult } from '../results/types.js';
 import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
-import { gateSummary, runSummary } from '../reporters/summary.js';
+import { painter } from '../reporters/look.js';
+import { gateSummary, interruptedLine, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs } from '../results/duplicates.js';
 import { checkOutputs, OutputError, type OutputTarget, writeOutput } from './outputs.js';
 import { DEFAULT_SIZE_MIB, DEFAULT_TIMEOUT_S, LIBRARY_VARIABLES, LIST_OPTIONS, listOptionProblem, RUN_OPTIONS, type RunOptions, runOptions } from './options.js';
@@ -26,8 +27,9 @@ import { checkRunOutputs, writeRunOutputs } from './write-outputs.js';
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
-import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
+import { colourWanted, guardStdout, listingOnly, progressRedraws, say, terminalWidth } from './stdout.js';
 import { packageJson } from '../results/package-root.js';
+import { plural } from '../results/format.js';
 
 const pkg = packageJson();
 
@@ -144,10 +146,14 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     o.quiet = { waitS: o.quietWaitS, maxDrop, ...(baseline ? { baseline: baseline.result } : {}) };
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
-    const outcome = await run(o, { out, tty: progressRedraws(), write: say }, { name: pkg.name, version: pkg.version });
+    // the terminal's width and colours (a pipe: the whole table, no colour), decided once
+    const width = terminalWidth();
+    const look = { ...(width !== undefined ? { width } : {}), paint: painter(colourWanted()) };
+    const outcome = await run(o, { out, tty: progressRedraws(), write: say, look }, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
-    const tell = (lines: string[]): void => lines.forEach(out);
-    tell(['', ...runSummary(result, listOnly)]);
+    // the summaries' lines are safe for the terminal already, and may carry colours: printed as they are
+    const tell = (lines: string[]): void => lines.forEach((l) => say(`${l}\n`));
+    tell(['', ...runSummary(result, listOnly, look)]);
     if (!listOnly && !stoppedBy()) {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
       const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
@@ -157,7 +163,9 @@ function execute(a: Args, listOnly: boolean): Promise<void> {
     // every report is tried; one that cannot be written is told in one line and the run does not pass
     const unwritten = await writeRunOutputs(result, targets, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
-    if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
+    if (result.gate) tell(['', ...gateSummary(capGate(result.gate), look)]);
+    // a run's log always ends on its answer: PASS or FAIL (the gate's headline, above), or INTERRUPTED
+    if (!listOnly && stoppedBy()) tell([...(result.gate ? [] : ['']), ...interruptedLine(result, stoppedBy(), look)]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
     // a signal (during the run, or once the checks were over, while the reports were written): its status all the same
     if (stoppedBy()) process.exitCode = stoppedStatus();
@@ -264,7 +272,7 @@ function addMerge(y: Argv): Argv {
         const again = duplicateDevice(merged);
         if (again) throw new InputError(`merge: ${again}`);
         writeOutput(out, mergedJson(merged, files.length));
-        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(a.o, false)}\n`);
+        say(`merged ${plural(files.length, 'file')}, ${plural(merged.devices.length, 'device')} into ${terminalSafe(a.o, false)}\n`);
       }),
   );
 }
@@ -283,7 +291,7 @@ function addReport(y: Argv): Argv {
         if (twice) throw new InputError(twice);
         // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
         writeOutput(out, htmlReport(results.map(capResult)));
-        say(`report of ${results.length} file(s) written to ${terminalSafe(a.html, false)}\n`);
+        say(`report of ${plural(results.length, 'file')} written to ${terminalSafe(a.html, false)}\n`);
       }),
   );
 }
