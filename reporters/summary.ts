@@ -44,20 +44,28 @@ const COLUMNS: readonly Column[] = [
 const tableWidth = (rows: string[][], columns: number[]): number =>
   columns.reduce((w, i) => w + Math.max(...rows.map((r) => r[i]!.length)), 0) + 2 * (columns.length - 1);
 
+/** Where, among the columns' ranks, the check counts are told short (no zero counts) on a narrow terminal. */
+const SHORT_COUNTS_RANK = 2.5;
+
 /**
  * The columns shown: all of them, or within `width` those kept whatever the width and as many of the others as
- * fit, the least needed dropped first (page-locked GB/s, then reg/page-locked, staged GB/s, ...).
+ * fit, the least needed dropped first (page-locked GB/s, then reg/page-locked, staged GB/s, ...), and the check
+ * counts told short (`short`) before the name goes.
  */
-function fitColumns(rows: string[][], width: number | undefined): { shown: number[]; dropped: number[] } {
+function fitColumns(rows: string[][], shortRows: string[][], width: number | undefined): { shown: number[]; dropped: number[]; short: boolean } {
   const shown = COLUMNS.map((_, i) => i);
   const dropped: number[] = [];
-  const byRank = COLUMNS.map((c, i) => ({ i, rank: c.rank })).filter((c) => c.rank !== undefined).sort((a, b) => a.rank! - b.rank!);
-  for (const { i } of byRank) {
-    if (width === undefined || tableWidth(rows, shown) <= width) break;
-    shown.splice(shown.indexOf(i), 1);
-    dropped.push(i);
+  let short = false;
+  const steps = [...COLUMNS.map((c, i) => ({ i, rank: c.rank })).filter((c) => c.rank !== undefined), { i: -1, rank: SHORT_COUNTS_RANK }].sort((a, b) => a.rank! - b.rank!);
+  for (const { i } of steps) {
+    if (width === undefined || tableWidth(short ? shortRows : rows, shown) <= width) break;
+    if (i < 0) short = true;
+    else {
+      shown.splice(shown.indexOf(i), 1);
+      dropped.push(i);
+    }
   }
-  return { shown, dropped };
+  return { shown, dropped, short };
 }
 
 /** The table's lines: each cell padded to its column, then painted (`paints`: a cell's painter by row and column). */
@@ -75,13 +83,15 @@ function table(rows: string[][], shown: number[], paints: ((text: string) => str
   );
 }
 
-function counts(d: DeviceResult): string {
+/** A device's check counts (`short`: the zero counts left out, for a narrow terminal). */
+function counts(d: DeviceResult, short = false): string {
   const n = (pred: (s: DeviceResult['checks'][number]['status']) => boolean): number => d.checks.filter((c) => pred(c.status)).length;
-  const parts = [`${n((s) => s === 'pass')} pass`, `${n((s) => s === 'warn')} warn`, `${n((s) => FAILING.includes(s))} fail`];
+  const parts: [number, string][] = [[n((s) => s === 'pass'), 'pass'], [n((s) => s === 'warn'), 'warn'], [n((s) => FAILING.includes(s)), 'fail']];
   const errors = n((s) => s === 'error');
-  if (errors) parts.push(`${errors} host error`);
-  parts.push(`${n((s) => s === 'skip')} skip`);
-  return parts.join(', ');
+  if (errors) parts.push([errors, 'host error']);
+  parts.push([n((s) => s === 'skip'), 'skip']);
+  const told = short ? parts.filter(([k]) => k > 0) : parts;
+  return (told.length ? told : parts.slice(0, 1)).map(([k, what]) => `${k} ${what}`).join(', ');
 }
 
 /** The check counts painted: a failure red, a host error magenta, a warning yellow (a zero stays plain). */
@@ -118,8 +128,9 @@ export function runSummary(result: RunResult, listOnly = false, look: Look = {})
     row[9] = paintCounts(paint);
     paints.push(row);
   }
-  const { shown, dropped } = fitColumns(rows, look.width);
-  const out = table(rows, shown, paints);
+  const shortRows = rows.map((r, n) => (n === 0 || listOnly ? r : [...r.slice(0, -1), counts(result.devices[n - 1]!, true)]));
+  const { shown, dropped, short } = fitColumns(rows, shortRows, look.width);
+  const out = table(short ? shortRows : rows, shown, paints);
   const lines: string[] = [];
   if (dropped.length) lines.push(`left out to fit ${look.width} columns: ${dropped.map((i) => COLUMNS[i]!.title).join(', ')} (a wider terminal, or a pipe, shows them)`);
   // what each GPU's process saw of the machine around its timed copies
