@@ -372,7 +372,9 @@ const EPILOGUE =
   'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
   'list --checks prints every check id with its title (--json: as JSON).\n\n' +
   `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
-  'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
+  'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running. ' +
+  'On a terminal the summary fits its width (COLUMNS, else the terminal\'s; a pipe gets every column) and is coloured (NO_COLOR: never; FORCE_COLOR: in a pipe too, 0 or false: never); ' +
+  'the last line is always PASS, FAIL or INTERRUPTED.\n\n' +
   'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
   'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is not a regular file, ' +
   'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +

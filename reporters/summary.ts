@@ -65,6 +65,8 @@ function fitColumns(rows: string[][], shortRows: string[][], width: number | und
       dropped.push(i);
     }
   }
+  // the counts whole again where the columns dropped since left room for them
+  if (short && tableWidth(rows, shown) <= width!) short = false;
   return { shown, dropped, short };
 }
 
