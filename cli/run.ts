@@ -4,7 +4,7 @@
 // and checks come from the suites and the model; this file drives and prints.
 import { deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
-import type { Look } from '../reporters/look.js';
+import { type Look, wrap } from '../reporters/look.js';
 import { discoveryLines, Progress, type ProgressEvent, STILL_RUNNING_S } from '../reporters/terminal.js';
 import { plural } from '../results/format.js';
 import type { CheckResult, RunResult } from '../results/types.js';
@@ -82,10 +82,12 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const fsType = statfs(o.scratchDir).fsName;
 
     const inProcesses = discovered.groups.flatMap((g) => (g.event ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));
-    discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach((l) => term.out(l));
+    // on a terminal, wrapped at its width (reporters/look.ts)
+    const fitted = (l: string): void => wrap(l, term.look?.width).forEach((w) => term.out(w));
+    discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach(fitted);
     let runs: DeviceRun[] = [];
     if (checking) {
-      if (!stop.signal.aborted) term.out(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
+      if (!stop.signal.aborted) fitted(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
       const progress = new Progress(term.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => term.out(l))), term.tty ?? false, chosen.map((d) => d.id), STILL_RUNNING_S, term.look);
       events.attach((device, e) => progress.event(device, e));
       runs = await checking.runs;

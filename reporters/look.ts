@@ -51,11 +51,13 @@ export const paintStatus = (paint: Paint, text: string, status: CheckStatus): st
 
 /**
  * `line` cut into lines of at most `width` characters at spaces, the lines after the first indented by `indent`
- * spaces (a word longer than a line is cut where it must be). No width: the line as it is.
+ * spaces more than the line itself is (a word longer than a line is cut where it must be). No width: the line as
+ * it is.
  */
 export function wrap(line: string, width: number | undefined, indent = 2): string[] {
   if (width === undefined || line.length <= width) return [line];
-  const room = Math.max(width - indent, 10);
+  const lead = ' '.repeat(/^ */.exec(line)![0].length + indent);
+  const room = Math.max(width - lead.length, 10);
   const out: string[] = [];
   let rest = line;
   let first = true;
@@ -63,10 +65,10 @@ export function wrap(line: string, width: number | undefined, indent = 2): strin
     const max = first ? width : room;
     const cut = rest.lastIndexOf(' ', max);
     const at = cut > max / 3 ? cut : max;
-    out.push(`${first ? '' : ' '.repeat(indent)}${rest.slice(0, at)}`);
-    rest = rest.slice(at).replace(/^ /, '');
+    out.push(`${first ? '' : lead}${rest.slice(0, at)}`);
+    rest = rest.slice(at).replace(/^ +/, '');
     first = false;
   }
-  out.push(`${first ? '' : ' '.repeat(indent)}${rest}`);
+  out.push(`${first ? '' : lead}${rest}`);
   return out;
 }

@@ -200,5 +200,5 @@ export function gateSummary(gate: GateDecision, look: Look = {}): string[] {
   }
   lines.push([gate.headline, (first) => paintHeadline(gate, first, paint)]);
   // safe first, then cut to the width, then painted: an escape sequence is never cut nor counted
-  return lines.flatMap(([text, painted]) => wrap(terminalText(text), look.width, 4).map((l, i) => (i === 0 && painted ? painted(l) : l)));
+  return lines.flatMap(([text, painted]) => wrap(terminalText(text), look.width).map((l, i) => (i === 0 && painted ? painted(l) : l)));
 }
