@@ -8,7 +8,7 @@ import type { PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { checkDetail } from '../results/check-text.js';
 import { plural } from '../results/format.js';
 import { type CheckStatus, FAILING } from '../results/status.js';
-import { type Look, type Paint, paintStatus, plain } from './look.js';
+import { type Look, type Paint, paintStatus, plain, wrap } from './look.js';
 import { terminalSafe } from './safe-text.js';
 
 export interface ProgressEvent {
@@ -95,7 +95,8 @@ export class Progress {
   #line(text: string): void {
     if (this.tty) {
       this.#clear();
-      this.write(`${text}\n`);
+      // wrapped at words within the width (a colour's escape counted as width: a line may wrap a little early)
+      this.write(`${wrap(text, this.look.width).join('\n')}\n`);
       this.#draw();
     } else {
       this.write(`${text}\n`);

@@ -305,3 +305,15 @@ describe('the command on a terminal and in a pipe', () => {
     expect(both.stdout).not.toMatch(/\x1b/);
   });
 });
+
+describe('a line printed for good on a terminal', () => {
+  it('wraps at words within the width, indented', () => {
+    let text = '';
+    const p = new Progress((t) => (text += t), true, ['cuda:0'], STILL_RUNNING_S, { width: 50 });
+    p.event('cuda:0', { type: 'result', id: 'hazard.overlap_refused', status: 'fail', message: 'the driver accepted an overlapping range (a false success)', observed: 'register 0; unregister 0, 0' });
+    p.finish();
+    const told = text.replace(/\x1b\[\d+A\x1b\[0J/g, '').split('\n').filter((l) => !/cuda:0 {2,}|^ {2}\d/.test(l));
+    for (const l of told) expect(l.length, l).toBeLessThanOrEqual(50);
+    expect(told.filter((l) => l.startsWith('    '))).not.toEqual([]);
+  });
+});
