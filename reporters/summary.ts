@@ -41,6 +41,10 @@ const COLUMNS: readonly Column[] = [
   { title: 'checks' },
 ];
 
+/** The columns that carry colours. */
+const VERDICT_COLUMN = COLUMNS.findIndex((c) => c.title === 'verdict');
+const CHECKS_COLUMN = COLUMNS.findIndex((c) => c.title === 'checks');
+
 const tableWidth = (rows: string[][], columns: number[]): number =>
   columns.reduce((w, i) => w + Math.max(...rows.map((r) => r[i]!.length)), 0) + 2 * (columns.length - 1);
 
@@ -70,15 +74,15 @@ function fitColumns(rows: string[][], shortRows: string[][], width: number | und
   return { shown, dropped, short };
 }
 
-/** The table's lines: each cell padded to its column, then painted (`paints`: a cell's painter by row and column). */
+/** The table's lines: each cell painted (`paints`: a cell's painter by row and column), then padded to its column. */
 function table(rows: string[][], shown: number[], paints: ((text: string) => string)[][] = []): string[] {
   const widths = shown.map((i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r, n) =>
     shown
       .map((i, k) => {
-        const cell = k === shown.length - 1 ? r[i]! : r[i]!.padEnd(widths[k]!);
+        const text = r[i]!;
         const paint = paints[n]?.[i];
-        return paint ? paint(cell) : cell;
+        return `${paint ? paint(text) : text}${' '.repeat(k === shown.length - 1 ? 0 : widths[k]! - text.length)}`;
       })
       .join('  ')
       .trimEnd(),
@@ -126,8 +130,8 @@ export function runSummary(result: RunResult, listOnly = false, look: Look = {})
     );
     const style = VERDICT_STYLE[d.verdict.kind];
     const row: ((text: string) => string)[] = [];
-    if (style) row[3] = (text) => paint(text, style);
-    row[9] = paintCounts(paint);
+    if (style) row[VERDICT_COLUMN] = (text) => paint(text, style);
+    row[CHECKS_COLUMN] = paintCounts(paint);
     paints.push(row);
   }
   const shortRows = rows.map((r, n) => (n === 0 || listOnly ? r : [...r.slice(0, -1), counts(result.devices[n - 1]!, true)]));
