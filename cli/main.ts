@@ -14,7 +14,8 @@ import type { RunResult } from '../results/types.js';
 import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
-import { gateSummary, runSummary } from '../reporters/summary.js';
+import { painter } from '../reporters/look.js';
+import { gateSummary, interruptedLine, runSummary } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs, sameHostRunsHint } from '../results/duplicates.js';
 import { checkOutputList, OutputError, writeOutput } from './outputs.js';
 import {
@@ -44,10 +45,11 @@ import {
 import { interruptAll } from './orchestrate.js';
 import { DiscoveryError, run, UsageError } from './run.js';
 import { installStopSignals, keepGoing, onStop, stoppedBy, stoppedStatus } from './signals.js';
-import { guardStdout, listingOnly, progressRedraws, say } from './stdout.js';
+import { colourWanted, guardStdout, listingOnly, progressRedraws, say, terminalWidth } from './stdout.js';
 import { usageProblem } from './usage-hints.js';
 import { writeRunOutputs } from './write-outputs.js';
 import { packageJson } from '../results/package-root.js';
+import { plural } from '../results/format.js';
 
 const pkg = packageJson();
 
@@ -106,10 +108,14 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     const o = await runCommandOptions(a, listOnly);
     if (!listOnly) keepGoing();
     const out = (l: string): void => say(`${terminalSafe(l)}\n`);
-    const outcome = await run(o, { out, tty: progressRedraws(), write: say }, { name: pkg.name, version: pkg.version });
+    // the terminal's width and colours (a pipe: the whole table, no colour), decided once
+    const width = terminalWidth();
+    const look = { ...(width !== undefined ? { width } : {}), paint: painter(colourWanted()) };
+    const outcome = await run(o, { out, tty: progressRedraws(), write: say, look }, { name: pkg.name, version: pkg.version });
     const { result } = outcome;
-    const tell = (lines: string[]): void => lines.forEach(out);
-    tell(['', ...runSummary(result, listOnly)]);
+    // the summaries' lines are safe for the terminal already, and may carry colours: printed as they are
+    const tell = (lines: string[]): void => lines.forEach((l) => say(`${l}\n`));
+    tell(['', ...runSummary(result, listOnly, look)]);
     if (!listOnly && !stoppedBy()) {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
       const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
@@ -120,7 +126,9 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     // every report is tried; one that cannot be written is told in one line and the run does not pass
     const unwritten = await writeRunOutputs(result, o.outputs, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
-    if (result.gate) tell(['', ...gateSummary(capGate(result.gate))]);
+    if (result.gate) tell(['', ...gateSummary(capGate(result.gate), look)]);
+    // a run's log always ends on its answer: PASS or FAIL (the gate's headline, above), or INTERRUPTED
+    if (!listOnly && stoppedBy()) tell([...(result.gate ? [] : ['']), ...interruptedLine(result, stoppedBy(), look)]);
     process.exitCode = result.gate && !result.gate.pass ? 1 : unwritten ? 1 : 0;
     // a signal (during the run, or once the checks were over, while the reports were written): its status all the same
     if (stoppedBy()) process.exitCode = stoppedStatus();
@@ -202,7 +210,7 @@ function addMerge(y: Argv): Argv {
         const instead = again ? sameHostRunsHint(results, [...o.files]) : undefined;
         if (again) throw new InputError(`merge: ${again}${instead ? `: ${instead}` : ''}`);
         writeOutput(o.target, mergedJson(merged, files.length));
-        say(`merged ${files.length} file(s), ${merged.devices.length} device(s) into ${terminalSafe(o.output, false)}\n`);
+        say(`merged ${plural(files.length, 'file')}, ${plural(merged.devices.length, 'device')} into ${terminalSafe(o.output, false)}\n`);
       }),
   );
 }
@@ -222,7 +230,7 @@ function addReport(y: Argv): Argv {
         if (twice) throw new InputError(twice);
         // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
         writeOutput(o.target, htmlReport(results.map(capResult)));
-        say(`report of ${results.length} file(s) written to ${terminalSafe(o.html, false)}\n`);
+        say(`report of ${plural(results.length, 'file')} written to ${terminalSafe(o.html, false)}\n`);
       }),
   );
 }
@@ -291,7 +299,9 @@ const EPILOGUE =
   'A device whose probe.verdict is skipped is never Usable: its verdict is Inconclusive (not probed), which against a baseline where it was Usable is a regression. ' +
   'list --checks prints every check id with its title (--json: as JSON).\n\n' +
   `Environment: ${LIBRARY_VARIABLES.join(', ')}: the name or path of that backend's library, loaded instead of the default search. ` +
-  'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running.\n\n' +
+  'Progress is redrawn in place only on a terminal, and not when TERM=dumb or NO_COLOR is set; elsewhere one line per check, and a line every 10 s for a check still running. ' +
+  'On a terminal the summary fits its width (COLUMNS, else the terminal\'s; a pipe gets every column) and is coloured (NO_COLOR: never; FORCE_COLOR: in a pipe too, 0 or false: never); ' +
+  'the last line is always PASS, FAIL or INTERRUPTED.\n\n' +
   'Values: a number in decimal, with % where it is a fraction (--max-drop 10%, --min-relative-speed 80%); empty, blank, hex, exponents, ' +
   'infinite and out-of-range values are refused. --json, --junit and --metrics may be repeated: each file named is written; ' +
   'any other option of one value is given once.\n\n' +

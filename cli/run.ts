@@ -4,7 +4,9 @@
 // and checks come from the suites and the model; this file drives and prints.
 import { deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
-import { discoveryLines, Progress, type ProgressEvent } from '../reporters/terminal.js';
+import { type Look, wrap } from '../reporters/look.js';
+import { discoveryLines, Progress, type ProgressEvent, STILL_RUNNING_S } from '../reporters/terminal.js';
+import { plural } from '../results/format.js';
 import type { CheckResult, RunResult } from '../results/types.js';
 import { deviceResult, runResult } from './assemble.js';
 import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups } from './discovering-runners.js';
@@ -26,6 +28,8 @@ export interface Terminal {
   tty?: boolean;
   /** Raw output for the redrawn progress (default: through `out`, a line at a time). */
   write?: (text: string) => void;
+  /** The width to fit and the colours (reporters/look.ts; none: a pipe's plain text). */
+  look?: Look;
 }
 
 export interface RunOutcome {
@@ -78,11 +82,13 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const fsType = statfs(o.scratchDir).fsName;
 
     const inProcesses = discovered.groups.flatMap((g) => (g.event ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));
-    discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach((l) => term.out(l));
+    // on a terminal, wrapped at its width (reporters/look.ts)
+    const fitted = (l: string): void => wrap(l, term.look?.width).forEach((w) => term.out(w));
+    discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach(fitted);
     let runs: DeviceRun[] = [];
     if (checking) {
-      if (!stop.signal.aborted) term.out(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
-      const progress = new Progress(term.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => term.out(l))), term.tty ?? false, chosen.map((d) => d.id));
+      if (!stop.signal.aborted) fitted(`\nchecks (each device in its own process, those that never register sharing one, --timeout ${o.timeoutS} s a check):`);
+      const progress = new Progress(term.write ?? ((text: string) => text.split('\n').slice(0, -1).forEach((l) => term.out(l))), term.tty ?? false, chosen.map((d) => d.id), STILL_RUNNING_S, term.look);
       events.attach((device, e) => progress.event(device, e));
       runs = await checking.runs;
       progress.finish();
@@ -93,7 +99,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
 
     const devices = chosen.map((d) => deviceResult(deviceFromPlain(d), runs.find((r) => r.device === d.id), { dir: o.scratchDir, fsType }));
     const result = runResult({ tool, startedAt, options: resultOptions(o), found, devices, phasesMs: { discovery: tDiscovered - t0, checks: tChecked - tDiscovered }, incomplete: stop.signal.aborted });
-    term.out(`\n${devices.length} device(s) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    term.out(`\n${plural(devices.length, 'device')} in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
     const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
       const options = checking?.options.find((s) => s.device === deviceId);
       const device = devices.find((d) => d.id === deviceId);

@@ -34,6 +34,34 @@ export function progressRedraws(env: NodeJS.ProcessEnv = process.env): boolean {
   return sayIsTTY() && env.TERM !== 'dumb' && !env.NO_COLOR;
 }
 
+/**
+ * Whether the command's own text is coloured (PASS green, FAIL red, the host's faults magenta): never with NO_COLOR
+ * set and not empty (no-color.org); with FORCE_COLOR set and not empty, always (a pipe, a CI log too), unless it
+ * is `0` or `false`; otherwise on a terminal, not under TERM=dumb. A pipe or a file gets no colour by default.
+ */
+export function colourWanted(env: NodeJS.ProcessEnv = process.env, tty: boolean = sayIsTTY()): boolean {
+  if (env.NO_COLOR) return false;
+  const force = env.FORCE_COLOR;
+  if (force) return !['0', 'false'].includes(force.toLowerCase());
+  return tty && env.TERM !== 'dumb';
+}
+
+/** The smallest width the command's text is fitted to: below it the table would be more gaps than columns. */
+const MIN_WIDTH = 20;
+
+/**
+ * The width the command's text fits on a terminal: COLUMNS when set to a whole number (of at least 20), else the
+ * terminal's own; none not on a terminal (a pipe, a CI log: the table whole, as wide as it needs), nor on one that
+ * does not say.
+ */
+export function terminalWidth(env: NodeJS.ProcessEnv = process.env, tty: boolean = sayIsTTY()): number | undefined {
+  if (!tty) return undefined;
+  const columns = /^\d+$/.test(env.COLUMNS ?? '') ? Number(env.COLUMNS) : 0;
+  if (columns > 0) return Math.max(columns, MIN_WIDTH);
+  const own = (reserved ? process.stderr : process.stdout).columns;
+  return own > 0 ? Math.max(own, MIN_WIDTH) : undefined;
+}
+
 /** Installs the handler of stdout's failures (once). */
 export function guardStdout(): void {
   if (installed) return;

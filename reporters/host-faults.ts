@@ -3,6 +3,7 @@
 // host's fault, not the driver's; and why each new process of a device was started, so that the summaries say
 // which processes ran which checks. One function per output, called from one line each (cli/run.ts,
 // reporters/markdown.ts).
+import { plural } from '../results/format.js';
 import type { DeviceResult, RunResult } from '../results/types.js';
 import { markdownText } from './safe-text.js';
 
@@ -21,9 +22,9 @@ export function hostFaultLines(devices: readonly DeviceResult[]): string[] {
     if (failed.length === 0) continue;
     const reasons = [...new Set(failed.map((c) => c.message ?? 'no reason given'))];
     lines.push(
-      `${d.id}: ${failed.length} check(s) could not run because of the host, not the driver (status error; the run does not pass): ${failed.map((c) => c.id).join(', ')}`,
+      `${d.id}: ${plural(failed.length, 'check')} could not run because of the host, not the driver (status error; the run does not pass): ${failed.map((c) => c.id).join(', ')}`,
       ...reasons.slice(0, 3).map((r) => `  ${r}`),
-      ...(reasons.length > 3 ? [`  (and ${reasons.length - 3} other reason(s): see the JSON results)`] : []),
+      ...(reasons.length > 3 ? [`  (and ${plural(reasons.length - 3, 'other reason')}: see the JSON results)`] : []),
     );
   }
   return lines;

@@ -17,6 +17,8 @@
 // low surrogate also drops the character before it (the `;` of an `&amp;` it has just written).
 import { createRequire } from 'node:module';
 import type { Builder, TestCase } from 'junit-report-builder';
+import { checkReason } from '../results/check-text.js';
+import { interruptedText } from './interrupted.js';
 import { FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 
@@ -39,12 +41,8 @@ const cdataSafe = (s: string): string => xmlSafe(s).replaceAll(']]>', ']]&gt;');
 
 const seconds = (ms: number): number => (Number.isFinite(ms) && ms > 0 ? Math.round(ms) / 1000 : 0);
 
-/** The `message` attribute of a <failure> or an <error>: the check's message, else what it expected and observed. */
-function headline(c: CheckResult): string {
-  if (c.message) return c.message;
-  if (c.expected !== undefined || c.observed !== undefined) return `expected ${c.expected ?? '?'}; observed ${c.observed ?? '?'}`;
-  return c.status;
-}
+/** The `message` attribute of a <failure> or an <error>: the check's reason, as the terminal tells it (results/check-text.ts). */
+const headline = checkReason;
 
 /** What the check expected and observed, and its message: the body of a <failure> or an <error>. */
 function outcome(c: CheckResult): string[] {
@@ -175,16 +173,6 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
 /** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
 export interface RunEnd {
   stoppedBy?: string;
-}
-
-/** The one line of an interrupted run's <error>: the signal, and what it left unrun. */
-function interruptedText(result: RunResult, stoppedBy: string | undefined): string {
-  const cut = result.devices.filter((d) => d.incomplete).map((d) => d.id);
-  return (
-    `the run was interrupted${stoppedBy ? ` by ${stoppedBy}` : ''} before every check reported: ` +
-    `${cut.length ? `${cut.length} device(s) incomplete (${cut.slice(0, 10).join(', ')}${cut.length > 10 ? ', ...' : ''})` : 'no device finished its checks'}; ` +
-    'what is missing was not run, and no gate was made'
-  );
 }
 
 /**

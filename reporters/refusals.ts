@@ -21,3 +21,13 @@ export function refusalInPlainWords(v: Pick<VerdictJson, 'kind' | 'refusal'>): s
   // a refusal of a later model that this version does not know still points to the page
   return `refused: ${plain ?? 'see the reason above'} (read more: ${REFUSALS_DOC})`;
 }
+
+/**
+ * The one line the terminal gives a refused device (its table's verdict column names the refusal): why, in the
+ * refusal's own reason where it has one (it names the backend: "registering host memory through Vulkan
+ * crashed..."), else in the plain words above, and where to read more; undefined for any other verdict.
+ */
+export function refusalLine(v: Pick<VerdictJson, 'kind' | 'refusal' | 'reason'>): string | undefined {
+  if (v.kind !== 'Refused' || v.refusal === undefined) return undefined;
+  return v.reason ? `refused: ${v.reason} (read more: ${REFUSALS_DOC})` : refusalInPlainWords(v);
+}

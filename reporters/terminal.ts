@@ -5,7 +5,10 @@
 // once, when the device is done, a line per reason (a device that never registers skips 19 of its 20 checks),
 // and a check still running is told every STILL_RUNNING_S seconds (a log would otherwise be silent until it ends).
 import type { PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
+import { checkDetail } from '../results/check-text.js';
+import { plural } from '../results/format.js';
 import { type CheckStatus, FAILING } from '../results/status.js';
+import { type Look, type Paint, paintStatus, plain, wrap } from './look.js';
 import { terminalSafe } from './safe-text.js';
 
 export interface ProgressEvent {
@@ -19,6 +22,8 @@ export interface ProgressEvent {
 interface DeviceState {
   done: number;
   running?: string;
+  /** The last check that reported: between two checks, the status line says what came last. */
+  last?: string;
   /** When the running check started (performance.now()), and how many still-running lines it has had. */
   since?: number;
   told?: number;
@@ -27,6 +32,10 @@ interface DeviceState {
   /** Not on a terminal: the skipped checks not yet told, by reason. */
   skipped: Map<string, string[]>;
 }
+
+/** The status line's counts painted: a failure red, a host error magenta, a warning yellow (a zero stays plain). */
+const paintCounts = (paint: Paint, line: string): string =>
+  line.replace(/(?<= )[1-9]\d* (fail|host error|warn)\b/g, (all, what: string) => paint(all, what === 'fail' ? 'fail' : what === 'host error' ? 'host' : 'warn'));
 
 /** Not on a terminal: seconds between the lines that tell a check is still running. */
 export const STILL_RUNNING_S = 10;
@@ -44,6 +53,7 @@ export class Progress {
     private readonly tty: boolean,
     devices: string[],
     private readonly stillRunningS: number = STILL_RUNNING_S,
+    private readonly look: Look = {},
   ) {
     for (const d of devices) this.#devices.set(d, { done: 0, counts: emptyCounts(), finished: false, skipped: new Map() });
     if (tty) {
@@ -72,11 +82,21 @@ export class Progress {
     return `${((performance.now() - this.#t0) / 1000).toFixed(1)} s`;
   }
 
+  /**
+   * A status line cut to the terminal's width (less one column): a redrawn line must never wrap, or moving the
+   * cursor up by the lines drawn would leave some of them behind.
+   */
+  #fit(line: string): string {
+    const width = this.look.width;
+    return width !== undefined && line.length >= width ? `${line.slice(0, Math.max(width - 2, 1))}…` : line;
+  }
+
   /** A line printed for good (above the status block on a terminal). */
   #line(text: string): void {
     if (this.tty) {
       this.#clear();
-      this.write(`${text}\n`);
+      // wrapped at words within the width (a colour's escape counted as width: a line may wrap a little early)
+      this.write(`${wrap(text, this.look.width).join('\n')}\n`);
       this.#draw();
     } else {
       this.write(`${text}\n`);
@@ -91,11 +111,14 @@ export class Progress {
   #draw(): void {
     this.#clear();
     const width = Math.max(...[...this.#devices.keys()].map((d) => d.length), 6);
+    const paint = this.look.paint ?? plain;
     const lines = [...this.#devices].map(([device, s]) => {
       const c = s.counts;
       const failing = FAILING.reduce((n, status) => n + c[status], 0);
-      const what = s.finished ? 'done' : (s.running ?? 'starting');
-      return `  ${device.padEnd(width)}  ${String(s.done).padStart(3)} checks  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip${c.error ? `  ${c.error} error (host)` : ''}  ${what}`;
+      // between two checks (a new process starting, the timing lock, quiet awaited), what came last
+      const what = s.finished ? 'done' : (s.running ?? (s.last ? `after ${s.last}` : 'waiting for its first check'));
+      const line = `  ${device.padEnd(width)}  ${plural(s.done, 'check').padStart(10)}  ${c.pass} pass  ${c.warn} warn  ${failing} fail  ${c.skip} skip${c.error ? `  ${c.error} host error` : ''}  ${what}`;
+      return paintCounts(paint, this.#fit(line));
     });
     lines.push(`  ${this.#elapsed()}`);
     this.write(`${lines.join('\n')}\n`);
@@ -112,6 +135,7 @@ export class Progress {
     } else if (e.type === 'result' && e.id && e.status) {
       s.done += 1;
       s.counts[e.status] += 1;
+      s.last = e.id;
       if (s.running === e.id) delete s.running;
       if (e.status === 'skip') {
         // on a terminal the status line counts them; in a log they are told when the device is done
@@ -122,8 +146,9 @@ export class Progress {
         }
         return;
       }
-      const detail = terminalSafe(e.observed ?? e.message ?? '', false);
-      const text = `  [${this.#elapsed()}] ${device} ${e.id} ${e.status}${detail ? ` - ${detail}` : ''}`;
+      // the check's plain words beside its codes (results/check-text.ts: what JUnit says of it too)
+      const detail = terminalSafe(checkDetail({ status: e.status, ...(e.message !== undefined ? { message: e.message } : {}), ...(e.observed !== undefined ? { observed: e.observed } : {}) }) ?? '', false);
+      const text = `  [${this.#elapsed()}] ${device} ${e.id} ${paintStatus(this.look.paint ?? plain, e.status, e.status)}${detail ? ` - ${detail}` : ''}`;
       // on a terminal only what did not pass stays on screen; in a log every check has its line
       if (!this.tty || e.status !== 'pass') this.#line(text);
       else this.#draw();
@@ -141,7 +166,7 @@ export class Progress {
   /** The skipped checks of a device not yet told: one line per reason (the check's id when it is the only one). */
   #tellSkipped(device: string, s: DeviceState): void {
     for (const [reason, ids] of s.skipped) {
-      const what = ids.length === 1 ? `${ids[0]} skip` : `${ids.length} checks skip`;
+      const what = ids.length === 1 ? `${ids[0]} skip` : `${plural(ids.length, 'check')} skip`;
       this.#line(`  [${this.#elapsed()}] ${device} ${what}${reason ? ` - ${terminalSafe(reason, false)}` : ''}`);
     }
     s.skipped.clear();
@@ -171,7 +196,7 @@ export function discoveryLines(d: {
   const processes = d.inProcesses.map((p) => `${p.backends.join('+')} ${p.ms.toFixed(0)} ms`);
   const out = [`discovery (${d.ms.toFixed(0)} ms${processes.length ? `; in their processes: ${processes.join(', ')}` : ''}):`];
   for (const b of d.found.backends) {
-    const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${b.devices} device(s)` : 'no library';
+    const what = b.backend === 'cpu' ? 'the host CPU' : b.library ? `${b.library}, ${plural(b.devices, 'device')}` : 'no library';
     out.push(`  ${b.backend}: ${what}${b.note ? ` - ${b.note}` : ''}`);
   }
   for (const s of d.selected) {

@@ -10,6 +10,7 @@
 import { findExpectation, type Expectation, type Expectations } from './expectations.js';
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, NotAskedDevice, RegressionKind, RunResult } from './types.js';
+import { checkDetail } from './check-text.js';
 
 export type { NotAskedDevice } from './types.js';
 import { gbpsText, oneLine, percent, plural } from './format.js';
@@ -301,14 +302,16 @@ function withExpectations(ch: Change, device: DeviceWithHost | undefined, hostna
   return ch;
 }
 
-function checkChange(check: string, o: CheckResult | undefined, n: CheckResult | undefined): Change {
+/** A check's change; with no baseline at all (`baseline` false) a failing check is told as failed, not as "(none) -> fail". */
+function checkChange(check: string, o: CheckResult | undefined, n: CheckResult | undefined, baseline = true): Change {
   const { kind, note } = classify(o, n);
-  const ch: Change = { kind, check, summary: `${check} ${arrow(o?.status, n?.status)}` };
+  const ch: Change = { kind, check, summary: baseline || !n ? `${check} ${arrow(o?.status, n?.status)}` : `${check} ${n.status}` };
   if (o) ch.old = o.status;
   if (n) ch.new = n.status;
-  if (note) ch.note = note;
+  if (note && (baseline || kind !== 'regression')) ch.note = note;
   if (n && (kind === 'regression' || kind === 'error' || FAILING.includes(n.status) || n.status === 'warn')) {
-    const detail = oneLineOrNone(n.observed ?? n.message);
+    // the check's plain words beside its codes, as the terminal tells them (results/check-text.ts)
+    const detail = checkDetail(n);
     if (detail) ch.detail = detail;
   }
   return ch;
@@ -320,7 +323,7 @@ function countOf(changes: Change[]): Counts {
   return c;
 }
 
-function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions & { maxDrop: number }): DeviceComparison {
+function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions & { maxDrop: number }, baseline: boolean): DeviceComparison {
   const e = o.expectations;
   const any = (p.new ?? p.old)!;
   const ov = p.old ? verdictLabel(p.old.verdict) : undefined;
@@ -340,7 +343,7 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   const oldChecks = new Map((p.old?.checks ?? []).map((c) => [c.id, c]));
   const newChecks = new Map((p.new?.checks ?? []).map((c) => [c.id, c]));
   const ids = [...newChecks.keys(), ...[...oldChecks.keys()].filter((id) => !newChecks.has(id))];
-  for (const id of ids) changes.push(withExpectations(checkChange(id, oldChecks.get(id), newChecks.get(id)), p.new, hostname.new, e));
+  for (const id of ids) changes.push(withExpectations(checkChange(id, oldChecks.get(id), newChecks.get(id), baseline), p.new, hostname.new, e));
   const dc: DeviceComparison = {
     key,
     backend: any.backend,
@@ -399,8 +402,8 @@ export function notAskedBy(run: RunResult, d: { id: string; backend: string }): 
 
 /**
  * Compares two results files' contents (see the rules at the top of this file). With no OLD, NEW is judged on
- * its own: every failing check is a "new failure", and nothing can be missing. A device of OLD that NEW's run
- * did not ask for (notAskedBy) is not compared: listed in `notAskedFor`, never missing.
+ * its own: every failing check is a failure (told as failed, with no baseline), and nothing can be missing. A
+ * device of OLD that NEW's run did not ask for (notAskedBy) is not compared: listed in `notAskedFor`, never missing.
  */
 export function compareResults(old: RunResult | undefined, neu: RunResult, options: CompareOptions = {}): Comparison {
   const { matchedByHost, pairs: all } = pairs(old, neu);
@@ -414,7 +417,7 @@ export function compareResults(old: RunResult | undefined, neu: RunResult, optio
     return false;
   });
   const devices = ps.map(([key, p]) =>
-    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }),
+    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined),
   );
   return {
     ...(old ? { old: fileSummary(old) } : {}),

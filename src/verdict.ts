@@ -69,6 +69,20 @@ export function verdictToString(v: Verdict): string {
   }
 }
 
+/** A verdict's kind, with its refusal's name: `Usable`, `Refused (Kernel_hazard)` (no reason). */
+export function verdictName(v: Verdict): string {
+  return v.kind === 'Refused' ? `Refused (${v.refusal.kind})` : v.kind;
+}
+
+/**
+ * A verdict in words for a line of text, with one level of parentheses: `Refused (Kernel_hazard): why`,
+ * `Not_needed: why`, `Usable` (verdictToString nests them: `Refused (Kernel_hazard (why (more)))`).
+ */
+export function verdictWords(v: Verdict): string {
+  const reason = v.kind === 'Refused' ? ('reason' in v.refusal ? v.refusal.reason : undefined) : 'reason' in v ? v.reason : undefined;
+  return reason ? `${verdictName(v)}: ${reason}` : verdictName(v);
+}
+
 /** A static verdict as text: the decided verdict's, or `Self_test_required`. */
 export function staticToString(s: Static): string {
   return s.kind === 'Decided' ? verdictToString(s.verdict) : 'Self_test_required';

@@ -222,7 +222,7 @@ describe('the JUnit of an interrupted run is red', () => {
     const gate = /<testsuite name="gate \[INCOMPLETE\]"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml);
     expect(gate, xml.slice(-2000)).not.toBeNull();
     expect(gate![0]).toMatch(/errors="1"/);
-    expect(gate![0]).toMatch(/<error message="the run was interrupted by SIGTERM before every check reported: 1 device\(s\) incomplete \(cuda:0\)[^"]*" type="interrupted"/);
+    expect(gate![0]).toMatch(/<error message="the run was interrupted by SIGTERM before every check reported: 1 device incomplete \(cuda:0\)[^"]*" type="interrupted"/);
     expect(gate![0]).toMatch(/<property name="stoppedBy" value="SIGTERM"\/>/);
   });
 

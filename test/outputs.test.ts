@@ -85,7 +85,7 @@ describe('item 3: standard output and other targets that are not regular files a
     const r = cli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--json', '-']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).devices.map((d: { id: string }) => d.id)).toEqual(['cpu']);
-    expect(r.stderr).toMatch(/1 device\(s\) in/);
+    expect(r.stderr).toMatch(/^1 device in /m);
     const m = cli(['merge', fixture, '-o', '-']);
     expect(m.code).toBe(0);
     expect(JSON.parse(m.stdout).devices).toHaveLength(1);

@@ -55,7 +55,7 @@ describe('refusals in plain words', () => {
     );
   });
 
-  it('the terminal summary tells it under the table, for the refused device only', () => {
+  it('the terminal summary tells it under the table once, for the refused device only: its own reason where it has one', () => {
     const r = JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'cuda.json'), 'utf8')) as RunResult;
     const refused = structuredClone(r.devices[0]!);
     refused.id = 'vulkan:0';
@@ -63,6 +63,11 @@ describe('refusals in plain words', () => {
     r.devices.push(refused);
     const lines = runSummary(r);
     const told = lines.filter((l) => l.includes('read more'));
-    expect(told).toEqual([expect.stringMatching(/^vulkan:0: refused: registering host memory through this backend has crashed .* \(read more: docs\/verdicts\.md/)]);
+    expect(told).toEqual([expect.stringMatching(/^vulkan:0: refused: registering host memory through Vulkan crashed the Linux kernel \(read more: docs\/verdicts\.md, "Refusals in plain words"\)$/)]);
+    // said once: no other line under the table speaks of it
+    expect(lines.filter((l) => l.startsWith('vulkan:0: '))).toHaveLength(1);
+    // a refusal with no reason of its own: the plain words
+    refused.verdict = verdictJson(Refused(Integrated_gpu));
+    expect(runSummary(r).filter((l) => l.startsWith('vulkan:0: '))).toEqual([`vulkan:0: ${refusalInPlainWords(refused.verdict)}`]);
   });
 });

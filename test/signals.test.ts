@@ -103,6 +103,8 @@ describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
       expect(killedBy).toBeNull();
       expect(code).toBe(status);
       expect(c.stdout()).toMatch(new RegExp(`interrupted \\(${signal}\\)`));
+      // the log ends on the run's answer, as a CI log must (docs/ci.md): INTERRUPTED, the signal, what it left unrun
+      expect(c.stdout().trimEnd().split('\n').at(-1)).toMatch(new RegExp(`^INTERRUPTED: the run was interrupted by ${signal} before every check reported: 1 device incomplete \\(cuda:0\\); what is missing was not run, and no gate was made$`));
       await waitUntil(() => before.every((p) => !running(p)), 10_000, 'the device process to end');
       expect(readdirSync(scratch)).toEqual([]);
       const r = readJson(json);
@@ -218,7 +220,7 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     expect(after.every((x) => x.process === 3)).toBe(true); // the checks after it, from the third process
     expect(d.restarts?.[0]).toMatch(/process 1 was killed by SIGKILL during probe\.verdict, not by this command/);
     expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
-    expect(c.stdout()).toMatch(/cuda:0: 1 check\(s\) could not run because of the host, not the driver/);
+    expect(c.stdout()).toMatch(/cuda:0: 1 check could not run because of the host, not the driver/);
     expect(readdirSync(scratch)).toEqual([]);
     expect(code).toBe(1);
   });

@@ -1,5 +1,5 @@
 // probe.verdict and probe.release: the self-test on a scratch file of --size MiB, and its releases.
-import { staticVerdict, verdictJson, verdictToString, type Verdict } from '../../src/index.js';
+import { staticVerdict, verdictJson, verdictName, verdictToString, type Verdict } from '../../src/index.js';
 import type { Check, CheckContext } from '../check.js';
 import { PROBE_RELEASE, PROBE_VERDICT, type ProbeData } from './data.js';
 import { probeOnce } from '../context.js';
@@ -9,7 +9,8 @@ export { PROBE_RELEASE, PROBE_VERDICT, type ProbeData, probeData } from './data.
 /** The self-test applies to devices whose static verdict asks for it. */
 export function needsSelfTest({ device }: CheckContext): true | string {
   const s = staticVerdict(device.device);
-  return s.kind === 'Self_test_required' ? true : `decided statically: ${verdictToString(s.verdict)}`;
+  // the verdict's name alone: static.verdict tells its reason, once
+  return s.kind === 'Self_test_required' ? true : `decided statically: ${verdictName(s.verdict)}`;
 }
 
 /** Usable passes; Too_slow and Inconclusive (load, a transient failure) warn; false successes fail. */

@@ -1,5 +1,6 @@
 // static.verdict: the static verdict of the device; for a refused device, the proof that no op was reached.
-import { probe, staticToString, staticVerdict, verdictToString } from '../../src/index.js';
+import { probe, staticToString, staticVerdict, verdictToString, verdictWords } from '../../src/index.js';
+import { plural } from '../../results/format.js';
 import type { Check } from '../check.js';
 import { STATIC_VERDICT, type StaticData } from './data.js';
 
@@ -34,7 +35,8 @@ export const staticChecks: Check[] = [
       return {
         status: opened === 0 && same ? 'pass' : 'fail',
         expected: `${text}, with no op reached and the map not read`,
-        observed: `${verdictToString(v)}; ops opened ${opened} time(s)`,
+        // one level of parentheses: the refusal's reason is told here once (the skips name the refusal alone)
+        observed: `${verdictWords(v)}; ops opened ${plural(opened, 'time')}`,
         data: { ...data, opsOpened: opened } satisfies StaticData,
       };
     },

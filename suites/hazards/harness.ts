@@ -10,7 +10,7 @@ import type { DriverCode } from '../../bindings/backend.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { type DriverResult, driverResult } from '../../bindings/errors.js';
 import { MAP, PROT, type Mapping } from '../../bindings/libc.js';
-import { type Host, firstDifference, staticToString, staticVerdict } from '../../src/index.js';
+import { type Host, firstDifference, staticToString, staticVerdict, verdictName } from '../../src/index.js';
 import type { Check, CheckContext, Observation } from '../check.js';
 import { mapFile, releaseMapping, scratchFile, withTrackedOps } from '../context.js';
 import { MiB } from '../../results/format.js';
@@ -188,7 +188,8 @@ export function withMappedFile(
 export function hasRegistration(ctx: CheckContext): true | string {
   if (ctx.device.native) return true;
   const s = staticVerdict(ctx.device.device);
-  return `no registration on ${ctx.device.backend} (static verdict: ${staticToString(s)})`;
+  // the verdict's name alone: static.verdict tells its reason, once
+  return `no registration on ${ctx.device.backend}, static verdict ${s.kind === 'Decided' ? verdictName(s.verdict) : staticToString(s)}`;
 }
 
 /** A hazard check: suite `hazards`, applies where the device registers. */
