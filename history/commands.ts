@@ -4,7 +4,7 @@
 // none, and a history command then says in one line how to add it (exit 2).
 import { rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { changeLine, countsLine, failingChanges } from '../results/compare.js';
+import { changeLine, countsLine, failingChanges, outcomeWord } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
@@ -109,7 +109,7 @@ export function formatHistory(h: HistoryComparison): string {
     for (const { device, change } of failing.slice(0, SHOWN)) out.push(`  ${change.kind === 'regression' ? 'REGRESSION' : change.kind === 'error' ? 'HOST ERROR' : 'UNEXPECTED PASS'}  ${changeLine(device, change)}`);
     if (failing.length > SHOWN) out.push(`  and ${failing.length - SHOWN} more (--json lists every one)`);
   }
-  out.push('', `${countsLine(h.counts)}: ${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}`);
+  out.push('', `${countsLine(h.counts)}: ${outcomeWord(h.counts)}`);
   return `${out.join('\n')}\n`;
 }
 
