@@ -246,7 +246,8 @@ export const CPU_PRESSURE_REASON = 'CPU pressure';
  * still excused by it.
  */
 export function excusesRatio(load: DeviceWithHost['load']): boolean {
-  return load !== undefined && load.busy && load.why.some((w) => !w.startsWith(CPU_PRESSURE_REASON));
+  // busy with no reason kept (a file edited by hand, a store row with none): not known to be CPU pressure alone
+  return load !== undefined && load.busy && !(load.why.length > 0 && load.why.every((w) => w.startsWith(CPU_PRESSURE_REASON)));
 }
 
 /**
