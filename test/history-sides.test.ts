@@ -74,6 +74,8 @@ interface Regression {
 }
 
 const HAZARD = 'hazard.double_registration_refused';
+/** Each test runs the command 3 to 5 times, DuckDB loading in each: on the shared 2-core machine under a full test run that passed 60 s. */
+const SLOW = 180_000;
 const TRUNCATE = 'hazard.truncate_contained';
 
 /** A store of `files` (made by history add, version 2). */
@@ -105,13 +107,13 @@ describe("the fleet prefilter: devices that only one side has", () => {
     expect(r.historyCode).toBe(1);
     // the new device's verdict, figures and checks: all new, none judged a regression
     expect(r.json.counts.new).toBeGreaterThan(0);
-  });
+  }, SLOW);
 
   it('a device only NEW has that failed a check: a new failure, in both', () => {
     const r = both(results('node-b', 1, [{ pci: '0000:00:00.0' }]), results('node-b', 2, [{ pci: '0000:00:00.0' }, { pci: '0000:00:03.0', checks: { [HAZARD]: 'fail' } }]));
     expect(r.history).toEqual([`0000:00:03.0 status ${HAZARD}`]);
     expect(r.compare).toEqual(r.history);
-  });
+  }, SLOW);
 
   it("a device only NEW has whose check the host failed: a host error, in both, and the words say the host's", () => {
     const r = both(results('node-c', 1, [{ pci: '0000:00:00.0' }]), results('node-c', 2, [{ pci: '0000:00:00.0' }, { pci: '0000:00:04.0', checks: { [TRUNCATE]: 'error' } }]));
@@ -121,7 +123,7 @@ describe("the fleet prefilter: devices that only one side has", () => {
     const text = cli(compareArgs(r.db));
     expect(text.stdout).toMatch(/^ {2}HOST ERROR {2}node-c cuda:1 Double CUDA Device \(0000:00:04\.0\): hazard\.truncate_contained could not be judged: the host failed it, not the driver/m);
     expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(/^0 regressions, .*1 host error, .*: HOST ERROR \(the host, not the driver\): not judged$/);
-  });
+  }, SLOW);
 });
 
 describe('attribution in the history commands', () => {
@@ -132,7 +134,7 @@ describe('attribution in the history commands', () => {
     expect(r.compare).toEqual(r.history);
     const last = cli(compareArgs(r.db)).stdout.trimEnd().split('\n').at(-1);
     expect(last).toMatch(/^1 regression, .*1 host error, .*: REGRESSION \(the driver\), and HOST ERROR \(the host\)$/);
-  });
+  }, SLOW);
 
   it('history report: a device the host alone failed is "not judged", not a regressed device', () => {
     const db = store([results('node-e', 1, [{ pci: '0000:00:00.0' }]), results('node-e', 2, [{ pci: '0000:00:00.0', registered: 1.2, pageLocked: 1.2, load: linkBusy }])]);
@@ -143,7 +145,7 @@ describe('attribution in the history commands', () => {
     expect(html).toMatch(/<p class="summary"><span class="ok">no regressed device<\/span>; <span class="host-error">1 device not judged: the host, not the driver<\/span>: 0 regressions, /);
     expect(html).toMatch(/<td class="num zero regressed-devices">0<\/td>|<td class="num regressed-devices zero">0<\/td>/);
     expect(html).toMatch(/<li class="line" data-kind="error">/);
-  });
+  }, SLOW);
 });
 
 describe('a store of each version the history commands accept', () => {
@@ -175,7 +177,7 @@ describe('a store of each version the history commands accept', () => {
     const h = cli([...compareArgs(db), '--json']);
     expect(h.code).toBe(1);
     expect(kinds(regressionsOf(h.stdout))).toEqual(['0000:00:00.0 busy bandwidth', '0000:00:01.0 missing', `0000:00:05.0 status ${HAZARD}`]);
-  });
+  }, SLOW);
 
   it('version 1, read as it is (no add): no machine kept, so the fall is judged a regression; the rest alike; the report reads it', async () => {
     const db = await version1(pair('node-g'));
@@ -195,7 +197,7 @@ describe('a store of each version the history commands accept', () => {
     c.closeSync();
     instance.closeSync();
     expect(version).toBe('1');
-  });
+  }, SLOW);
 
   it('a version the commands do not accept is refused with one line, exit 2', async () => {
     const db = await version1(pair('node-h'));
@@ -210,5 +212,5 @@ describe('a store of each version the history commands accept', () => {
       expect(r.stderr.trim().split('\n')).toHaveLength(1);
       expect(r.stderr).toMatch(/history store version 3 \(this version of mapped-reg-conformance reads versions 1 and 2\)/);
     }
-  });
+  }, SLOW);
 });
