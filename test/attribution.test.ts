@@ -15,6 +15,7 @@ import { metricsText } from '../reporters/metrics.js';
 import { htmlReport } from '../reporters/results-page.js';
 import { gateSummary } from '../reporters/summary.js';
 import { busyReasons, BUSY_THRESHOLDS } from '../suites/measure.js';
+import { validateJunit } from './support/junit-xsd.js';
 
 const shape = (): RunResult => JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', 'h200.json'), 'utf8')) as RunResult;
 
@@ -90,6 +91,9 @@ describe('the host alone: a link kept busy, both copies 52% slower, their ratio 
     expect(decision).toMatch(/- \[the host: busy\] cuda:0 NVIDIA H200/);
     // the ratio held (0.9962 against 1.0037, -0.7%): judged and passed
     expect(testcase(xml, 'gate.registration')).not.toMatch(/<failure|<error/);
+    // what Jenkins reads: still valid against junit-10.xsd
+    const valid = validateJunit(xml);
+    expect(valid.ok, valid.output).toBe(true);
   });
 
   it('the step summary keeps whose fault it is in its first line, and marks the reason host busy', async () => {
