@@ -4,7 +4,7 @@
 // none, and a history command then says in one line how to add it (exit 2).
 import { rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { changeLine, type Comparison, countsLine, deviceName, failingChanges } from '../results/compare.js';
+import { changeLine, type Comparison, countsLine, deviceName, failingChanges, outcomeWord } from '../results/compare.js';
 import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
@@ -134,7 +134,7 @@ export function formatHistory(h: HistoryComparison): string {
   }
   const missing = missingText(c);
   if (missing) out.push('', `missing (OLD had them, NEW has not): ${missing}`);
-  out.push('', `${countsLine(h.counts)}: ${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}`);
+  out.push('', `${countsLine(h.counts)}: ${outcomeWord(h.counts)}`);
   return `${out.join('\n')}\n`;
 }
 

@@ -130,6 +130,7 @@ table.t td.bad { background: #ffebe9; color: #a40e26; font-weight: 600; }
 .v-good { color: #116329; font-weight: 600; }
 .regressed { color: #a40e26; font-weight: 600; }
 .ok { color: #116329; font-weight: 600; }
+.host-error { color: #7d4e00; font-weight: 600; }
 ul.hosts { margin: 4px 0 0; padding-left: 18px; }
 ul.hosts li.host { margin: 6px 0; }
 ul.lines { margin: 2px 0; padding-left: 16px; }
@@ -210,8 +211,13 @@ function regressedList(h: HistoryComparison): string {
   const devicesOf = (list: typeof failing): number => new Set(list.map((f) => f.device.key)).size;
   const hosts = [...byHost.keys()].sort();
   const out: string[] = [];
+  // a device whose every failing change is the host's (a check the host failed, a figure of a busy machine) did not regress: it was not judged
+  const driver = failing.filter((f) => f.change.kind !== 'error');
+  const hostOnly = devicesOf(failing) - devicesOf(driver);
+  const regressed = driver.length ? `<span class="regressed">${plural(devicesOf(driver), 'regressed device')} on ${plural(new Set(driver.map((f) => f.device.host ?? '?')).size, 'host')}</span>` : '<span class="ok">no regressed device</span>';
+  const notJudged = hostOnly ? `; <span class="host-error">${plural(hostOnly, 'device')} not judged: the host, not the driver</span>` : '';
   out.push(
-    `<p class="summary">${failing.length ? `<span class="regressed">${plural(devicesOf(failing), 'regressed device')} on ${plural(hosts.length, 'host')}</span>` : '<span class="ok">no regressed device</span>'}: ${e(countsLine(h.counts))}` +
+    `<p class="summary">${regressed}${notJudged}: ${e(countsLine(h.counts))}` +
       `${h.notCompared.count ? `; ${plural(h.notCompared.count, 'host')} with no run of this version yet (not compared)` : ''}.</p>`,
   );
   if (!failing.length) return out.join('\n');
@@ -254,7 +260,8 @@ export async function historyReport(store: Store, o: { maxDrop: number; expectat
   );
   out.push('<tbody>');
   for (const d of stats) {
-    const regressedDevices = d.against ? new Set(failingChanges(asComparison(d.against.comparison)).map((f) => f.device.key)).size : undefined;
+    // the driver's regressions only: a device the host failed was not judged (the version's section says so)
+    const regressedDevices = d.against ? new Set(failingChanges(asComparison(d.against.comparison)).filter((f) => f.change.kind !== 'error').map((f) => f.device.key)).size : undefined;
     const cell = (k: number, cls = ''): string => `<td class="num${k === 0 ? ' zero' : cls}">${k}</td>`;
     out.push(
       `<tr class="driver" data-driver="${e(`${d.dname} ${d.dver}`)}"><th scope="row">${e(`${d.dname} ${d.dver}`)}<br><span class="meta">${e(`${utc(d.from)} to ${utc(d.to)}`)}</span></th>` +

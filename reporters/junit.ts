@@ -4,9 +4,10 @@
 // verdict, backend, driver, PCI bus id, scratch filesystem and bandwidths as <properties>; one <testcase> per
 // check, classname `<device id>.<suite>`. A testcase is red exactly when the gate is red about it
 // (results/gate.ts): <failure> for a failure or a regression, <error type="crash|timeout"> for the driver's
-// crash or timeout, <error type="host"> when the host failed the check; a known failure (listed, or failed in the
+// crash or timeout, <error type="host"> when the host failed the check (or a figure, on a busy machine, or the
+// whole gate, when every reason is the host's); a known failure (listed, or failed in the
 // baseline too) is <skipped message="known failure: ...">, never a <failure>; a listed failure that passed is
-// <failure type="unexpected-pass">. With a gate, each device gets `gate.verdict` and `gate.bandwidth` testcases
+// <failure type="unexpected-pass">. With a gate, each device gets `gate.verdict`, `gate.bandwidth` and `gate.registration` testcases
 // (red on a regression, with both sides and the PCI bus id), a device of the baseline that is gone a testsuite
 // of its own, and a testsuite `gate` holds the decision and the run's own failures (a driver that failed to
 // start, an unmet --require). The device's errors outside any check are a testcase `run.errors`.
@@ -157,18 +158,32 @@ function checkOutcome(tc: TestCase, c: CheckResult, note: GateNote | undefined, 
   else if (c.status === 'skip') skippedWithMessage(tc, xmlSafe(c.message ?? 'does not apply'));
 }
 
-/** `gate.verdict` and `gate.bandwidth` of a device: red on a regression, with both sides and the PCI bus id. */
+/** What each gate testcase of a device names: the verdict, the registered GB/s, registered / page-locked. */
+const GATE_FIGURES = { verdict: 'verdict', bandwidth: 'registered', registration: 'registered / page-locked' } as const;
+
+/**
+ * `gate.verdict`, `gate.bandwidth` and `gate.registration` of a device: a <failure> on a regression, with both
+ * sides and the PCI bus id; an <error type="host"> for a figure not judged because the host failed it (a machine
+ * that stayed busy): not passed, and not the driver's.
+ */
 function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuite']>, d: DeviceResult, gate: GateDecision): void {
-  for (const check of ['verdict', 'bandwidth'] as const) {
+  for (const check of ['verdict', 'bandwidth', 'registration'] as const) {
     const note = gate.notes.find((n) => n.device === d.id && n.check === check);
     if (check === 'bandwidth' && !note && !(gate.baseline && d.timing)) continue;
+    if (check === 'registration' && !note && !(gate.baseline && d.timing?.pageLockedRatio !== undefined)) continue;
     const tc = suite.testCase().className(xmlSafe(`${d.id}.gate`)).name(`gate.${check}`).time(0);
-    const sides = note ? `${note.old ?? '(none)'} -> ${note.new ?? '(none)'}` : check === 'verdict' ? verdictLabel(d.verdict) : `${d.timing?.registeredGBps.toFixed(2)} GB/s`;
-    const text = `${d.id} ${d.name} (${d.pciBusId ?? 'no PCI bus id'}): ${check === 'verdict' ? 'verdict' : 'registered'} ${sides}${note?.note ? `: ${note.note}` : ''}${note?.detail ? `: ${note.detail}` : ''}`;
-    if (note && FAILING_NOTES.includes(note.kind)) tc.failure(xmlSafe(text), note.kind === 'regression' ? 'regression' : note.kind);
+    const now = check === 'verdict' ? verdictLabel(d.verdict) : check === 'bandwidth' ? `${d.timing?.registeredGBps.toFixed(2)} GB/s` : `${d.timing?.pageLockedRatio?.toFixed(3)}`;
+    const sides = note ? `${note.old ?? '(none)'} -> ${note.new ?? '(none)'}` : now;
+    const hostError = note?.kind === 'error';
+    const text = `${d.id} ${d.name} (${d.pciBusId ?? 'no PCI bus id'}): ${GATE_FIGURES[check]} ${sides}${hostError ? ': not judged: the host, not the driver' : ''}${note?.note ? `: ${note.note}` : ''}${note?.detail ? `: ${note.detail}` : ''}`;
+    if (hostError) tc.error(xmlSafe(text), 'host', cdataSafe(text));
+    else if (note && FAILING_NOTES.includes(note.kind)) tc.failure(xmlSafe(text), note.kind === 'regression' ? 'regression' : note.kind);
     tc.standardOutput(cdataSafe(`${text}\n${gate.baseline ? `baseline: ${gate.baseline}` : 'no baseline'}`));
   }
 }
+
+/** A gate reason as JUnit lists it under `gate.decision`: the host's marked, so that a mixed failure reads as one. */
+const reasonLine = (r: GateDecision['reasons'][number]): string => `- ${r.host ? `[the host${r.kind === 'busy' ? ': busy' : ''}] ` : ''}${r.text}`;
 
 /** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
 export interface RunEnd {
@@ -229,8 +244,10 @@ export function junitXml(result: RunResult, run: RunEnd = {}): string {
     if (gate.expectations) suite.property('expectations', xmlSafe(gate.expectations));
     suite.property('maxDrop', String(gate.maxDrop));
     const decision = suite.testCase().className('gate').name('gate.decision').time(0);
-    if (!gate.pass) decision.failure(xmlSafe(gate.headline), 'gate');
-    decision.standardOutput(cdataSafe([gate.headline, ...gate.reasons.map((r) => `- ${r.text}`)].join('\n')));
+    // every reason the host's: an <error type="host">, as for a check the host failed; else a <failure>
+    if (!gate.pass && gate.reasons.every((r) => r.host)) decision.error(xmlSafe(gate.headline), 'host', cdataSafe(gate.reasons.map(reasonLine).join('\n')));
+    else if (!gate.pass) decision.failure(xmlSafe(gate.headline), 'gate');
+    decision.standardOutput(cdataSafe([gate.headline, ...gate.reasons.map(reasonLine)].join('\n')));
     for (const r of gate.reasons.filter((x) => x.kind === 'driver-init' || x.kind === 'requirement')) {
       suite.testCase().className('gate').name(xmlSafe(`gate.${r.kind}`)).time(0).failure(xmlSafe(r.text), r.kind);
     }

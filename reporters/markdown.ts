@@ -50,14 +50,18 @@ export function markdownSummary(result: RunResult): string {
   const out: string[] = [];
   const host = `${result.host.hostname} (${result.host.platform}, kernel ${result.host.kernel})`;
   out.push(`### ${markdownText(`${result.tool.name} ${result.tool.version}`)} on ${markdownText(host)}`, '');
-  if (result.gate) out.push(`**${result.gate.pass ? 'PASS' : 'FAIL'}**: ${markdownText(result.gate.headline.replace(/^(PASS|FAIL)[^:]*: /, ''))}`, '');
+  if (result.gate) {
+    // whose fault it is stays with the word: `**FAIL** (the host, not the driver): ...`
+    const [, blame = '', rest = result.gate.headline] = /^(?:PASS|FAIL)( \([^)]*\))?: ([\s\S]*)$/.exec(result.gate.headline) ?? [];
+    out.push(`**${result.gate.pass ? 'PASS' : 'FAIL'}**${markdownText(blame)}: ${markdownText(rest)}`, '');
+  }
   if (result.incomplete) out.push('**Interrupted**: the run stopped before every check reported; what is missing was not run.', '');
   if (result.devices.length === 0) out.push('No device was found or selected.');
   else out.push(...deviceTable(result));
   const gate = result.gate;
   if (gate && gate.reasons.length > 0) {
     out.push('', `#### ${gate.baseline ? 'Regressions and other reasons' : 'Reasons'} the gate failed (${gate.reasons.length})`, '');
-    for (const r of gate.reasons) out.push(`- ${r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
+    for (const r of gate.reasons) out.push(`- ${r.kind === 'busy' ? '**host busy** ' : r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
   }
   const notAsked = notAskedLine(gate?.notAskedFor);
   if (notAsked) out.push('', markdownText(notAsked));

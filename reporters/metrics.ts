@@ -83,9 +83,11 @@ function families(r: RunResult): Family[] {
   }
   const gatePass = f('gate_pass', '1 when the gate passed, 0 when it failed (absent: the run had no gate, as list)');
   const gateReasons = f('gate_reasons', 'How many reasons the gate gave for failing');
+  const gateHostReasons = f('gate_host_reasons', 'How many of the gate\'s reasons are the host\'s, not the driver\'s (a check the host failed, a figure of a busy machine): equal to gate_reasons, the host alone failed the run');
   if (r.gate) {
     gatePass.samples.push({ labels: {}, value: r.gate.pass ? 1 : 0 });
     gateReasons.samples.push({ labels: {}, value: r.gate.reasons.length });
+    gateHostReasons.samples.push({ labels: {}, value: r.gate.reasons.filter((x) => x.host).length });
   }
   const started = f('run_start_timestamp_seconds', 'When the run started (Unix time)');
   const finished = f('run_finish_timestamp_seconds', 'When the run finished (Unix time): the age of these metrics');
@@ -97,7 +99,7 @@ function families(r: RunResult): Family[] {
   if (t1 !== undefined) finished.samples.push({ labels: {}, value: t1 });
   if (t0 !== undefined && t1 !== undefined) duration.samples.push({ labels: {}, value: Math.round((t1 - t0) * 1000) / 1000 });
   incomplete.samples.push({ labels: {}, value: r.incomplete ? 1 : 0 });
-  return [info, usable, registered, pageLocked, staged, ratio, busy, checks, gatePass, gateReasons, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
+  return [info, usable, registered, pageLocked, staged, ratio, busy, checks, gatePass, gateReasons, gateHostReasons, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
 }
 
 /** The run as OpenMetrics text for the textfile collector (ends with `# EOF` and a line feed). */

@@ -12,9 +12,10 @@
 // Regressions are marked where they happen: each run of a device is compared with the run before it (in the
 // table's order) by compare's rules (results/compare.ts): a check whose status got more severe, a verdict that
 // left Usable, a registered GB/s that fell by more than the allowed drop (the run's gate's, else 10%) are marked
-// in the table and on the chart's point. A run that recorded its gate shows its PASS or FAIL. With many runs the
+// in the table and on the chart's point; a figure that fell on a machine that was busy is marked "not judged: the
+// machine was busy" (the host's, never green and never a regression). A run that recorded its gate shows its PASS or FAIL. With many runs the
 // charts narrow their bands, and open scrolled to their right end: the newest runs are seen first.
-import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, verdictLabel } from '../results/compare.js';
+import { bandwidthChange, classify, classifyVerdict, DEFAULT_MAX_DROP, registrationChange, verdictLabel } from '../results/compare.js';
 import { BACKENDS, type CheckResult, type DeviceResult, type RunResult } from '../results/types.js';
 import { CHECK_STATUSES as STATUSES, FAILING } from '../results/status.js';
 import { twoDecimals as fixed } from '../results/format.js';
@@ -47,6 +48,8 @@ interface Entry {
   failing: { id: string; status: Status }[];
   /** What got worse since the run before it (in the table's order), if anything. */
   regressed?: Regressed;
+  /** A figure that fell against the run before it on a machine that was busy: not judged (the host's), and why. */
+  notJudged?: { figure: string; text: string };
 }
 
 interface Regressed {
@@ -128,6 +131,8 @@ function groupDevices(results: RunResult[]): { groups: Group[]; hosts: string[] 
     g.entries.forEach((e, i) => {
       const r = i > 0 ? regressedSince(g.entries[i - 1]!, e) : undefined;
       if (r) e.regressed = r;
+      const busy = i > 0 ? notJudgedSince(g.entries[i - 1]!, e) : undefined;
+      if (busy) e.notJudged = busy;
     });
   }
   const backendOrder: readonly string[] = BACKENDS;
@@ -152,6 +157,19 @@ function regressedSince(before: Entry, after: Entry): Regressed | undefined {
   const figure = bw?.kind === 'regression' && bw.figures ? { old: bw.figures.old, new: bw.figures.new, drop: bw.figures.drop, maxDrop } : undefined;
   if (checks.length === 0 && !verdict && !figure) return undefined;
   return { checks, ...(verdict ? { verdict } : {}), ...(figure ? { figure } : {}) };
+}
+
+/**
+ * A figure (registered GB/s, registered / page-locked) that fell from one run of a device to the next by more than
+ * the allowed drop on a machine that was busy: compare's rules do not judge it (the host's); undefined otherwise.
+ */
+function notJudgedSince(before: Entry, after: Entry): Entry['notJudged'] {
+  const maxDrop = after.run.gate?.maxDrop ?? DEFAULT_MAX_DROP;
+  const bw = before.registered !== undefined && after.registered !== undefined ? bandwidthChange(before.device, after.device, maxDrop) : undefined;
+  const ratio = registrationChange(before.device, after.device, maxDrop);
+  const busy = [bw, ratio].find((ch) => ch?.kind === 'error');
+  if (!busy) return undefined;
+  return { figure: busy === bw ? 'registered GB/s' : 'registered / page-locked', text: `${busy.summary}: not judged: ${busy.note ?? 'the machine was busy'}` };
 }
 
 const pct = (x: number): string => `${(x * 100).toFixed(1)}%`;
@@ -442,6 +460,9 @@ table.results td.count.nonzero.s-error { background: #ddf4ff; color: #0a3069; }
 table.results tr.regressed td.driver { border-left: 4px solid #cf222e; }
 table.results td.regressed, table.results .check.regressed { background: #ffebe9; }
 .regression-mark { color: #a40e26; font-weight: 600; font-size: 12px; white-space: nowrap; }
+table.results tr.busy td.driver { border-left: 4px solid #9a6700; }
+table.results td.busy { background: #fff8c5; }
+.busy-mark { color: #7d4e00; font-weight: 600; font-size: 12px; }
 .gate { font-weight: 600; }
 .gate-pass { color: #116329; }
 .gate-fail { color: #a40e26; }
@@ -529,12 +550,13 @@ function entryRow(e: Entry, gi: number, ei: number): string[] {
   const gate = e.run.gate ? `<br><span class="gate gate-${e.run.gate.pass ? 'pass' : 'fail'}" title="${escapeHtml(e.run.gate.headline)}">gate ${e.run.gate.pass ? 'PASS' : 'FAIL'}</span>` : '';
   const was = r?.verdict ? `<br><span class="regression-mark">was ${escapeHtml(r.verdict.old)}</span>` : '';
   const drop = r?.figure ? `<br><span class="regression-mark" title="${escapeHtml(`registered ${fixed(r.figure.old)} -> ${fixed(r.figure.new)} GB/s, more than the ${pct(r.figure.maxDrop)} allowed`)}">&#9660; ${pct(r.figure.drop)}</span>` : '';
+  const busy = e.notJudged ? `<br><span class="busy-mark" title="${escapeHtml(e.notJudged.text)}">&#9888; ${escapeHtml(e.notJudged.figure)} not judged: the machine was busy</span>` : '';
   return [
-    `<tr class="entry${r ? ' regressed' : ''}" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`,
+    `<tr class="entry${r ? ' regressed' : ''}${busy ? ' busy' : ''}" data-device="${gi}" data-index="${ei}" data-version="${escapeHtml(e.version)}">`,
     `<td class="driver">${escapeHtml(e.driverName ? `${e.driverName} ${e.version}` : e.version)}${r ? '<br><span class="regression-mark">&#9660; regression</span>' : ''}</td>`,
     `<td class="run small">${escapeHtml(when(e))}<br>${escapeHtml(runNote)}${gate}</td>`,
     `<td class="verdict v-${verdictClass(d.verdict?.kind)}${r?.verdict ? ' regressed' : ''}">${escapeHtml(verdictText(d))}${was}</td>`,
-    `<td class="num registered${r?.figure ? ' regressed' : ''}">${fixed(e.registered)}${drop}</td>`,
+    `<td class="num registered${r?.figure ? ' regressed' : ''}${busy ? ' busy' : ''}">${fixed(e.registered)}${drop}${busy}</td>`,
     `<td class="num staged">${fixed(e.staged)}</td>`,
     `<td class="num ratio">${fixed(e.ratio)}</td>`,
     ...STATUSES.map((s) => `<td class="count s-${s}${e.counts[s] ? ' nonzero' : ''}">${e.counts[s]}</td>`),

@@ -196,10 +196,28 @@ function headlineOf(pass: boolean, reasons: GateReason[], run: RunResult, o: Gat
     const extra = [c.counts.expected ? `${c.counts.expected} known failure(s)` : '', c.counts.flaky ? `${c.counts.flaky} flaky, passed on re-run` : ''].filter(Boolean).join(', ');
     return `PASS: ${plural(run.devices.length, 'device')}${verdicts ? ` (${verdicts})` : ''}, ${against}${extra ? `; ${extra}` : ''}`;
   }
-  const hostOnly = reasons.every((r) => r.host);
-  const first = reasons[0]!.text;
-  const more = reasons.length > 1 ? ` (and ${reasons.length - 1} more above)` : '';
-  return `FAIL${hostOnly ? ' (the host, not the driver)' : ''}: ${first}${more}`;
+  return `FAIL${blameOf(reasons)}: ${failLine(reasons)}`;
+}
+
+/**
+ * Whose the failure is, for the headline: "(the host, not the driver)" only when every reason is the host's; when
+ * some are and some are not, both are named, with how many are the host's; nothing when none is.
+ */
+export function blameOf(reasons: readonly GateReason[]): string {
+  const host = reasons.filter((r) => r.host).length;
+  if (host === 0) return '';
+  if (host === reasons.length) return ' (the host, not the driver)';
+  return ` (the driver, and the host: ${host} of ${plural(reasons.length, 'reason')} the host's)`;
+}
+
+/**
+ * The headline's reason: the first of the driver's where some are the host's (the one that needs a fix of the
+ * driver), and how many more there are. "more", not "more above" or "below": the reports list the reasons above
+ * the headline (the terminal) or below it (JUnit, the step summary).
+ */
+function failLine(reasons: readonly GateReason[]): string {
+  const first = reasons.find((r) => !r.host) ?? reasons[0]!;
+  return `${first.text}${reasons.length > 1 ? ` (and ${reasons.length - 1} more)` : ''}`;
 }
 
 /** The run compared with its baseline (or with nothing), after re-running once what may be a flake. */

@@ -72,6 +72,18 @@ const refCheckAfter = `    for (const i of [0, 1] as const) {
 const stagedCopy = `        stageCopy: () => buffer.set(window.bytes),`;
 const measure = 'suites/measure.ts';
 const pci = 'bindings/pci.ts';
+const junitReport = 'reporters/junit.ts';
+const markdownReport = 'reporters/markdown.ts';
+const metricsReport = 'reporters/metrics.ts';
+const resultsPage = 'reporters/results-page.ts';
+const gateLines = 'reporters/summary.ts';
+const historyPage = 'history/history-page.ts';
+const historyCommands = 'history/commands.ts';
+const historyStore = 'history/store.ts';
+/** Whose fault a failure is, in every report; the machine check at its thresholds; the history commands' sides and store versions. */
+const ATTRIBUTION = ['test/attribution.test.ts'];
+const MACHINE = ['test/machine-check.test.ts'];
+const HISTORY_SIDES = ['test/history-sides.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -185,7 +197,7 @@ const mutations = [
   // ---- a slower driver or a busy machine: the control copy, the look at the machine, the lock
   ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(window.bytes);\n          t.upload(pinned);\n        },']), MODEL],
   ['registered / page-locked never judged', 'busy: the ratio judged', compareRules, edits(['  if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));\n', '']), BUSY],
-  ['registered / page-locked on a machine still busy blamed on the driver', 'busy: the ratio on a busy machine', compareRules, edits(["    ch.kind = 'error';\n    ch.note = busyText(n);\n    ch.detail = ch.summary;", "    ch.kind = 'regression';\n    ch.note = busyText(n);"]), BUSY],
+  ['registered / page-locked on a machine still busy blamed on the driver', 'busy: the ratio on a busy machine', compareRules, edits(["    ch.kind = 'error';\n    ch.note = busyText(n!);\n    ch.detail = ch.summary;", "    ch.kind = 'regression';\n    ch.note = busyText(n!);"]), BUSY],
   ['absolute figures judged on a busy machine', 'busy: absolute figures only when quiet', compareRules, edits(["falls ? (n?.load?.busy ? 'error' : 'regression')", "falls ? (n?.load?.busy && false ? 'error' : 'regression')"]), BUSY],
   ['every copy slower told as registration alone', 'busy: which copy fell', compareRules, edits(['every host-to-device copy got slower (${lockedText}), on a quiet machine: the driver or the platform${link}', "registered copies alone got slower (${lockedText}): the driver's registration${link}"]), BUSY],
   ['a downtrained link not named', 'busy: the link', compareRules, edits(["      const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';", "      const link = '';"]), BUSY],
@@ -195,6 +207,32 @@ const mutations = [
   ['link traffic at the limit is quiet', 'busy: the link', measure, edits(['  if (traffic !== null && traffic >= BUSY_THRESHOLDS.linkMBps)', '  if (traffic !== null && traffic > BUSY_THRESHOLDS.linkMBps)']), BUSY],
   ['a process on the GPU with unreadable traffic is quiet', 'busy: the GPU', measure, edits(['  else if (traffic === null && users.length)', '  else if (false)']), BUSY],
   ['timing.link judged on a busy machine', 'busy: timing.link', timingChecks, edits(["  return load?.busy ? `not judged: the machine was busy during the timed copies (${load.why.join('; ')})` : true;", '  return true;']), BUSY],
+  // ---- whose fault it is, in every report (issue 30)
+  ['the headline blames the host when any reason is', 'attribution: headline', gateRules, edits(['  if (host === reasons.length) return', '  if (host > 0) return']), ATTRIBUTION],
+  ["a mixed headline shows the host's reason first", 'attribution: headline', gateRules, edits(['  const first = reasons.find((r) => !r.host) ?? reasons[0]!;', '  const first = reasons[0]!;']), ATTRIBUTION],
+  ['the headline says "more above" again', 'attribution: headline', gateRules, edits(['more)` : \'\'}`;', 'more above)` : \'\'}`;']), ATTRIBUTION],
+  ['CPU pressure alone excuses a fall of the ratio', 'attribution: CPU pressure', compareRules, edits(['load.busy && !(load.why.length > 0 && load.why.every((w) => w.startsWith(CPU_PRESSURE_REASON)))', 'load.busy']), [...ATTRIBUTION, ...GATE]],
+  ["compare says REGRESSION where only the host failed", 'attribution: compare', compareRules, edits(["  if (c.error > 0) return 'HOST ERROR (the host, not the driver): not judged';", "  if (c.error > 0) return 'REGRESSION';"]), ATTRIBUTION],
+  ['JUnit: a busy figure is a <failure>', 'attribution: JUnit', junitReport, edits(["    if (hostError) tc.error(xmlSafe(text), 'host', cdataSafe(text));", "    if (hostError) tc.failure(xmlSafe(text), 'error');"]), ATTRIBUTION],
+  ['JUnit: no gate.registration testcase', 'attribution: JUnit', junitReport, edits(["    if (check === 'registration' && !note && !(gate.baseline && d.timing?.pageLockedRatio !== undefined)) continue;", "    if (check === 'registration') continue;"]), ATTRIBUTION],
+  ["JUnit: the host's gate.decision is a <failure>", 'attribution: JUnit', junitReport, edits(['    if (!gate.pass && gate.reasons.every((r) => r.host)) decision.error', '    if (!gate.pass && gate.reasons.length === 0) decision.error']), ATTRIBUTION],
+  ["JUnit: the host's reasons unmarked", 'attribution: JUnit', junitReport, edits(['`- ${r.host ? `[the host', "`- ${r.host && r.text === '' ? `[the host"]), ATTRIBUTION],
+  ['step summary: whose fault dropped from the first line', 'attribution: step summary', markdownReport, edits(["**${markdownText(blame)}: ${markdownText(rest)}`", "**: ${markdownText(rest)}`"]), ATTRIBUTION],
+  ['step summary: busy not marked', 'attribution: step summary', markdownReport, edits(["r.kind === 'busy' ? '**host busy** ' :", "r.kind === 'busy' ? '' :"]), ATTRIBUTION],
+  ["metrics: the host's reasons counted as all", 'attribution: metrics', metricsReport, edits(['r.gate.reasons.filter((x) => x.host).length', 'r.gate.reasons.length']), ATTRIBUTION],
+  ['report --html: a busy fall unmarked', 'attribution: HTML', resultsPage, edits(["const busy = [bw, ratio].find((ch) => ch?.kind === 'error');", "const busy = [bw, ratio].find((ch) => ch?.kind === 'regression');"]), ATTRIBUTION],
+  ['terminal: HOST BUSY said REGRESSION', 'attribution: terminal', gateLines, edits(["r.kind === 'busy' ? 'HOST BUSY'", "r.kind === 'busy' ? 'REGRESSION'"]), ATTRIBUTION],
+  // ---- the machine check at its thresholds
+  ['busy: waits for quiet for the ratio on CPU pressure alone', 'busy: CPU pressure', measure, edits(['ratio !== null && excusesRatio(load) && exceedsDrop(', 'ratio !== null && exceedsDrop(']), MACHINE],
+  ['busy: the ratio waited for only past 1.2 x --max-drop', 'busy: the ratio', measure, edits(['exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)', 'exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop * 1.2)']), MACHINE],
+  ['busy: the host copy judged only past 64 MiB', 'busy: the host copy', measure, edits(['bytes >= BUSY_THRESHOLDS.hostCopyMinBytes', 'bytes > BUSY_THRESHOLDS.hostCopyMinBytes']), MACHINE],
+  ['busy: memory pressure at the limit is quiet', 'busy: pressure', measure, edits(['if (memory >= BUSY_THRESHOLDS.memoryPressure)', 'if (memory > BUSY_THRESHOLDS.memoryPressure)']), MACHINE],
+  // ---- the history commands
+  ['history: a device only OLD has is not judged', 'history: prefilter', historyCompare, edits(['        WHEN n.run IS NULL THEN true', '        WHEN n.run IS NULL THEN false']), HISTORY_SIDES],
+  ["history: a new device's host error is not judged", 'history: prefilter', historyCompare, edits(['WHEN o.run IS NULL THEN n.failing OR n.has_error OR n.dup_checks', 'WHEN o.run IS NULL THEN n.failing OR n.dup_checks']), HISTORY_SIDES],
+  ["history report: the host's devices counted as regressed", 'history: report', historyPage, edits(["const driver = failing.filter((f) => f.change.kind !== 'error');", 'const driver = failing;']), HISTORY_SIDES],
+  ['history compare says REGRESSION where only the host failed', 'history: compare', historyCommands, edits(['${outcomeWord(h.counts)}', "${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}"]), HISTORY_SIDES],
+  ['history: a store of version 1 read as 2', 'history: store versions', historyStore, edits(["    if (version === '1') {", "    if (version === 'one') {"]), HISTORY_SIDES],
 ];
 
 const dry = process.argv.includes('--dry');

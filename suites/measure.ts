@@ -6,7 +6,7 @@
 import { type GpuUsersMonitor, type GpuUsersSample, openGpuUsers } from '../bindings/gpu-users.js';
 import { readPressure } from '../bindings/pressure.js';
 import { acquireTimingLock } from '../bindings/timing-lock.js';
-import { exceedsDrop } from '../results/compare.js';
+import { CPU_PRESSURE_REASON, exceedsDrop, excusesRatio } from '../results/compare.js';
 import type { DeviceLoad, GpuUser } from '../results/types.js';
 import { type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
 
@@ -95,7 +95,7 @@ export function busyReasons(looks: readonly Look[], hostCopyGBps: number | null,
   }
   const cpu = Math.max(0, ...looks.map((l) => l.pressure.cpuSome ?? 0));
   const memory = Math.max(0, ...looks.map((l) => l.pressure.memorySome ?? 0));
-  if (cpu >= BUSY_THRESHOLDS.cpuPressure) why.push(`CPU pressure ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
+  if (cpu >= BUSY_THRESHOLDS.cpuPressure) why.push(`${CPU_PRESSURE_REASON} ${fixed(cpu)}% (some, avg10): more runnable threads than cores`);
   if (memory >= BUSY_THRESHOLDS.memoryPressure) why.push(`memory pressure ${fixed(memory)}% (some, avg10)`);
   return why;
 }
@@ -176,14 +176,15 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
           pressure: looks[looks.length - 1]!.pressure,
         };
         // busy only matters to figures that would regress: a busy machine can only make them lower (registered /
-        // page-locked too: on the H200 a busy machine moved it by up to 12% where it moved the copies by 50%)
+        // page-locked too: on the H200 a busy machine moved it by up to 12% where it moved the copies by 50%); a
+        // fall of that ratio is never excused by CPU pressure alone (excusesRatio), so no quiet is waited for it
         const registered = gbps(bytes, times.registered.best);
         const lockedMs = times.pageLocked.best;
         const ratio = lockedMs > 0 && Number.isFinite(lockedMs) && times.registered.best > 0 ? lockedMs / times.registered.best : null;
         const wouldRegress =
           baseline !== undefined &&
           (exceedsDrop(baseline.registeredGBps, registered, o.quiet.maxDrop) ||
-            (baseline.pageLockedRatio !== undefined && ratio !== null && exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)));
+            (baseline.pageLockedRatio !== undefined && ratio !== null && excusesRatio(load) && exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)));
         const left = o.quiet.waitS * 1000 - (performance.now() - started);
         if (why.length === 0 || !wouldRegress || left <= 0) return times;
         o.log(`the machine is busy (${why.join('; ')}): registered ${fixed(registered, 2)} GB/s against the baseline's ${fixed(baseline.registeredGBps, 2)}; timing again in ${fixed(Math.min(QUIET_WAIT.pollMs, left) / 1000)} s (${fixed(left / 1000, 0)} s left of --quiet-wait)`);

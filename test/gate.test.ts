@@ -176,7 +176,7 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
     expect(reason.text).toMatch(/^cuda:0 \(was cuda:1\) Double CUDA Device \(0000:00:01\.0\): registered 0\.\d\d GB\/s -> 0\.\d\d GB\/s \(-\d\d\.\d%\): a drop of \d\d\.\d%, more than the 10\.0% allowed: registered copies alone got slower \(page-locked 0\.\d\d GB\/s -> 0\.\d\d GB\/s \([-+]\d+\.\d%\)\): the driver's registration; re-run: 0\.\d\d GB\/s: staged /);
     // the other GPU: same bus id, now cuda:1, unchanged
     expect(gate.notes.filter((n) => n.device === 'cuda:1' && n.kind !== 'fix' && n.kind !== 'changed')).toEqual([]);
-    expect(r.last).toBe(`FAIL: ${reason.text} (and 1 more above)`);
+    expect(r.last).toBe(`FAIL: ${reason.text} (and 1 more)`);
     expect(r.junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure message="cuda:0 Double CUDA Device \(0000:00:01\.0\): registered 0\.\d\d GB\/s -> 0\.\d\d GB\/s/);
     expect(r.junit).toMatch(/<testcase classname="cuda:1\.gate" name="gate\.bandwidth"[^>]*>\s*<system-out>/);
     expect(r.summary).toContain(`- ${reason.text.replace(/[\\`*_[\]<>|~$]/g, (c) => `\\${c}`).replace(/&/g, '&amp;')}`);
