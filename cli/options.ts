@@ -9,7 +9,7 @@ import { backendIds, backendModules } from '../bindings/registry.js';
 import type { Backend } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import type { SuiteOptions } from '../suites/protocol.js';
-import { QUIET_WAIT, type QuietOptions } from '../suites/measure.js';
+import { LOCK_WAIT_MIN_S, QUIET_WAIT, type QuietOptions } from '../suites/measure.js';
 import type { PlainDevice } from '../bindings/discovery.js';
 import type { RunResult } from '../results/types.js';
 import { MiB } from '../results/format.js';
@@ -56,7 +56,7 @@ export const RUN_OPTIONS = {
     default: DEFAULT_MIN_RELATIVE_SPEED,
     describe: `fraction of the staged speed the registered copy must reach, in (0, ${MAX_MIN_RELATIVE_SPEED}]`,
   },
-  timeout: { type: 'number', requiresArg: true, default: DEFAULT_TIMEOUT_S, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit)' },
+  timeout: { type: 'number', requiresArg: true, default: DEFAULT_TIMEOUT_S, describe: 'seconds one check may run before it is killed and reported as timeout (0: no limit); its waits for the host (--quiet-wait) are not counted' },
   check: {
     type: 'string',
     array: true,
@@ -96,7 +96,7 @@ export const RUN_OPTIONS = {
     type: 'number',
     requiresArg: true,
     default: QUIET_WAIT.defaultS,
-    describe: 'seconds to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1',
+    describe: `seconds (at most ${QUIET_WAIT.maxS}) to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1. Also the wait for the timing lock (at least ${LOCK_WAIT_MIN_S} s). Neither wait counts against --timeout`,
   },
 } as const;
 
@@ -213,7 +213,7 @@ export function runOptions(
   checkNumbers(a);
   if (!(a.timeout >= 0) || !Number.isFinite(a.timeout)) throw new UsageError(`--timeout must be a number of seconds (0: none), not ${String(a.timeout)}`);
   const quietWait = a.quietWait ?? QUIET_WAIT.defaultS;
-  if (!(quietWait >= 0) || !Number.isFinite(quietWait)) throw new UsageError(`--quiet-wait must be a number of seconds (0: no wait), not ${String(a.quietWait)}`);
+  if (!(quietWait >= 0 && quietWait <= QUIET_WAIT.maxS)) throw new UsageError(`--quiet-wait must be a number of seconds from 0 (no wait) to ${QUIET_WAIT.maxS}, not ${String(a.quietWait)}`);
   if (!(a.minRelativeSpeed > 0 && a.minRelativeSpeed <= MAX_MIN_RELATIVE_SPEED)) {
     throw new UsageError(`--min-relative-speed must be in (0, ${MAX_MIN_RELATIVE_SPEED}], not ${String(a.minRelativeSpeed)}`);
   }
