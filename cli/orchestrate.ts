@@ -85,6 +85,8 @@ interface Unfinished {
   startedAt: number;
   /** ms its ended waits took (each up to its limit). */
   waitedMs: number;
+  /** What it waited for (the timing lock, quiet), each once. */
+  waitedFor: string[];
   /** The wait going on: since when, the most it may take, what for. */
   wait?: { since: number; limitMs: number; what: string };
 }
@@ -178,7 +180,7 @@ function hear(e: RunnerEvent, a: Attempt, o: OrchestrateOptions, onDiscoveryEven
       onDiscoveryEvent(e);
       return;
     case 'start':
-      a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now(), waitedMs: 0 };
+      a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now(), waitedMs: 0, waitedFor: [] };
       o.onEvent?.(e.device, e);
       return;
     case 'result':
@@ -207,12 +209,14 @@ function hearWait(e: WaitEvent, u: Unfinished | undefined): void {
     u.waitedMs += Math.min(now - u.wait.since, u.wait.limitMs);
     delete u.wait;
   }
-  if (e.waiting) u.wait = { since: now, limitMs: e.limitMs, what: e.what };
+  if (!e.waiting) return;
+  u.wait = { since: now, limitMs: e.limitMs, what: e.what };
+  if (!u.waitedFor.includes(e.what)) u.waitedFor.push(e.what);
 }
 
 /**
- * Kills a runner whose check runs past --timeout (not counting its waits for the host), or that makes no progress outside any check for --timeout plus
- * STALL_GRACE_S (starting Vitest, between two checks); none when --timeout is 0.
+ * Kills a runner whose check runs past --timeout (not counting its waits for the host), or that makes no progress
+ * outside any check for --timeout plus STALL_GRACE_S (starting Vitest, between two checks); none when --timeout is 0.
  */
 function watchdog(child: ChildProcess, a: Attempt, timeoutS: number, lastEvent: () => number): NodeJS.Timeout | undefined {
   if (timeoutS <= 0) return undefined;
@@ -349,7 +353,7 @@ class DeviceState {
       const status: CheckStatus = a.timedOut ? 'timeout' : fromOutside ? 'error' : 'crash';
       const waited = waitedMs(u, performance.now());
       const message = a.timedOut
-        ? `no result after ${o.timeoutS} s: the check was killed${waited >= 1000 ? ` (not counting the ${(waited / 1000).toFixed(0)} s it waited for the host)` : ''}`
+        ? `no result after ${o.timeoutS} s: the check was killed${waited >= 1000 ? ` (not counting the ${(waited / 1000).toFixed(0)} s it waited for the host: ${u.waitedFor.join(', ')})` : ''}`
         : fromOutside
           ? `the host: the check's process was killed by ${a.signal} from outside twice (processes ${this.killedOnce.get(id)} and ${n}), not by this command and not by a fault of the driver (the OOM killer, a user, a scheduler)`
           : a.signal
