@@ -3,7 +3,7 @@
 // Mutual exclusion is proven by a shared log of enter/leave events (never by timings); the waits end on events
 // (a line in the log, a process gone), never on fixed sleeps.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -173,6 +173,13 @@ describe('the lock file', () => {
     const f = thrown(() => acquireTimingLock({ path: fifo }));
     expect(isHostFault(f)).toBe(true);
     expect((f as Error).message).toBe(`the host: the timing lock ${fifo} is not a regular file`);
+    // a folder planted there: open refuses it (EISDIR), and it stays
+    const folder = lockPath();
+    mkdirSync(folder);
+    const d = thrown(() => acquireTimingLock({ path: folder, timeoutMs: 0 }));
+    expect(isHostFault(d)).toBe(true);
+    expect((d as Error).message).toMatch(new RegExp(`^the host: cannot use the timing lock ${folder} \\(open: Is a directory \\(EISDIR\\)`));
+    expect(statSync(folder).isDirectory()).toBe(true);
     expect(thrown(() => acquireTimingLock({ path: lockPath(), timeoutMs: -1 }))).toBeInstanceOf(RangeError);
   });
 });
