@@ -1,11 +1,15 @@
 // The host-wide lock held only around timed copies: the timed copies of different devices, and of two runs of the
 // command on one host, never overlap, so that one device's copies do not slow another's figure. It is an
-// exclusive flock(2) on one file (in os.tmpdir(), shared by every user's runs): a holder that dies releases it,
-// whatever PID namespace it runs in. Waiting is synchronous (the probe is): LOCK_EX|LOCK_NB polled every few ms,
-// asleep in Atomics.wait between tries. The holder writes its pid and a label into the file, for the message of
-// a run that gives up waiting; a run that may only read the file (another user's, mode 0644) locks it all the same
-// and writes nothing.
-import { fchmodSync, fstatSync, lstatSync, unlinkSync } from 'node:fs';
+// exclusive flock(2) on one file (in os.tmpdir(), one per user: `mapped-reg-conformance-timing-<uid>.lock`): a
+// holder that dies releases it, whatever PID namespace it runs in. Waiting is synchronous (the probe is):
+// LOCK_EX|LOCK_NB polled every few ms, asleep in Atomics.wait between tries. The holder writes its pid and a label
+// into the file, for the message of a run that gives up waiting.
+//
+// The file cannot be turned against the run or its user: it is opened without following a link and without
+// waiting (a FIFO), and used only when it is a regular file of this user with no other name (a hard link), empty
+// or holding a holder's line. Anything else is the host's fault (a HostFault), and the file is left as it is:
+// only a file this process made is ever removed, and a file is written only once it is known to be a lock.
+import { fchmodSync, fstatSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HostFault, asHostFault, isHostFault } from './host-fault.js';
@@ -27,10 +31,18 @@ import { once } from './once.js';
 
 /** Between two tries for a held lock. */
 export const TIMING_LOCK_POLL_MS = 5;
-/** The file's name in os.tmpdir() when env MAPPED_REG_TIMING_LOCK does not name one. */
-export const TIMING_LOCK_FILE = 'mapped-reg-conformance-timing.lock';
 /** The label written when the caller gives none. */
 export const DEFAULT_LABEL = 'mapped-reg-conformance';
+/** The most bytes a lock file holds: a holder's line ("<pid> <label>\n", the label cut to 200 characters). */
+export const HOLDER_MAX_BYTES = 512;
+
+/** This process's user id (0 where the platform has none). */
+const uid = (): number => process.getuid?.() ?? 0;
+
+/** The file's name in os.tmpdir() for user `id` when env MAPPED_REG_TIMING_LOCK does not name one: one per user. */
+export function timingLockFile(id = uid()): string {
+  return `mapped-reg-conformance-timing-${id}.lock`;
+}
 
 export interface TimingLock {
   readonly path: string;
@@ -56,9 +68,9 @@ export class TimingLockTimeout extends Error {
   }
 }
 
-/** The lock file: env MAPPED_REG_TIMING_LOCK, else `${os.tmpdir()}/mapped-reg-conformance-timing.lock`. */
+/** The lock file: env MAPPED_REG_TIMING_LOCK, else `${os.tmpdir()}/mapped-reg-conformance-timing-<uid>.lock`. */
 export function timingLockPath(): string {
-  return process.env.MAPPED_REG_TIMING_LOCK || join(tmpdir(), TIMING_LOCK_FILE);
+  return process.env.MAPPED_REG_TIMING_LOCK || join(tmpdir(), timingLockFile());
 }
 
 /** The files (device and inode) this process holds the lock of: a second acquire here would wait for itself. */
@@ -67,6 +79,8 @@ const held = new Set<string>();
 interface Opened {
   fd: number;
   writable: boolean;
+  /** Made by this open (O_EXCL): the only file release may remove. */
+  made: boolean;
   key: string;
 }
 
@@ -85,20 +99,31 @@ function fault(e: unknown, path: string, doing: string): HostFault {
   return new HostFault(`cannot use the timing lock ${path} (${why}) while ${doing}`, c);
 }
 
+/** Why the open file cannot be this user's lock (not a regular file, another user's, another name for it), or undefined. */
+function notOurs(path: string, st: { isFile(): boolean; uid: number; nlink: number }): string | undefined {
+  if (!st.isFile()) return `the timing lock ${path} is not a regular file`;
+  if (st.uid !== uid()) return `the timing lock ${path} belongs to uid ${st.uid}, not to this user (uid ${uid()}): refused, left as it is`;
+  // 0: removed by its holder meanwhile (taken again below); more than 1: a hard link to a file that has another name
+  if (st.nlink > 1) return `the timing lock ${path} has ${st.nlink} names (a hard link to another file): refused, left as it is`;
+  return undefined;
+}
+
 /**
- * Opens the lock file: made here, mode 0666 whatever the umask (another user's run must open it too); else the one
- * there, for writing, or where that is refused (another user's file), for reading only. Never through a symbolic
- * link, never anything but a regular file (a FIFO planted there opens without waiting, and is refused).
+ * Opens the lock file: made here, mode 0600 whatever the umask; else the one there, for writing, or where that is
+ * refused (a file of ours made read-only), for reading only. Never through a symbolic link, never a FIFO's wait,
+ * never anything but a regular file of this user with no other name.
  */
 function openLock(path: string): Opened {
   let fd = -1;
   let writable = true;
+  let made = false;
   try {
     // the file there may be removed between the two opens (its holder letting go): then make it again
     for (let tries = 1; fd < 0; tries++) {
       try {
-        fd = openFile(path, OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT | OPEN_FLAGS.EXCL | FLAGS, 0o666);
-        fchmodSync(fd, 0o666);
+        fd = openFile(path, OPEN_ACCESS.RDWR | OPEN_FLAGS.CREAT | OPEN_FLAGS.EXCL | FLAGS, 0o600);
+        made = true;
+        fchmodSync(fd, 0o600);
       } catch (e) {
         if (fd >= 0 || code(e) !== 'EEXIST') throw e;
         try {
@@ -112,8 +137,9 @@ function openLock(path: string): Opened {
       }
     }
     const st = fstatSync(fd);
-    if (!st.isFile()) throw new HostFault(`the timing lock ${path} is not a regular file`);
-    return { fd, writable, key: `${st.dev}:${st.ino}` };
+    const why = notOurs(path, st);
+    if (why !== undefined) throw new HostFault(why);
+    return { fd, writable, made, key: `${st.dev}:${st.ino}` };
   } catch (e) {
     if (fd >= 0) closeFd(fd);
     throw fault(e, path, 'opening it');
@@ -130,17 +156,63 @@ function stillAt(path: string, key: string): boolean {
   }
 }
 
-/** What the holder wrote ("<pid> <label>\n"), if it did. */
-function readHolder(fd: number): { pid: number; label: string } | undefined {
-  const buf = new Uint8Array(512);
-  let text: string;
+const HOLDER_LINE = /^(\d+) ([^\n]*)\n$/;
+
+/** What the file holds (at most HOLDER_MAX_BYTES of it), or undefined when it cannot be read. */
+function readText(fd: number): string | undefined {
+  const buf = new Uint8Array(HOLDER_MAX_BYTES + 1);
   try {
-    text = new TextDecoder().decode(buf.subarray(0, preadFully(fd, buf, 0)));
+    return new TextDecoder().decode(buf.subarray(0, preadFully(fd, buf, 0)));
   } catch {
     return undefined;
   }
-  const m = /^(\d+) ([^\n]*)\n$/.exec(text);
+}
+
+/** What the holder wrote ("<pid> <label>\n"), if it did. */
+function readHolder(fd: number): { pid: number; label: string } | undefined {
+  const m = HOLDER_LINE.exec(readText(fd) ?? '');
   return m ? { pid: Number(m[1]), label: m[2]! } : undefined;
+}
+
+/** Where the kernel lists the locks held. */
+const PROC_LOCKS = '/proc/locks';
+
+/**
+ * The holder as the kernel lists it, for a holder that wrote nothing (`flock(1)`, a file read-only to it): the pid
+ * of the flock on this file in /proc/locks (0 there: a process of another PID namespace), named by its command.
+ */
+function holderFromKernel(fd: number): { pid: number; label: string } | undefined {
+  try {
+    const st = fstatSync(fd);
+    const dev = `${((st.dev >> 8) & 0xfff).toString(16).padStart(2, '0')}:${((st.dev & 0xff) | ((st.dev >> 12) & 0xfff00)).toString(16).padStart(2, '0')}`;
+    for (const line of readFileSync(PROC_LOCKS, 'utf8').split('\n')) {
+      // "1: FLOCK  ADVISORY  WRITE 16691 fe:00:5392777 0 EOF" (a waiter's line has "->" after the number)
+      const m = /^\d+: FLOCK +\S+ +WRITE +(\d+) +([0-9a-f]+:[0-9a-f]+):(\d+) /.exec(line);
+      if (!m || m[2] !== dev || Number(m[3]) !== st.ino || m[1] === '0' || Number(m[1]) === process.pid) continue;
+      const pid = Number(m[1]);
+      let comm: string;
+      try {
+        comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      } catch {
+        comm = 'gone since';
+      }
+      return { pid, label: comm.slice(0, 64) };
+    }
+  } catch {
+    // no /proc/locks to read: the holder stays unnamed
+  }
+  return undefined;
+}
+
+/**
+ * Why the file (locked by this process) is not a lock of this tool: it is empty (a holder let go) or holds one
+ * holder's line (a holder that died); anything else is someone's file, which is never written or removed.
+ */
+function notALock(path: string, fd: number): string | undefined {
+  const size = fstatSync(fd).size;
+  const text = size > HOLDER_MAX_BYTES ? undefined : readText(fd);
+  if (text === '' || (text !== undefined && HOLDER_LINE.test(text))) return undefined;
+  return `the timing lock ${path} holds ${size} bytes that are not a holder's line ("<pid> <label>"): not a lock of this tool, refused, left as it is`;
 }
 
 /** One line, short: the label goes into the file after the pid. */
@@ -161,8 +233,8 @@ function writeHolder(fd: number, label: string): void {
 /**
  * Waits synchronously (flock LOCK_EX|LOCK_NB polled every few ms, sleeping with Atomics.wait, never a busy spin)
  * until this process holds the lock, or throws TimingLockTimeout after timeoutMs (default: no limit) naming the
- * holder when it can tell. A file that cannot be opened or locked is a HostFault. A lock this process already
- * holds is an error at once (waiting for it would never end).
+ * holder when it can tell. A file that cannot be opened or locked, or that is not this user's lock, is a
+ * HostFault. A lock this process already holds is an error at once (waiting for it would never end).
  */
 export function acquireTimingLock(options: { path?: string; timeoutMs?: number; label?: string } = {}): TimingLock {
   const path = options.path ?? timingLockPath();
@@ -172,8 +244,9 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
   const t0 = performance.now();
   const sleeper = new Int32Array(new SharedArrayBuffer(4));
   let opened: Opened;
-  // The holder removes the file as it lets go (nothing is left in the temporary folder), so a lock taken on a file
-  // that is no longer the one at `path` is no lock at all: it is let go, and the file at `path` is taken instead.
+  // The holder that made the file removes it as it lets go (nothing is left in the temporary folder), so a lock
+  // taken on a file that is no longer the one at `path` is no lock at all: it is let go, and the file at `path` is
+  // taken instead.
   for (;;) {
     opened = openLock(path);
     const { fd, key } = opened;
@@ -184,7 +257,7 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
     try {
       while (!flock(fd, LOCK_EX | LOCK_NB)) {
         const waited = performance.now() - t0;
-        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd));
+        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd) ?? holderFromKernel(fd));
         // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
         Atomics.wait(sleeper, 0, 0, timeoutMs === undefined ? TIMING_LOCK_POLL_MS : Math.min(TIMING_LOCK_POLL_MS, timeoutMs - waited));
       }
@@ -195,7 +268,13 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
     if (stillAt(path, key)) break;
     closeFd(fd);
   }
-  const { fd, writable, key } = opened;
+  const { fd, writable, made, key } = opened;
+  // held: nobody writes it meanwhile. A file that is not a lock of ours is let go untouched.
+  const foreign = notALock(path, fd);
+  if (foreign !== undefined) {
+    closeFd(fd); // the close lets the lock go
+    throw new HostFault(foreign);
+  }
   const waitedMs = performance.now() - t0;
   held.add(key);
   if (writable) writeHolder(fd, label);
@@ -205,12 +284,13 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
     release: once(() => {
       held.delete(key);
       try {
-        // removed while still held: a waiter that then takes this file sees it is gone and takes the next one
-        // (another user's file, opened read-only, cannot be removed from a sticky /tmp: it stays, emptied by them)
+        // the file this process made is removed while still held: a waiter that then takes it sees it is gone and
+        // takes the next one. A file that was there before (a lock file left by a killed holder, or the one
+        // MAPPED_REG_TIMING_LOCK names) is only emptied of this holder's line, and stays.
         if (writable) {
           ftruncate(fd, 0);
           try {
-            if (stillAt(path, key)) unlinkSync(path);
+            if (made && stillAt(path, key)) unlinkSync(path);
           } catch {
             // left in place: the next run takes it as it is
           }

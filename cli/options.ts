@@ -21,7 +21,7 @@ import { packageRoot } from '../results/package-root.js';
 import { readResults } from '../results/read.js';
 import type { Backend, RunResult } from '../results/types.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
-import { QUIET_WAIT } from '../suites/measure.js';
+import { LOCK_WAIT_MIN_S, QUIET_WAIT } from '../suites/measure.js';
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
 import { type NumberSpec, parseNumber } from './numbers.js';
 import { checkOutputs, type OutputTarget } from './outputs.js';
@@ -45,7 +45,7 @@ export const DEFAULT_TIMEOUT_S = 120;
 /** The largest --timeout: a day (0 is no limit at all). */
 export const MAX_TIMEOUT_S = 86_400;
 /** The largest --quiet-wait (s): a day. */
-export const MAX_QUIET_WAIT_S = 86_400;
+export const MAX_QUIET_WAIT_S = QUIET_WAIT.maxS;
 /** The largest --min-relative-speed: a registered copy ten times the staged one is already a broken clock. */
 export const MAX_MIN_RELATIVE_SPEED = 10;
 
@@ -106,7 +106,7 @@ export const RUN_OPTIONS = {
     '--timeout',
     { what: `a number of seconds from 0 (no limit) to ${MAX_TIMEOUT_S}`, min: 0, max: MAX_TIMEOUT_S },
     String(DEFAULT_TIMEOUT_S),
-    `seconds one check may run before it is killed and reported as timeout (0: no limit; at most ${MAX_TIMEOUT_S})`,
+    `seconds one check may run before it is killed and reported as timeout (0: no limit; at most ${MAX_TIMEOUT_S}); its waits for the host (--quiet-wait) are not counted`,
   ),
   check: {
     type: 'string',
@@ -132,7 +132,7 @@ export const RUN_OPTIONS = {
     '--quiet-wait',
     { what: `a number of seconds from 0 (no wait) to ${MAX_QUIET_WAIT_S}`, min: 0, max: MAX_QUIET_WAIT_S },
     String(QUIET_WAIT.defaultS),
-    `seconds to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1 (at most ${MAX_QUIET_WAIT_S})`,
+    `seconds (at most ${MAX_QUIET_WAIT_S}) to wait for a busy machine (another process on the GPU or its link, host memory loaded) to become quiet, timing again, when its figures would regress against --baseline; still busy: the host is blamed, exit 1. Also the wait for the timing lock (at least ${LOCK_WAIT_MIN_S} s). Neither wait counts against --timeout`,
   ),
 } as const;
 

@@ -24,6 +24,7 @@ import {
   type RunnerEvent,
   type RunnerOptions,
   type Selection,
+  type WaitEvent,
   type SuiteOptions,
   answerLine,
   decodeEvent,
@@ -64,7 +65,7 @@ export function interruptAll(): void {
 }
 
 /** What the command hears of a device: its runner's events, and the restarts the command makes. */
-export type DeviceEvent = Exclude<RunnerEvent, DiscoveryEvent | PlanEvent> | RestartEvent;
+export type DeviceEvent = Exclude<RunnerEvent, DiscoveryEvent | PlanEvent | WaitEvent> | RestartEvent;
 
 export interface OrchestrateOptions {
   /** Seconds one check may run before it is killed (0: never). */
@@ -75,6 +76,35 @@ export interface OrchestrateOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** A check that started and has not reported, and its waits for the host (not counted against --timeout). */
+interface Unfinished {
+  device: string;
+  id: string;
+  suite: SuiteName;
+  title: string;
+  startedAt: number;
+  /** ms its ended waits took (each up to its limit). */
+  waitedMs: number;
+  /** What it waited for (the timing lock, quiet), each once. */
+  waitedFor: string[];
+  /** The wait going on: since when, the most it may take, what for. */
+  wait?: { since: number; limitMs: number; what: string };
+}
+
+/**
+ * ms of the check's own time at `now`: since it started, less its waits for the host (the timing lock, quiet),
+ * each counted up to its own limit; beyond that limit a wait is the check's time again (a timing that hangs while
+ * the machine is waited for is still killed).
+ */
+function checkOwnMs(u: Unfinished, now: number): number {
+  return now - u.startedAt - waitedMs(u, now);
+}
+
+/** ms the check spent waiting for the host by `now` (each wait up to its limit). */
+function waitedMs(u: Unfinished, now: number): number {
+  return u.waitedMs + (u.wait ? Math.min(now - u.wait.since, u.wait.limitMs) : 0);
+}
+
 /** How one runner process went. */
 interface Attempt {
   /** The devices it checked (a discovering runner's: those the command answered). */
@@ -83,7 +113,7 @@ interface Attempt {
   errors: string[];
   output: string;
   /** The check that started and did not finish, if any. */
-  unfinished?: { device: string; id: string; suite: SuiteName; title: string; startedAt: number };
+  unfinished?: Unfinished;
   timedOut: boolean;
   /** Killed for making no progress outside any check (a runner stuck starting or between checks). */
   stalled: boolean;
@@ -150,7 +180,7 @@ function hear(e: RunnerEvent, a: Attempt, o: OrchestrateOptions, onDiscoveryEven
       onDiscoveryEvent(e);
       return;
     case 'start':
-      a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now() };
+      a.unfinished = { device: e.device, id: e.id, suite: e.suite, title: e.title, startedAt: performance.now(), waitedMs: 0, waitedFor: [] };
       o.onEvent?.(e.device, e);
       return;
     case 'result':
@@ -165,18 +195,34 @@ function hear(e: RunnerEvent, a: Attempt, o: OrchestrateOptions, onDiscoveryEven
     case 'end':
       a.ended = true;
       toEach(e);
+      return;
+    case 'wait':
+      hearWait(e, a.unfinished);
   }
 }
 
+/** A wait for the host of the check going on starts or ends (the command's own record: nothing is passed on). */
+function hearWait(e: WaitEvent, u: Unfinished | undefined): void {
+  if (!u || u.device !== e.device) return;
+  const now = performance.now();
+  if (u.wait) {
+    u.waitedMs += Math.min(now - u.wait.since, u.wait.limitMs);
+    delete u.wait;
+  }
+  if (!e.waiting) return;
+  u.wait = { since: now, limitMs: e.limitMs, what: e.what };
+  if (!u.waitedFor.includes(e.what)) u.waitedFor.push(e.what);
+}
+
 /**
- * Kills a runner whose check runs past --timeout, or that makes no progress outside any check for --timeout plus
- * STALL_GRACE_S (starting Vitest, between two checks); none when --timeout is 0.
+ * Kills a runner whose check runs past --timeout (not counting its waits for the host), or that makes no progress
+ * outside any check for --timeout plus STALL_GRACE_S (starting Vitest, between two checks); none when --timeout is 0.
  */
 function watchdog(child: ChildProcess, a: Attempt, timeoutS: number, lastEvent: () => number): NodeJS.Timeout | undefined {
   if (timeoutS <= 0) return undefined;
   return setInterval(() => {
     const now = performance.now();
-    if (a.unfinished && now - a.unfinished.startedAt > timeoutS * 1000) {
+    if (a.unfinished && checkOwnMs(a.unfinished, now) > timeoutS * 1000) {
       a.timedOut = true;
       child.kill('SIGKILL');
     } else if (!a.unfinished && !a.ended && now - lastEvent() > (timeoutS + STALL_GRACE_S) * 1000) {
@@ -305,8 +351,9 @@ class DeviceState {
         return 'again';
       }
       const status: CheckStatus = a.timedOut ? 'timeout' : fromOutside ? 'error' : 'crash';
+      const waited = waitedMs(u, performance.now());
       const message = a.timedOut
-        ? `no result after ${o.timeoutS} s: the check was killed`
+        ? `no result after ${o.timeoutS} s: the check was killed${waited >= 1000 ? ` (not counting the ${(waited / 1000).toFixed(0)} s it waited for the host: ${u.waitedFor.join(', ')})` : ''}`
         : fromOutside
           ? `the host: the check's process was killed by ${a.signal} from outside twice (processes ${this.killedOnce.get(id)} and ${n}), not by this command and not by a fault of the driver (the OOM killer, a user, a scheduler)`
           : a.signal

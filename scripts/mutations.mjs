@@ -43,6 +43,8 @@ const SELECTION = ['test/select-checks.test.ts', 'test/select.test.ts'];
 const OPTIONS = ['test/options.test.ts'];
 const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
+const LOCK = ['test/timing-lock.test.ts'];
+const LOCK_WAIT = ['test/lock-wait.test.ts'];
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -84,6 +86,9 @@ const historyStore = 'history/store.ts';
 const ATTRIBUTION = ['test/attribution.test.ts'];
 const MACHINE = ['test/machine-check.test.ts'];
 const HISTORY_SIDES = ['test/history-sides.test.ts'];
+const timingLock = 'bindings/timing-lock.ts';
+const orchestrate = 'cli/orchestrate.ts';
+const options = 'cli/options.ts';
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -201,11 +206,26 @@ const mutations = [
   ['absolute figures judged on a busy machine', 'busy: absolute figures only when quiet', compareRules, edits(["falls ? (n?.load?.busy ? 'error' : 'regression')", "falls ? (n?.load?.busy && false ? 'error' : 'regression')"]), BUSY],
   ['every copy slower told as registration alone', 'busy: which copy fell', compareRules, edits(['every host-to-device copy got slower (${lockedText}), on a quiet machine: the driver or the platform${link}', "registered copies alone got slower (${lockedText}): the driver's registration${link}"]), BUSY],
   ['a downtrained link not named', 'busy: the link', compareRules, edits(["      const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';", "      const link = '';"]), BUSY],
-  ['no timing lock', 'busy: one device timed at a time', measure, edits(["        const lock = acquireTimingLock({ timeoutMs: LOCK_TIMEOUT_MS, label: `${o.deviceId} of pid ${process.pid}` });", '        const lock = { waitedMs: 0, release: () => {} };']), BUSY],
+  ['no timing lock', 'busy: one device timed at a time', measure, edits(['        const lock = takeLock(o.deviceId, lockLimitMs);', '        const lock = { waitedMs: 0, release: () => {} };']), BUSY],
   ['no waiting for quiet', 'busy: --quiet-wait', measure, edits(['        const left = o.quiet.waitS * 1000 - (performance.now() - started);', '        const left = 0;']), BUSY],
   ['the host copy busy only under half the baseline', 'busy: the host copy', measure, edits(['  hostCopyShare: 0.7,', '  hostCopyShare: 0.5,']), BUSY],
   ['link traffic at the limit is quiet', 'busy: the link', measure, edits(['  if (traffic !== null && traffic >= BUSY_THRESHOLDS.linkMBps)', '  if (traffic !== null && traffic > BUSY_THRESHOLDS.linkMBps)']), BUSY],
   ['a process on the GPU with unreadable traffic is quiet', 'busy: the GPU', measure, edits(['  else if (traffic === null && users.length)', '  else if (false)']), BUSY],
+  // ---- the timing lock: its file cannot be turned against the run, its waits and faults are the host's
+  ['the lock opened through a symbolic link', 'lock: O_NOFOLLOW', timingLock, edits(['const FLAGS = OPEN_FLAGS.NOFOLLOW | OPEN_FLAGS.CLOEXEC | OPEN_FLAGS.NONBLOCK;', 'const FLAGS = OPEN_FLAGS.CLOEXEC | OPEN_FLAGS.NONBLOCK;']), LOCK],
+  ["another user's lock file taken", 'lock: owner check', timingLock, edits(['  if (st.uid !== uid()) return', '  if (false) return']), LOCK],
+  ['a hard-linked lock file taken', 'lock: one name', timingLock, edits(['  if (st.nlink > 1) return', '  if (false) return']), LOCK],
+  ['a file that is not a lock taken (and truncated)', 'lock: foreign file', timingLock, edits(["  if (text === '' || (text !== undefined && HOLDER_LINE.test(text))) return undefined;", '  return undefined;']), LOCK],
+  ['a lock file removed though not made here', 'lock: only unlink what we made', timingLock, edits(['            if (made && stillAt(path, key)) unlinkSync(path);', '            if (stillAt(path, key)) unlinkSync(path);']), LOCK],
+  ['a silent holder not named from the kernel', 'lock: the holder named', timingLock, edits(['readHolder(fd) ?? holderFromKernel(fd)', 'readHolder(fd)']), LOCK],
+  ["a lock fault made the probe's Inconclusive", 'lock: a fault is the host error', measure, edits(['      if (isHostFault(e)) fault = e;\n', '']), LOCK_WAIT],
+  ['the wait for the lock counted against --timeout', 'wait: the lock', measure, edits(["        startWait('the timing lock', lockLimitMs);\n", '']), LOCK_WAIT],
+  ['the lock waited for without a limit', 'wait: the lock bounded', measure, edits(['acquireTimingLock({ timeoutMs: limitMs, label', 'acquireTimingLock({ label']), LOCK_WAIT],
+  ['the lock wait not bounded below', 'wait: LOCK_WAIT_MIN_S', measure, edits(['export const LOCK_WAIT_MIN_S = 20;', 'export const LOCK_WAIT_MIN_S = 0;']), LOCK_WAIT],
+  ['the wait for quiet counted against --timeout', 'wait: quiet', measure, edits(["        startWait('quiet', left + lockLimitMs);\n", '']), BUSY],
+  ['the watchdog counts the waits', 'wait: the watchdog', orchestrate, edits(['  return now - u.startedAt - waitedMs(u, now);', '  return now - u.startedAt;']), LOCK_WAIT],
+  ['--quiet-wait at most infinity', 'wait: QUIET_WAIT.maxS', measure, edits(['  maxS: 3600,', '  maxS: Infinity,']), LOCK_WAIT],
+  ['--quiet-wait without a maximum', 'wait: --quiet-wait at most 3600 s', options, edits(['if (!(quietWait >= 0 && quietWait <= QUIET_WAIT.maxS))', 'if (!(quietWait >= 0 && Number.isFinite(quietWait)))']), LOCK_WAIT],
   ['timing.link judged on a busy machine', 'busy: timing.link', timingChecks, edits(["  return load?.busy ? `not judged: the machine was busy during the timed copies (${load.why.join('; ')})` : true;", '  return true;']), BUSY],
   // ---- whose fault it is, in every report (issue 30)
   ['the headline blames the host when any reason is', 'attribution: headline', gateRules, edits(['  if (host === reasons.length) return', '  if (host > 0) return']), ATTRIBUTION],

@@ -14,7 +14,7 @@ import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bin
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
-import type { SuiteOptions } from './protocol.js';
+import { type SuiteOptions, writeEvent } from './protocol.js';
 import { measureSection } from './measure.js';
 import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
 import type { DeviceLoad } from '../results/types.js';
@@ -111,12 +111,20 @@ export function probeOnce(ctx: CheckContext): Probed {
       pciBusId: ctx.device.pciBusId,
       quiet: ctx.options.quiet,
       log: (line) => ctx.log(line),
+      // the command's watchdog stops counting the check's --timeout while the host is waited for
+      onWait: (w) => writeEvent({ type: 'wait', device: id, ...w }),
     });
     const report = probeReport(ctx.device.device, region.map, region.reference, {
       runs: ctx.options.runs,
       minRelativeSpeed: ctx.options.minRelativeSpeed,
       timingSection: measured.section,
     });
+    // the timing lock held past its wait, or not a lock of ours: the host's, never the probe's Inconclusive
+    const fault = measured.fault();
+    if (fault) {
+      probeFaults.set(id, fault);
+      throw fault;
+    }
     const load = measured.load();
     const numa = placements.get(id);
     const done: Probed = { report, ...(load ? { load } : {}), ...(numa ? { numa } : {}), scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };

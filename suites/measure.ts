@@ -5,7 +5,8 @@
 // was quiet (results/compare.ts). docs/measurement.md says what "busy" means and why these thresholds.
 import { type GpuUsersMonitor, type GpuUsersSample, openGpuUsers } from '../bindings/gpu-users.js';
 import { readPressure } from '../bindings/pressure.js';
-import { acquireTimingLock } from '../bindings/timing-lock.js';
+import { HostFault, isHostFault } from '../bindings/host-fault.js';
+import { TimingLockTimeout, acquireTimingLock } from '../bindings/timing-lock.js';
 import { CPU_PRESSURE_REASON, exceedsDrop, excusesRatio } from '../results/compare.js';
 import type { DeviceLoad, GpuUser } from '../results/types.js';
 import { type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
@@ -36,14 +37,30 @@ export const QUIET_WAIT = {
   pollMs: 2000,
   /** --quiet-wait's default: a minute, what a CI job can spare before it says the host was busy. */
   defaultS: 60,
+  /** --quiet-wait's most: an hour. A machine busy for longer is not waited for by a check, it is a host to fix. */
+  maxS: 3600,
   /**
    * Each timing after the first makes this many times --runs rounds: the best of more rounds comes nearer the
    * machine's quiet moments, for both copies alike.
    */
   roundsFactor: 4,
 } as const;
-/** The most a run waits for the timing lock: another run's timed copies take a second; one that holds it longer is hung. */
-export const LOCK_TIMEOUT_MS = 120_000;
+/**
+ * The least a run waits for the timing lock, whatever --quiet-wait says: the lock is taken in turn by every device
+ * of the run (eight devices' timed copies took 15 s in all on this project's 2-core machine, docs/measurement.md).
+ */
+export const LOCK_WAIT_MIN_S = 20;
+
+/** How long a run waits for the timing lock: --quiet-wait (another run timing is the machine busy), at least LOCK_WAIT_MIN_S. */
+export function lockWaitMs(quietWaitS: number): number {
+  return Math.max(quietWaitS, LOCK_WAIT_MIN_S) * 1000;
+}
+
+/**
+ * A wait for the host, as the section tells its runner: started (what it waits for, and the most it may take), or
+ * over. The command's watchdog does not count it against the check's --timeout (cli/orchestrate.ts).
+ */
+export type HostWait = { waiting: true; what: string; limitMs: number } | { waiting: false };
 
 /** What the device's runner knows of the gate that will judge it (from the command: --quiet-wait, --max-drop, the baseline). */
 export interface QuietOptions {
@@ -113,14 +130,32 @@ export interface MeasureOptions {
   pciBusId: string | null;
   quiet: QuietOptions;
   log: (line: string) => void;
+  /** Hears each wait for the host (the lock, quiet) as it starts and ends: the check's time stops meanwhile. */
+  onWait?: (w: HostWait) => void;
+}
+
+/** The lock, taken for one timing within `limitMs`: a holder that keeps it longer is the host's fault, named. */
+function takeLock(deviceId: string, limitMs: number): ReturnType<typeof acquireTimingLock> {
+  try {
+    return acquireTimingLock({ timeoutMs: limitMs, label: `${deviceId} of pid ${process.pid}` });
+  } catch (e) {
+    if (!(e instanceof TimingLockTimeout)) throw e;
+    const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
+    throw new HostFault(`the timing lock ${e.path} was still held after ${fixed(limitMs / 1000, 0)} s of waiting, ${by}: the copies were not timed`);
+  }
 }
 
 /**
- * The section around the timed copies of one device, and what it saw (`load()`, after the probe). The GPU is looked
- * at through its vendor's management library, opened once here and closed when the section is done.
+ * The section around the timed copies of one device, and what it saw (`load()`, after the probe), and the host's
+ * fault that stopped it (`fault()`: the timing lock held too long, or not a lock of ours), which the probe turned
+ * into Inconclusive and the caller must raise instead. The GPU is looked at through its vendor's management
+ * library, opened once here and closed when the section is done. The waits for the host (for the lock before the
+ * first timing; for quiet, from the first pause to the end) are told to `onWait`.
  */
-export function measureSection(o: MeasureOptions): { section: TimingSection; load: () => DeviceLoad | undefined } {
+export function measureSection(o: MeasureOptions): { section: TimingSection; load: () => DeviceLoad | undefined; fault: () => HostFault | undefined } {
   let load: DeviceLoad | undefined;
+  let fault: HostFault | undefined;
+  const lockLimitMs = lockWaitMs(o.quiet.waitS);
   const section: TimingSection = (time, bytes) => {
     const monitor: GpuUsersMonitor | { note: string } = o.pciBusId ? openGpuUsers(o.backend, o.pciBusId) : { note: 'the device has no PCI bus id' };
     const exclude = [process.pid, process.ppid];
@@ -134,6 +169,18 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
         return { gpuError: e instanceof Error ? e.message : String(e), pressure };
       }
     };
+    /** The wait for the host going on (told to onWait), if any: the lock's, or quiet's, which lasts to the end. */
+    let waiting: string | undefined;
+    const startWait = (what: string, limitMs: number): void => {
+      if (waiting !== undefined) return;
+      waiting = what;
+      o.onWait?.({ waiting: true, what, limitMs });
+    };
+    const endWait = (): void => {
+      if (waiting === undefined) return;
+      waiting = undefined;
+      o.onWait?.({ waiting: false });
+    };
     const started = performance.now();
     let attempts = 0;
     let lockWaitMs = 0;
@@ -142,7 +189,10 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
     try {
       for (;;) {
         attempts += 1;
-        const lock = acquireTimingLock({ timeoutMs: LOCK_TIMEOUT_MS, label: `${o.deviceId} of pid ${process.pid}` });
+        // the first wait for the lock is the host's; later ones fall within the wait for quiet
+        startWait('the timing lock', lockLimitMs);
+        const lock = takeLock(o.deviceId, lockLimitMs);
+        if (waiting === 'the timing lock') endWait();
         lockWaitMs += lock.waitedMs;
         let looks: Look[];
         let times: CopyTimes;
@@ -187,14 +237,21 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
             (baseline.pageLockedRatio !== undefined && ratio !== null && excusesRatio(load) && exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)));
         const left = o.quiet.waitS * 1000 - (performance.now() - started);
         if (why.length === 0 || !wouldRegress || left <= 0) return times;
+        // from here to the end, the host's time: the pauses, the timings again (of a busy machine) and their locks
+        startWait('quiet', left + lockLimitMs);
         o.log(`the machine is busy (${why.join('; ')}): registered ${fixed(registered, 2)} GB/s against the baseline's ${fixed(baseline.registeredGBps, 2)}; timing again in ${fixed(Math.min(QUIET_WAIT.pollMs, left) / 1000)} s (${fixed(left / 1000, 0)} s left of --quiet-wait)`);
         const pause = Math.min(QUIET_WAIT.pollMs, left);
         sleep(pause);
         waitedForQuietMs += pause;
       }
+    } catch (e) {
+      // the probe makes any throw Inconclusive: the host's fault is kept, for the caller to raise as the host's
+      if (isHostFault(e)) fault = e;
+      throw e;
     } finally {
+      endWait();
       if (!('note' in monitor)) monitor.close();
     }
   };
-  return { section, load: () => load };
+  return { section, load: () => load, fault: () => fault };
 }

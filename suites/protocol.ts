@@ -7,7 +7,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
-import type { QuietOptions } from './measure.js';
+import type { HostWait, QuietOptions } from './measure.js';
 
 // ---- what the command tells a runner ----
 
@@ -130,8 +130,14 @@ export interface DiscoveryEvent {
   device: string | null;
 }
 
+/**
+ * A wait for the host within the check going on (the timing lock, quiet: suites/measure.ts) started, with the
+ * most it may take, or ended. The command's watchdog does not count it against the check's --timeout.
+ */
+export type WaitEvent = { type: 'wait'; device: string } & HostWait;
+
 /** Every line a runner writes on its event channel. */
-export type RunnerEvent = StartEvent | ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent | PlanEvent;
+export type RunnerEvent = StartEvent | ResultEvent | ErrorEvent | EndEvent | DiscoveryEvent | PlanEvent | WaitEvent;
 
 /** Not from a runner: the command started a new process for a device's checks left (cli/orchestrate.ts), and why. */
 export interface RestartEvent {

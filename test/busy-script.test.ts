@@ -19,9 +19,9 @@ const work = mkdtempSync(join(tmpdir(), 'mapped-reg-busy-script-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 const doubles = buildDoubles();
 const SCRIPT = join(ROOT, 'scripts', 'h200', 'busy.sh');
-const SCENARIOS = ['baseline', 'quiet-1', 'quiet-2', 'quiet-3', 'host-hog', 'link-hog', 'both-hogs', 'shim-slow-registered', 'shim-slow-all'];
+const SCENARIOS = ['baseline', 'quiet-1', 'quiet-2', 'quiet-3', 'host-hog', 'link-hog', 'both-hogs', 'shim-slow-registered', 'shim-slow-all', 'lock-held'];
 /** The hogs each scenario starts, by the name of their log in busy.tgz (runs/<scenario>.<hog>.log). */
-const HOGS: Record<string, string[]> = { 'host-hog': ['hog-host'], 'link-hog': ['hog-link'], 'both-hogs': ['hog-host', 'hog-link'] };
+const HOGS: Record<string, string[]> = { 'host-hog': ['hog-host'], 'link-hog': ['hog-link'], 'both-hogs': ['hog-host', 'hog-link'], 'lock-held': ['hog-lock'] };
 /** Every run of the script: the smallest window, and the self-test alone (what the gate times; the hazard checks
  * add CPU and nothing this plumbing test reads). */
 const ARGS = ['--backend', 'cuda', '--size', '8', '--check', 'probe.verdict'];
@@ -39,7 +39,7 @@ function env(tmp: string): NodeJS.ProcessEnv {
 }
 
 /** A hog process that still runs (its pid, not reused by another program). */
-const hogAlive = (pid: number): boolean => running(pid) && /hog-(host|link)/.test(commandLine(pid));
+const hogAlive = (pid: number): boolean => running(pid) && /hog-(host|link|lock)/.test(commandLine(pid));
 
 describe('scripts/h200/busy.sh against the CUDA double (plumbing only)', () => {
   it('runs every scenario with its hogs, writes busy.txt and busy.tgz, leaves nothing behind', () => {
@@ -81,13 +81,14 @@ describe('scripts/h200/busy.sh against the CUDA double (plumbing only)', () => {
       expect(hogs.sort(), name).toEqual(HOGS[name] ?? []);
       for (const hog of hogs) {
         const log = readFileSync(join(unpacked, 'runs', `${name}.${hog}.log`), 'utf8');
-        // running before the command, then stopped by the script's SIGTERM: it printed its own figure
-        const m = new RegExp(`^${hog}: pid (\\d+) running: .*\\n${hog}: \\d+\\.\\d\\d GB/s .*\\n$`).exec(log);
+        // running before the command, then stopped by the script's SIGTERM: it printed its own figure (the lock
+        // hog: how long it held the lock)
+        const m = new RegExp(`^${hog}: pid (\\d+) running: .*\\n${hog}: (\\d+\\.\\d\\d GB/s .*|released after \\d+\\.\\d s)\\n$`).exec(log);
         expect(m, `${name}: ${log}`).not.toBeNull();
         pids.push(Number(m![1]));
       }
     }
-    expect(pids).toHaveLength(4);
+    expect(pids).toHaveLength(5);
     for (const pid of pids) expect(hogAlive(pid), String(pid)).toBe(false);
     expect(readdirSync(tmp)).toEqual([]); // its temporary folder (shim, hogs, runs, scratch) removed
   }, 300_000);

@@ -221,6 +221,18 @@ describe('against a baseline of a quiet machine', () => {
 
   it('every copy slower on a link trained below its maximum: the link named, in the gate and in timing.link (exit 1)', () => expectDowntrainedLinkNamed(baseline));
 
+  it("a wait for quiet longer than --timeout is the host's time: the check is not killed as a timeout, the host is blamed (exit 1)", () => {
+    const r = run(['--baseline', baseline, '--quiet-wait', '10', '--timeout', '4'], { MAPPED_REG_DOUBLE_RATES: 'registered=1.2,pinned=1.2,pageable=0.5', ...LINK_HOG });
+    expect(r.code, r.stdout).toBe(1);
+    const probe = r.json.devices[0]!.checks.find((c) => c.id === 'probe.verdict')!;
+    // it ran past --timeout (the whole --quiet-wait, busy throughout) and reported: not killed
+    expect(probe.status, probe.message).toBe('pass');
+    expect(probe.durationMs).toBeGreaterThan(10_000);
+    expect(r.json.devices[0]!.load!.attempts).toBeGreaterThan(1);
+    expect(kinds(r)).toEqual([['busy', true]]);
+    expect(gateOf(r).headline).toMatch(/^FAIL \(the host, not the driver\): /);
+  });
+
   it('a busy machine whose figures held: no wait, nothing blamed (exit 0), what it saw recorded', () => {
     const r = run(['--baseline', baseline], { MAPPED_REG_DOUBLE_RATES: QUIET, ...LINK_HOG });
     expect(r.code, r.stdout).toBe(0);

@@ -3,13 +3,14 @@
 // Mutual exclusion is proven by a shared log of enter/leave events (never by timings); the waits end on events
 // (a line in the log, a process gone), never on fixed sleeps.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { isHostFault } from '../bindings/host-fault.js';
-import { TIMING_LOCK_FILE, TimingLockTimeout, acquireTimingLock, timingLockPath } from '../bindings/timing-lock.js';
+import { TimingLockTimeout, acquireTimingLock, timingLockFile, timingLockPath } from '../bindings/timing-lock.js';
 import { ROOT, cleanEnv } from './support/command.js';
+import { holdLock } from './support/lock-holder.js';
 import { waitUntil } from './support/processes.js';
 import { thrown } from './support/thrown.js';
 
@@ -110,9 +111,10 @@ function underUmask<T>(mask: number, make: () => T): T {
 }
 
 describe('the lock file', () => {
-  it(`is MAPPED_REG_TIMING_LOCK when set, else ${TIMING_LOCK_FILE} in os.tmpdir()`, () => {
+  it(`is MAPPED_REG_TIMING_LOCK when set, else ${timingLockFile()} in os.tmpdir(): one per user`, () => {
     delete process.env.MAPPED_REG_TIMING_LOCK;
-    expect(timingLockPath()).toBe(join(tmpdir(), TIMING_LOCK_FILE));
+    expect(timingLockPath()).toBe(join(tmpdir(), `mapped-reg-conformance-timing-${process.getuid!()}.lock`));
+    expect(timingLockFile(65534)).toBe('mapped-reg-conformance-timing-65534.lock');
     process.env.MAPPED_REG_TIMING_LOCK = join(work, 'from-env');
     expect(timingLockPath()).toBe(join(work, 'from-env'));
     const lock = acquireTimingLock();
@@ -121,10 +123,10 @@ describe('the lock file', () => {
     lock.release();
   });
 
-  it('is made mode 0666 whatever the umask; the holder writes its pid and label; release removes the file', async () => {
+  it("is made mode 0600 whatever the umask (this user's alone); the holder writes its pid and label; release removes the file", async () => {
     const path = lockPath();
-    const lock = underUmask(0o077, () => acquireTimingLock({ path, label: 'device 0\nof two' }));
-    expect(statSync(path).mode & 0o777).toBe(0o666);
+    const lock = underUmask(0o777, () => acquireTimingLock({ path, label: 'device 0\nof two' }));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readFileSync(path, 'utf8')).toBe(`${process.pid} device 0 of two\n`);
     expect(lock.waitedMs).toBeGreaterThanOrEqual(0);
     lock.release();
@@ -171,6 +173,13 @@ describe('the lock file', () => {
     const f = thrown(() => acquireTimingLock({ path: fifo }));
     expect(isHostFault(f)).toBe(true);
     expect((f as Error).message).toBe(`the host: the timing lock ${fifo} is not a regular file`);
+    // a folder planted there: open refuses it (EISDIR), and it stays
+    const folder = lockPath();
+    mkdirSync(folder);
+    const d = thrown(() => acquireTimingLock({ path: folder, timeoutMs: 0 }));
+    expect(isHostFault(d)).toBe(true);
+    expect((d as Error).message).toMatch(new RegExp(`^the host: cannot use the timing lock ${folder} \\(open: Is a directory \\(EISDIR\\)`));
+    expect(statSync(folder).isDirectory()).toBe(true);
     expect(thrown(() => acquireTimingLock({ path: lockPath(), timeoutMs: -1 }))).toBeInstanceOf(RangeError);
   });
 });
@@ -280,31 +289,104 @@ console.log(JSON.stringify({ waitedMs: lock.waitedMs }));`,
 });
 
 describe('between processes: a lock file read-only to its holder, or made by another user', () => {
-  it('a timeout without a holder written (the file read-only to it) says so', async () => {
+  /** As root: a child of uid 65534 (a file of its own is then another user's to this process); else this user. */
+  const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+
+  it('a holder that wrote nothing (the file read-only to it) is named from the kernel\'s list of locks (/proc/locks)', async () => {
     const path = lockPath();
     writeFileSync(path, '');
     chmodSync(path, 0o444);
-    // as root, the file is another user's to a child of uid 65534; otherwise 0444 is read-only to us all the same
-    const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    if (other) chownSync(path, other.uid, other.gid);
     const h = holder(path, 'cannot write this', other);
     await held(h);
     expect(readFileSync(path, 'utf8')).toBe('');
-    const e = thrown(() => acquireTimingLock({ path, timeoutMs: 20 }));
-    expect(e).toBeInstanceOf(TimingLockTimeout);
-    expect((e as TimingLockTimeout).holder).toBeUndefined();
-    expect((e as Error).message).toBe(`the timing lock ${path} is still held after 20 ms, by a process that did not say which`);
+    // a waiter of the same user as the holder gives up naming it: the pid the kernel lists, and its command
+    const waiter = child(
+      `try {
+  acquireTimingLock({ path: process.argv[1], timeoutMs: 20 });
+} catch (e) {
+  console.log(JSON.stringify({ name: e.name, message: e.message, holder: e.holder }));
+}`,
+      [path],
+      other,
+    );
+    expect(await waiter.exit, waiter.out()).toEqual({ code: 0, signal: null });
+    expect(JSON.parse(waiter.out())).toEqual({ name: 'TimingLockTimeout', message: `the timing lock ${path} is still held after 20 ms, by pid ${h.pid} (node)`, holder: { pid: h.pid, label: 'node' } });
     h.child.kill('SIGKILL');
     await h.exit;
-    acquireTimingLock({ path, timeoutMs: 60_000 }).release();
   });
 
-  it("a lock file made by this process is another user's to share (as root: a child of uid 65534 opens it and reads its holder)", async () => {
+  it("another user's lock file is refused (a HostFault), never shared, written or removed: the lock is one per user", async () => {
     const path = lockPath();
     const mine = underUmask(0o022, () => acquireTimingLock({ path, label: 'made here' }));
-    const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;
-    // the other user's run opens the file this one made (0666) and, finding it held, names this process
-    expect(await tryInChild(path, other)).toBe('TimingLockTimeout');
-    mine.release();
-    expect(existsSync(path)).toBe(false);
+    if (other) {
+      // the other user's run refuses the file this one made (and, as root, this run refuses the other's)
+      expect(await tryInChild(path, other)).toBe('HostFault');
+      mine.release();
+      writeFileSync(path, '');
+      chownSync(path, other.uid, other.gid);
+      const e = thrown(() => acquireTimingLock({ path, timeoutMs: 0 }));
+      expect(isHostFault(e)).toBe(true);
+      expect((e as Error).message).toBe(`the host: the timing lock ${path} belongs to uid ${other.uid}, not to this user (uid 0): refused, left as it is`);
+      expect(statSync(path).uid).toBe(other.uid);
+    } else {
+      mine.release();
+    }
+    expect(existsSync(path)).toBe(!!other);
+  });
+});
+
+describe('a file at the lock\'s path that is not a lock of ours is left as it is', () => {
+  it('a hard link to another file (a second name): refused (a HostFault), the file neither written nor removed', () => {
+    const target = join(work, 'linked-target');
+    writeFileSync(target, '');
+    const path = lockPath();
+    linkSync(target, path);
+    const e = thrown(() => acquireTimingLock({ path, timeoutMs: 0 }));
+    expect(isHostFault(e)).toBe(true);
+    expect((e as Error).message).toBe(`the host: the timing lock ${path} has 2 names (a hard link to another file): refused, left as it is`);
+    expect(readFileSync(target, 'utf8')).toBe('');
+    expect(statSync(path).nlink).toBe(2);
+  });
+
+  it('a file of the user with other bytes (MAPPED_REG_TIMING_LOCK naming it): refused, not truncated, not removed', () => {
+    const path = lockPath();
+    writeFileSync(path, 'precious notes\n');
+    const e = thrown(() => acquireTimingLock({ path, timeoutMs: 0 }));
+    expect(isHostFault(e)).toBe(true);
+    expect((e as Error).message).toBe(`the host: the timing lock ${path} holds 15 bytes that are not a holder's line ("<pid> <label>"): not a lock of this tool, refused, left as it is`);
+    expect(readFileSync(path, 'utf8')).toBe('precious notes\n');
+    // a big file whose start looks like a holder's line is not one either
+    writeFileSync(path, `123 x\n${'y'.repeat(1000)}`);
+    expect(isHostFault(thrown(() => acquireTimingLock({ path, timeoutMs: 0 })))).toBe(true);
+    expect(readFileSync(path, 'utf8')).toHaveLength(1006);
+    // and it is not held: the refusal let the lock go
+    process.env.MAPPED_REG_TIMING_LOCK = path;
+    expect(isHostFault(thrown(() => acquireTimingLock({ timeoutMs: 0 })))).toBe(true);
+  });
+
+  it('a file that was there (empty, or a dead holder\'s line): used, the holder written, emptied at release, never removed', () => {
+    for (const before of ['', '99999 a holder killed while it held the lock\n']) {
+      const path = lockPath();
+      writeFileSync(path, before);
+      const lock = acquireTimingLock({ path, timeoutMs: 0, label: 'this run' });
+      expect(readFileSync(path, 'utf8')).toBe(`${process.pid} this run\n`);
+      lock.release();
+      expect(existsSync(path)).toBe(true);
+      expect(readFileSync(path, 'utf8')).toBe('');
+    }
+  });
+
+  it('a holder named by the kernel when it wrote nothing (flock(1), or a process holding the file open)', async () => {
+    const path = lockPath();
+    writeFileSync(path, '');
+    const release = await holdLock(path);
+    try {
+      const e = thrown(() => acquireTimingLock({ path, timeoutMs: 10 }));
+      expect(e).toBeInstanceOf(TimingLockTimeout);
+      expect((e as TimingLockTimeout).holder).toEqual({ pid: release.pid, label: 'node' });
+    } finally {
+      release();
+    }
   });
 });

@@ -13,6 +13,10 @@
 #   shim-slow-all         cuda-shim, MAPPED_REG_SHIM_SLOW_ALL=1.25                exit 1, a bandwidth reason "every
 #                                                                                host-to-device copy got slower", none
 #                                                                                with host: true
+#   lock-held             hog-lock (another process holding the command's timing  exit 1 after about --quiet-wait plus
+#                         lock for longer than the run), no baseline, --timeout 5  the run's own time, every reason the
+#                         --quiet-wait 20                                        host's, probe.verdict `error` (never
+#                                                                                timeout) naming the hog's pid
 # Each hog is started, waited for until it says it is running (its first line), the command runs, then the hog is
 # stopped (SIGTERM: it prints its own GB/s). The shim and the hogs are built here with cc, in a temporary folder
 # removed at exit; at exit, whatever the reason, a hog still running is killed and a run still going is ended. On the GPU machine, from the
@@ -57,6 +61,20 @@ mkdir -p "$out" "$work/runs" "$work/scratch" || exit 1
 cc -shared -fPIC -O2 -o "$work/cuda-shim.so" "$here/cuda-shim.c" -ldl || { echo "busy.sh: the shim did not build" >&2; exit 1; }
 cc -O2 -pthread -o "$work/hog-host" "$here/hog-host.c" || { echo "busy.sh: hog-host did not build" >&2; exit 1; }
 cc -O2 -o "$work/hog-link" "$here/hog-link.c" -ldl || { echo "busy.sh: hog-link did not build" >&2; exit 1; }
+# hog-lock: holds an exclusive flock on the file argv[2] (made when missing) for argv[3] s, writing nothing into
+# it, as `flock(1)` or a hung run would; koffi (the command's own dependency) calls libc's flock
+cat > "$work/hog-lock.cjs" << 'EOF'
+const [koffiPath, file, seconds] = process.argv.slice(2);
+const flock = require(koffiPath).load('libc.so.6').func('int flock(int fd, int operation)');
+if (flock(require('node:fs').openSync(file, 'a'), 2) !== 0) process.exit(1);
+const t0 = Date.now();
+console.log(`hog-lock: pid ${process.pid} running: holding ${file}`);
+const done = () => { console.log(`hog-lock: released after ${((Date.now() - t0) / 1000).toFixed(1)} s`); process.exit(0); };
+process.on('SIGTERM', done);
+setTimeout(done, Number(seconds) * 1000);
+EOF
+# the command's timing lock: where it takes it (os.tmpdir() is TMPDIR's, one file per user)
+lock_file=$(node -e 'console.log(require("node:path").join(require("node:os").tmpdir(), `mapped-reg-conformance-timing-${process.getuid()}.lock`))')
 
 real=${MAPPED_REG_SHIM_REAL:-}
 main=(node "$root/dist/cli/main.js" "$@")
@@ -66,7 +84,8 @@ shim=(MAPPED_REG_CUDA_LIBRARY="$work/cuda-shim.so" ${real:+MAPPED_REG_SHIM_REAL=
 
 # Reads a run's JSON: prints the table's figures (registered, page-locked, ratio, host copy, busy) and the gate's
 # headline, tab-separated, then on a second line what of the scenario's expectation did not hold ("" when all did).
-# argv: json, expectation (quiet|host|link|registration|bandwidth), exit, expected exit, the link hog's pid
+# argv: json, expectation (quiet|host|link|lock|registration|bandwidth), exit, expected exit, the pid of the hog to be
+# named (the link hog's, the lock hog's)
 cat > "$work/judge.cjs" << 'EOF'
 const [file, want, code, wantCode, hogPid] = process.argv.slice(2);
 let r = null;
@@ -96,6 +115,15 @@ if (r && gate) {
     hostOnly();
     const named = reasons.some((x) => x.kind === 'busy' && String(x.text).includes(hogPid) && String(x.text).includes('hog-link'));
     if (!named) failed.push(`no busy reason naming hog-link and its pid ${hogPid}`);
+  }
+  if (want === 'lock') {
+    // the lock held past its wait: the host's error on the self-test, the holder named, never a timeout
+    const checks = devices.flatMap((x) => (x && Array.isArray(x.checks) ? x.checks : []));
+    const probe = checks.find((c) => c && c.id === 'probe.verdict');
+    if (!probe || probe.status !== 'error') failed.push(`probe.verdict ${probe ? probe.status : 'missing'}, expected error`);
+    else if (!String(probe.message).includes('timing lock') || !String(probe.message).includes(`pid ${hogPid} `)) failed.push(`probe.verdict does not name the lock's holder, pid ${hogPid}: ${probe.message}`);
+    if (checks.some((c) => c && c.status === 'timeout')) failed.push('a check timed out');
+    if (reasons.length === 0 || !reasons.every((x) => x.host === true)) failed.push('a reason not given to the host');
   }
   if (want === 'registration' || want === 'bandwidth') {
     const hit = reasons.some((x) => x.kind === want && (want !== 'bandwidth' || String(x.text).includes('every host-to-device copy got slower')));
@@ -149,12 +177,16 @@ run() {
   local env=()
   while [[ $1 != -- ]]; do env+=("$1"); shift; done
   shift
-  local json=$work/runs/$name.json log=$work/runs/$name.log link_pid=- started=yes
+  local json=$work/runs/$name.json log=$work/runs/$name.log named_pid=- started=yes lock_made=no
   if [[ $with == host || $with == both ]]; then
     start_hog "$name.hog-host" "$work/hog-host" "$threads" "$hog_seconds" "$mib" || started=no
   fi
   if [[ $started == yes && ($with == link || $with == both) ]]; then
-    if start_hog "$name.hog-link" "$work/hog-link" "$hog_seconds" "$mib"; then link_pid=$hog_pid; else started=no; fi
+    if start_hog "$name.hog-link" "$work/hog-link" "$hog_seconds" "$mib"; then named_pid=$hog_pid; else started=no; fi
+  fi
+  if [[ $with == lock ]]; then
+    [[ -e $lock_file ]] || lock_made=yes
+    if start_hog "$name.hog-lock" node "$work/hog-lock.cjs" "$root/node_modules/koffi" "$lock_file" "$hog_seconds"; then named_pid=$hog_pid; else started=no; fi
   fi
   local code=-
   if [[ $started == yes ]]; then
@@ -169,8 +201,9 @@ run() {
     echo "wall $((($(date +%s%N) - t0) / 1000000)) ms" >> "$log"
   fi
   stop_hogs
+  [[ $lock_made == yes ]] && rm -f "$lock_file" # the lock hog's file, made by it: nothing left in TMPDIR
   local judged figures held
-  judged=$(node "$work/judge.cjs" "$json" "$expect" "$code" "$want" "$link_pid")
+  judged=$(node "$work/judge.cjs" "$json" "$expect" "$code" "$want" "$named_pid")
   figures=$(head -n 1 <<< "$judged")
   held=$(sed -n 2p <<< "$judged")
   [[ $started == yes ]] || held="a hog did not start${held:+; $held}"
@@ -193,6 +226,7 @@ run link-hog 1 link link ${driver[@]+"${driver[@]}"} -- "${base[@]}"
 run both-hogs 1 host both ${driver[@]+"${driver[@]}"} -- "${base[@]}"
 run shim-slow-registered 1 registration none "${shim[@]}" MAPPED_REG_SHIM_SLOW_REGISTERED=1.25 -- "${base[@]}"
 run shim-slow-all 1 bandwidth none "${shim[@]}" MAPPED_REG_SHIM_SLOW_ALL=1.25 -- "${base[@]}"
+run lock-held 1 lock lock ${driver[@]+"${driver[@]}"} -- --timeout 5 --quiet-wait 20
 
 for n in ${notes[@]+"${notes[@]}"}; do echo "$n" | tee -a "$out/busy.txt"; done
 tar -C "$work" -czf "$out/busy.tgz" runs $([[ -f $work/baseline.json ]] && echo baseline.json)
