@@ -172,3 +172,21 @@ describe('a run whose machine inputs are named pipes', () => {
     expect(d.load).toMatchObject({ busy: false, pressure: { cpuSome: null, memorySome: null }, monitor: null, monitorNote: `NVML: ${nvml} is not a regular file (a named pipe)` });
   });
 });
+
+describe('a link speed that overflows', () => {
+  it('is an unreadable link (timing.link skipped, saying so), and the command reads its own results back', () => {
+    const sysfs = join(work, 'sys-overflow');
+    const dev = join(sysfs, 'bus', 'pci', 'devices', '0000:00:00.0');
+    mkdirSync(dev, { recursive: true });
+    writeFileSync(join(dev, 'current_link_speed'), `1${'0'.repeat(400)} GT/s PCIe\n`);
+    writeFileSync(join(dev, 'current_link_width'), '16\n');
+    const json = join(work, 'overflow.json');
+    const env = cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_NVML_LIBRARY: doubles.nvml, MAPPED_REG_SYSFS_ROOT: sysfs, MAPPED_REG_TIMING_LOCK: join(work, 'timing.lock') });
+    const r = spawnSync(process.execPath, [MAIN, '--backend', 'cuda', '--size', '8', ...NO_HAZARDS, '--scratch-dir', work, '--json', json], { env, encoding: 'utf8', timeout: 90_000 });
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const back = spawnSync(process.execPath, [MAIN, 'compare', json, json], { env, encoding: 'utf8', timeout: 60_000 });
+    expect(back.status, back.stderr).toBe(0);
+    const result = JSON.parse(execFileSync('cat', [json], { encoding: 'utf8' })) as RunResult;
+    expect(result.devices[0]!.checks.find((c) => c.id === 'timing.link')).toMatchObject({ status: 'skip', message: expect.stringMatching(/^unreadable PCIe link for 0000:00:00\.0: speed "10{39}", width "16"$/) });
+  });
+});
