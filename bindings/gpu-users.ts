@@ -114,16 +114,27 @@ interface AmdSmiFunctions {
 
 // ---- loading: once per library path, for the life of the process ----
 
+/** Each library's functions, or why it could not be bound, by label and path. */
 const loaded = new Map<string, unknown>();
 
 function messageOf(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).replace(/^Failed to load shared library: /, '');
 }
 
-/** The library's functions, or a note: "<label>: <path> not found" / "could not load" / "is not <label> (no symbol X)". */
+/**
+ * The library's functions, or a note: "<label>: <path> not found" / "could not load" / "is not <label> (no symbol
+ * X)" / "is not a regular file". Either is kept for the life of the process: a library is loaded (or found not
+ * to be one) once, before the checks (loadGpuUsersLibrary), never again inside one.
+ */
 function bind<F>(label: string, path: string, prototypes: Record<string, string>): F | { note: string } {
-  const cached = loaded.get(`${label}\0${path}`) as F | undefined;
-  if (cached !== undefined) return cached;
+  const key = `${label}\0${path}`;
+  if (loaded.has(key)) return loaded.get(key) as F | { note: string };
+  const bound = bindOnce<F>(label, path, prototypes);
+  loaded.set(key, bound);
+  return bound;
+}
+
+function bindOnce<F>(label: string, path: string, prototypes: Record<string, string>): F | { note: string } {
   // a path (not a name the loader searches for): only a regular file is handed to the loader, whose open would
   // wait forever on a named pipe with no writer
   if (path.includes('/')) {
@@ -145,7 +156,6 @@ function bind<F>(label: string, path: string, prototypes: Record<string, string>
   }
   const declared = declarePrototypes<F>(lib, prototypes);
   if ('missing' in declared) return { note: `${label}: ${path} is not ${label} (${declared.missing})` };
-  loaded.set(`${label}\0${path}`, declared.functions);
   return declared.functions;
 }
 

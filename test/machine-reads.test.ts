@@ -190,3 +190,24 @@ describe('a link speed that overflows', () => {
     expect(result.devices[0]!.checks.find((c) => c.id === 'timing.link')).toMatchObject({ status: 'skip', message: expect.stringMatching(/^unreadable PCIe link for 0000:00:00\.0: speed "10{39}", width "16"$/) });
   });
 });
+
+describe('the NVML library is loaded before the first check, never inside one', () => {
+  it("a library slow to load (6 s in its constructor, with --timeout 3) costs no check's --timeout: every check ends, none timed out", () => {
+    // (a margin both ways: loaded inside probe.verdict it ran 6 s past a limit of 3; before the checks it is well
+    // within the --timeout + 10 s a runner has outside any check)
+    const source = join(work, 'slow-nvml.c');
+    writeFileSync(source, '#include <unistd.h>\n__attribute__((constructor)) static void slow(void) { sleep(6); }\nint nvmlInit_v2(void) { return 999; }\n');
+    const library = join(work, 'slow-nvml.so');
+    execFileSync(process.env.CC || 'cc', ['-shared', '-fPIC', '-o', library, source]);
+    const json = join(work, 'slow-nvml.json');
+    const env = cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_NVML_LIBRARY: library, MAPPED_REG_TIMING_LOCK: join(work, 'timing.lock') });
+    const r = spawnSync(process.execPath, [MAIN, '--backend', 'cuda', '--size', '8', '--timeout', '3', ...NO_HAZARDS, '--scratch-dir', work, '--json', json], { env, encoding: 'utf8', timeout: 120_000 });
+    const result = JSON.parse(execFileSync('cat', [json], { encoding: 'utf8' })) as RunResult;
+    const d = result.devices[0]!;
+    expect(d.checks.filter((c) => c.status === 'timeout').map((c) => c.id), r.stdout).toEqual([]);
+    expect(d.checks.find((c) => c.id === 'probe.verdict')?.status).toBe('pass');
+    // loaded (its constructor ran), then found not to be NVML: the GPU not looked at, with why
+    expect(d.load).toMatchObject({ monitor: null, monitorNote: expect.stringMatching(/^NVML: /) });
+    expect(r.status, r.stdout).toBe(0);
+  });
+});
