@@ -217,6 +217,7 @@ const mutations = [
   ['caps: the machine line with its reasons whole', 'caps: the terminal', summary, edits(['load.why.map((w) => capText(w, MESSAGE_CAP))', 'load.why.map((w) => w)']), CAPS],
   ["caps: JUnit's load.processes names every process", 'caps: JUnit', junit, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
   ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
+  ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
   ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
 ];
 

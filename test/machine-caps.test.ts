@@ -10,15 +10,23 @@ import { markdownSummary } from '../reporters/markdown.js';
 import { LIST_CAP, MESSAGE_CAP, NAME_CAP, capList } from '../reporters/safe-text.js';
 import { loadLine, runSummary } from '../reporters/summary.js';
 import type { DeviceLoad, RunResult } from '../results/types.js';
-import { type Look, busyReasons, usersOf } from '../suites/measure.js';
+import { type Look, NAMED_PROCESSES, busyReasons, usersOf } from '../suites/measure.js';
 import { ROOT } from './support/command.js';
 import { allElements, childElement, parseXml } from './support/xml.js';
 
-/** 300 other processes on the GPU moving 30 GB/s over its link, as measure.ts records them (names as NVML's double gives them). */
-function crowded(): DeviceLoad {
+/** 300 other processes on the GPU moving 30 GB/s over its link (names as NVML's double gives them). */
+function crowdedLooks(): Look[] {
   const gpu = { source: 'nvml' as const, processes: Array.from({ length: 300 }, (_, i) => ({ pid: 3_000_000 + i, name: `many${i}`, usedMiB: 1, kind: 'compute' as const })), pcieRxMBps: 30_000, pcieTxMBps: 0 };
-  const looks: Look[] = [{ gpu, pressure: { cpuSome: 90, memorySome: 30 } }];
-  const why = busyReasons(looks, null, undefined);
+  return [{ gpu, pressure: { cpuSome: 90, memorySome: 30 } }];
+}
+
+/**
+ * What measure.ts records of crowdedLooks, and a reason of 6,000 characters besides (as a results file of an
+ * older version, or of another tool, may hold): what the reports cap.
+ */
+function crowded(): DeviceLoad {
+  const looks = crowdedLooks();
+  const why = [...busyReasons(looks, null, undefined), `a reason as long as a results file may make it: ${'y'.repeat(6000)}`];
   return { busy: true, why, attempts: 2, waitedForQuietMs: 2000, lockWaitMs: 3, timedMs: 100, quietWaitS: 60, processes: usersOf(looks), linkMBps: 30_000, monitor: 'nvml', monitorNote: `NVML: ${'n'.repeat(5000)}`, hostCopyGBps: 5, pressure: looks[0]!.pressure };
 }
 
@@ -30,6 +38,18 @@ function result(): RunResult {
 
 /** The longest a line built from the load may be: its reasons at MESSAGE_CAP each, LIST_CAP names, the figures. */
 const LINE_BOUND = 3 * MESSAGE_CAP + LIST_CAP * (NAME_CAP + 20) + 600;
+
+describe('the reasons measure.ts writes', () => {
+  it('name NAMED_PROCESSES of the processes on the GPU and how many more (the results keep every process)', () => {
+    const why = busyReasons(crowdedLooks(), null, undefined);
+    const names = Array.from({ length: NAMED_PROCESSES }, (_, i) => `pid ${3_000_000 + i} many${i} (1 MiB)`).join(', ');
+    expect(why[0]).toBe(`30.0 GB/s of PCIe traffic not ours; on the GPU: ${names} and ${300 - NAMED_PROCESSES} more`);
+    const unread = crowdedLooks();
+    unread[0]!.gpu = { ...unread[0]!.gpu!, pcieRxMBps: null, pcieTxMBps: null };
+    expect(busyReasons(unread, null, undefined)[0]).toBe(`another process on the GPU (${names} and ${300 - NAMED_PROCESSES} more), and its link traffic cannot be read`);
+    expect(usersOf(crowdedLooks())).toHaveLength(300);
+  });
+});
 
 describe('capList', () => {
   it('names LIST_CAP items, then how many more', () => {

@@ -129,6 +129,8 @@ describe('the GPU-user lookups and the NVML library (bindings/gpu-users.ts)', ()
     const note = `NVML: ${pipe} is not a regular file (a named pipe)`;
     expect(inChild('bindings/gpu-users.js', "m.openGpuUsers('cuda', '0000:00:00.0')", env)).toEqual({ note });
     expect(inChild('bindings/gpu-users.js', "m.loadGpuUsersLibrary('cuda')", env)).toEqual({ note });
+    // AMD SMI's path alike
+    expect(inChild('bindings/gpu-users.js', "m.loadGpuUsersLibrary('hip')", { MAPPED_REG_AMDSMI_LIBRARY: pipe })).toEqual({ note: `AMD SMI: ${pipe} is not a regular file (a named pipe)` });
   });
 
   it('loadGpuUsersLibrary: the library loaded (undefined), a note when it cannot be, nothing for a backend without one', () => {
