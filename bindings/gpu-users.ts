@@ -1,16 +1,21 @@
 // Other users of a GPU and of its link, as the vendor's management library sees them: NVML (libnvidia-ml.so.1,
 // shipped with the NVIDIA driver) for CUDA devices, AMD SMI (libamd_smi.so) for HIP devices. Opening never
-// throws: a missing library, a failed init or a device the library does not know is a note.
+// throws: a missing library, a failed init or a device the library does not know is a note. Nothing here can
+// block the thread: a library path that is not a regular file (a named pipe, which the loader's open would wait
+// on forever) is a note before it is loaded, and a device's runner loads the library before its first check
+// (loadGpuUsersLibrary), so that loading it is never inside a check's time.
 //
 // NVML prototypes, codes and nvmlProcessInfo_t's layout: NVML 12.2.140's nvml.h (NVIDIA/go-nvml
 // gen/nvml/nvml.h, "NVML VERSION: 12.2.140"). AMD SMI: amd_smi 23.1.1.0's include/amd_smi/amdsmi.h
 // (ROCm/amdsmi, the ROCm 6.0 series).
 
-import { readFileSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 import { cString } from './driver-kit.js';
 import { declarePrototypes } from './errors.js';
+import { fileKind } from '../results/read.js';
+import { readSmallFile } from './small-file.js';
 
 export const NVML_LIBRARY = 'libnvidia-ml.so.1';
 export const NVML_LIBRARY_ENV = 'MAPPED_REG_NVML_LIBRARY';
@@ -109,16 +114,38 @@ interface AmdSmiFunctions {
 
 // ---- loading: once per library path, for the life of the process ----
 
+/** Each library's functions, or why it could not be bound, by label and path. */
 const loaded = new Map<string, unknown>();
 
 function messageOf(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).replace(/^Failed to load shared library: /, '');
 }
 
-/** The library's functions, or a note: "<label>: <path> not found" / "could not load" / "is not <label> (no symbol X)". */
+/**
+ * The library's functions, or a note: "<label>: <path> not found" / "could not load" / "is not <label> (no symbol
+ * X)" / "is not a regular file". Either is kept for the life of the process: a library is loaded (or found not
+ * to be one) once, before the checks (loadGpuUsersLibrary), never again inside one.
+ */
 function bind<F>(label: string, path: string, prototypes: Record<string, string>): F | { note: string } {
-  const cached = loaded.get(`${label}\0${path}`) as F | undefined;
-  if (cached !== undefined) return cached;
+  const key = `${label}\0${path}`;
+  if (loaded.has(key)) return loaded.get(key) as F | { note: string };
+  const bound = bindOnce<F>(label, path, prototypes);
+  loaded.set(key, bound);
+  return bound;
+}
+
+function bindOnce<F>(label: string, path: string, prototypes: Record<string, string>): F | { note: string } {
+  // a path (not a name the loader searches for): only a regular file is handed to the loader, whose open would
+  // wait forever on a named pipe with no writer
+  if (path.includes('/')) {
+    let st;
+    try {
+      st = statSync(path);
+    } catch {
+      st = undefined; // missing: the loader says so below
+    }
+    if (st !== undefined && !st.isFile()) return { note: `${label}: ${path} is not a regular file (${fileKind(st)})` };
+  }
   let lib: LibraryHandle;
   try {
     lib = koffi.load(path);
@@ -129,7 +156,6 @@ function bind<F>(label: string, path: string, prototypes: Record<string, string>
   }
   const declared = declarePrototypes<F>(lib, prototypes);
   if ('missing' in declared) return { note: `${label}: ${path} is not ${label} (${declared.missing})` };
-  loaded.set(`${label}\0${path}`, declared.functions);
   return declared.functions;
 }
 
@@ -162,13 +188,10 @@ function decodeProcesses(buf: Buffer, count: number): RawProcess[] {
   return out;
 }
 
-/** /proc/<pid>/comm, else ''. */
+/** <proc>/<pid>/comm (proc: env MAPPED_REG_PROC_ROOT, else /proc), read without blocking; else ''. */
 function commOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-  } catch {
-    return '';
-  }
+  const read = readSmallFile(`${process.env.MAPPED_REG_PROC_ROOT || '/proc'}/${pid}/comm`, 4096);
+  return 'text' in read ? read.text.trim() : '';
 }
 
 /** NVML initialized and the device at `pciBusId` found, or why not (NVML then shut down again). */
@@ -291,6 +314,23 @@ function openAmdSmi(pciBusId: string): { note: string } {
     bound.amdsmi_shut_down();
   }
 }
+
+/**
+ * Loads the management library of `backend` (NVML for cuda, AMD SMI for hip) once for this process, or says why
+ * it cannot (a note, as openGpuUsers would give): a device's runner calls this before its first check, so that a
+ * library slow to load (or a path that cannot be loaded) costs no check's --timeout. Never throws.
+ */
+export function loadGpuUsersLibrary(backend: string): { note: string } | undefined {
+  try {
+    if (backend === 'cuda') return noteOf(bind<NvmlFunctions>('NVML', libraryPath(NVML_LIBRARY_ENV, NVML_LIBRARY), NVML_PROTOTYPES));
+    if (backend === 'hip') return noteOf(bind<AmdSmiFunctions>('AMD SMI', libraryPath(AMDSMI_LIBRARY_ENV, AMDSMI_LIBRARY), AMDSMI_PROTOTYPES));
+    return undefined;
+  } catch (e) {
+    return { note: messageOf(e) };
+  }
+}
+
+const noteOf = (x: unknown): { note: string } | undefined => (isNote(x) ? x : undefined);
 
 /** A monitor of the device at `pciBusId` (e.g. 0000:00:06.0) for backend 'cuda' (NVML) or 'hip' (AMD SMI), or why there is none (library missing, init failed, device not found). Never throws. */
 export function openGpuUsers(backend: string, pciBusId: string): GpuUsersMonitor | { note: string } {

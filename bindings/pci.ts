@@ -1,7 +1,8 @@
 // What sysfs says of a PCI device and of the host's memory nodes: the PCIe link (as trained and at most), the
 // device's NUMA node, the nodes online. The root is env MAPPED_REG_SYSFS_ROOT (default /sys), read at each call,
-// so that tests (and the driver double) can serve a fake tree.
-import { readFileSync } from 'node:fs';
+// so that tests (and the driver double) can serve a fake tree. Each file is read without blocking and bounded
+// (bindings/small-file.ts): a named pipe in sysfs's place is "cannot be read", never a hang.
+import { readSmallFile } from './small-file.js';
 
 /** The sysfs root: env MAPPED_REG_SYSFS_ROOT, else /sys. */
 export function sysfsRoot(): string {
@@ -40,36 +41,44 @@ function gbps(gts: number, width: number): number {
   return (gts * width * linkEncoding(gts)) / 8;
 }
 
-/** A sysfs file's text, trimmed; undefined when it cannot be read. */
+/** A sysfs file's text, trimmed; undefined when it cannot be read (missing, not a regular file, too long). */
 function readText(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-}
-
-/** A positive speed ("32.0 GT/s PCIe") or width ("16"), else null ("Unknown", "0", missing). */
-function positive(text: string | undefined, parse: (s: string) => number): number | null {
-  if (text === undefined) return null;
-  const n = parse(text);
-  return n > 0 ? n : null;
+  const read = readSmallFile(path);
+  return 'text' in read ? read.text.trim() : undefined;
 }
 
 /**
+ * The most a link can be, beyond any PCIe generation to come (Gen6 is 64 GT/s, x32 the widest the standard
+ * defines): a figure above is not a link sysfs describes, and would make GB/s figures that do not hold (a speed
+ * of 1e309 parses as Infinity, which JSON writes as null).
+ */
+export const LINK_LIMITS = { gts: 1024, width: 64 } as const;
+
+/** A speed ("32.0 GT/s PCIe") or width ("16") in (0, max], else null ("Unknown", "0", absurd, missing). */
+function positive(text: string | undefined, parse: (s: string) => number, max: number): number | null {
+  if (text === undefined) return null;
+  const n = parse(text);
+  return n > 0 && n <= max ? n : null;
+}
+
+const speedOf = (s: string | undefined): number | null => positive(s, Number.parseFloat, LINK_LIMITS.gts);
+const widthOf = (s: string | undefined): number | null => positive(s, (x) => Number.parseInt(x, 10), LINK_LIMITS.width);
+
+/**
  * The link of a PCI device from sysfs (`current_link_speed` like "32.0 GT/s PCIe", `current_link_width` like
- * "16", and their `max_link_*`). No current link, or one that cannot be read, is a reason (a string).
+ * "16", and their `max_link_*`). No current link, or one that cannot be read or is beyond LINK_LIMITS, is a
+ * reason (a string): every figure of a Link is finite.
  */
 export function readLink(pciBusId: string, root = sysfsRoot()): Link | string {
   const dir = pciDeviceDir(pciBusId, root);
   const speed = readText(`${dir}/current_link_speed`);
   const width = readText(`${dir}/current_link_width`);
   if (speed === undefined || width === undefined) return `no PCIe link in sysfs for ${pciBusId} (${dir})`;
-  const gts = Number.parseFloat(speed);
-  const lanes = Number.parseInt(width, 10);
-  if (!(gts > 0) || !(lanes > 0)) return `unreadable PCIe link for ${pciBusId}: speed "${speed}", width "${width}"`;
-  const maxGts = positive(readText(`${dir}/max_link_speed`), Number.parseFloat);
-  const maxWidth = positive(readText(`${dir}/max_link_width`), (s) => Number.parseInt(s, 10));
+  const gts = speedOf(speed);
+  const lanes = widthOf(width);
+  if (gts === null || lanes === null) return `unreadable PCIe link for ${pciBusId}: speed "${speed.slice(0, 40)}", width "${width.slice(0, 40)}"`;
+  const maxGts = speedOf(readText(`${dir}/max_link_speed`));
+  const maxWidth = widthOf(readText(`${dir}/max_link_width`));
   const downtrained = (maxGts !== null && gts < maxGts) || (maxWidth !== null && lanes < maxWidth);
   const link: Link = {
     gts,

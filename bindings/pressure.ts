@@ -1,7 +1,8 @@
 // The kernel's pressure stall information (PSI): the share of the last 10 seconds in which some (or all) tasks
 // waited for a CPU or for memory. A machine busy with other work shows it here. A kernel without PSI (or a
-// container that hides it) has no files: that is a note, never an error.
-import { readFileSync } from 'node:fs';
+// container that hides it) has no files: that is a note, never an error. The files are read without blocking
+// (bindings/small-file.ts): one that is not a regular file (a named pipe in its place) is a note, never a hang.
+import { readSmallFile } from './small-file.js';
 
 export interface Pressure {
   /** `some avg10` of /proc/pressure/cpu, in percent; null when the file cannot be read. */
@@ -26,25 +27,24 @@ export function parsePressure(text: string): Map<string, number> {
   const avg10 = new Map<string, number>();
   for (const line of text.split('\n')) {
     const m = /^(some|full)\s+avg10=(\d+(?:\.\d+)?)\s/.exec(line.trim() + ' ');
-    if (m) avg10.set(m[1]!, Number(m[2]));
+    // a share of 10 seconds, in percent: anything above 100 (or too long to be a number) is not the kernel's
+    if (m && Number(m[2]) <= 100) avg10.set(m[1]!, Number(m[2]));
   }
   return avg10;
 }
 
 /** A pressure file's avg10 figures, or why there are none. */
 function readAvg10(path: string): Map<string, number> | string {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return `${path}: ${code === 'ENOENT' ? 'no such file (a kernel without PSI?)' : `cannot be read (${code ?? String(e)})`}`;
-  }
-  const avg10 = parsePressure(text);
+  const read = readSmallFile(path);
+  if ('reason' in read) return `${path}: ${read.code === 'ENOENT' ? 'no such file (a kernel without PSI?)' : `cannot be read (${read.reason})`}`;
+  const avg10 = parsePressure(read.text);
   return avg10.size > 0 ? avg10 : `${path}: not in the kernel's format`;
 }
 
-/** /proc/pressure/{cpu,memory} (or those of `root`). Never throws: a file that cannot be read is null, with a note. */
+/**
+ * /proc/pressure/{cpu,memory} (or those of `root`). Never throws, never blocks: a file that cannot be read is null
+ * (unknown in the results), with a note.
+ */
 export function readPressure(root = pressureRoot()): Pressure {
   const notes: string[] = [];
   const cpuAvg = readAvg10(`${root}/cpu`);

@@ -85,10 +85,17 @@ if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`readi
 
 // The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
+// The GPU's management library (NVML, AMD SMI), which the probe looks at the machine through, is loaded here too:
+// loading it is then never part of a check's --timeout.
 const { startProbeScratch } = await import('../suites/context.js');
 const { PROBE_VERDICT } = await import('../suites/checks/data.js');
+const { loadGpuUsersLibrary } = await import('../bindings/gpu-users.js');
 for (const d of devices) {
-  if (isGpuDriver({ backend: d.device.split(':')[0] as Backend }) && !d.skip.includes(PROBE_VERDICT)) startProbeScratch(d);
+  const backend = d.device.split(':')[0] as Backend;
+  if (isGpuDriver({ backend }) && !d.skip.includes(PROBE_VERDICT)) {
+    startProbeScratch(d);
+    loadGpuUsersLibrary(backend);
+  }
 }
 
 const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());

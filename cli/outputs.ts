@@ -3,12 +3,17 @@
 // one line, nothing run). Then:
 // - `-` (and /dev/stdout, /dev/fd/1) is standard output, allowed once; the command's own text then goes to
 //   stderr (cli/stdout.ts), so that stdout carries the report alone;
-// - a target that exists and is not a regular file (a pipe, a terminal, a character device, /dev/fd/N) is
-//   written directly, never replaced;
+// - a target that exists and is not a regular file (a named pipe, a terminal, a character device) is written
+//   directly, never replaced. It is opened when checked, without blocking (O_NONBLOCK), and held open until
+//   written: a named pipe with no reader is refused at once (ENXIO: exit 2, nothing run) instead of an open that
+//   would wait forever with the signals unanswered, and the reader that was there is the one that gets the report;
+//   a reader that then takes nothing for PIPE_STALL_MS fails that output (the others are still written);
 // - a regular file (or a new one) is written atomically: an exclusively created, randomly named temporary file
 //   beside it (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, then the mode of the file it replaces or 0644 less the
 //   umask), synced, then renamed over it. A symbolic link is followed: the file it names is replaced, the link
-//   stays. GITHUB_STEP_SUMMARY is appended to, as GitHub expects.
+//   stays. GITHUB_STEP_SUMMARY is appended to, as GitHub expects. The check before the run makes (and removes)
+//   a file of the very name the write will use (tempNameFor), so that a name too long for its temporary file is
+//   refused before the run, not after it.
 import { randomBytes } from 'node:crypto';
 import {
   accessSync,
@@ -35,8 +40,8 @@ import { reserveStdout, writeStdout } from './stdout.js';
 export type OutputTarget =
   /** A descriptor of this process: 1 for `-` and /dev/stdout, else /dev/fd/N, /dev/stderr. */
   | { kind: 'fd'; name: string; fd: number }
-  /** An existing file that is not a regular file (a named pipe, a terminal, a device): written in place. */
-  | { kind: 'direct'; name: string; path: string }
+  /** An existing file that is not a regular file (a named pipe, a terminal, a device): written in place, through `fd` (opened when checked, non-blocking). */
+  | { kind: 'direct'; name: string; path: string; fd: number }
   /** A regular file, or one to create: written atomically (or appended to). */
   | { kind: 'file'; name: string; path: string };
 
@@ -60,11 +65,20 @@ function descriptorOf(path: string): number | undefined {
 }
 
 /**
- * Whether a file can be made in `dir`: one is made there (exclusively, under a random name) and removed. This
- * is what the atomic write does, so it fails for the same reasons: a missing folder, no permission, a read-only
- * file system, no inode left.
+ * The temporary file an atomic write of `file` goes through: beside it, `.NAME.<16 hex digits>.tmp` (22 bytes
+ * longer than NAME), random. The write and the check before the run both take their name from here.
  */
-function probeFolder(dir: string, what: string): void {
+export function tempNameFor(file: string): string {
+  return join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
+}
+
+/**
+ * Whether the atomic write of `file` can make its temporary file: one of that very name (tempNameFor) is made
+ * (exclusively) and removed. It fails for the same reasons the write would: a missing folder, no permission, a
+ * read-only file system, no inode left, a name too long once the temporary file's 22 bytes are added.
+ */
+function probeFolder(file: string, what: string): void {
+  const dir = dirname(file);
   let st;
   try {
     st = statSync(dir);
@@ -72,11 +86,14 @@ function probeFolder(dir: string, what: string): void {
     throw new OutputError(`${what}: the folder ${dir} ${why(e) === 'ENOENT' ? 'does not exist' : `cannot be used (${why(e)})`}`);
   }
   if (!st.isDirectory()) throw new OutputError(`${what}: ${dir} is not a folder`);
-  const probe = join(dir, `.mapped-reg-probe-${randomBytes(6).toString('hex')}.tmp`);
+  const probe = tempNameFor(file);
   try {
     closeSync(openSync(probe, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600));
   } catch (e) {
     const code = why(e);
+    if (code === 'ENAMETOOLONG') {
+      throw new OutputError(`${what}: the name is too long: the temporary file written beside it (.${basename(file).slice(0, 20)}….<16 hex digits>.tmp, 22 bytes longer) is over its file system's limit (name a shorter file)`);
+    }
     const reason = code === 'EROFS' ? 'is on a read-only file system' : code === 'EACCES' || code === 'EPERM' ? 'is not writable' : `cannot hold a new file (${code})`;
     throw new OutputError(`${what}: the folder ${dir} ${reason}`);
   }
@@ -103,8 +120,8 @@ export function checkOutput(option: string, value: string, append = false): Outp
     st = lstatSync(path);
   } catch (e) {
     if (why(e) !== 'ENOENT') throw new OutputError(`${what}: cannot be used (${why(e)})`);
-    // a new file: its folder must take it
-    probeFolder(dirname(path), what);
+    // a new file: its folder must take it, and its temporary file
+    probeFolder(path, what);
     return { kind: 'file', name: option, path };
   }
   let real = path;
@@ -126,13 +143,15 @@ export function checkOutput(option: string, value: string, append = false): Outp
   }
   if (st.isDirectory()) throw new OutputError(`${what}: is a folder, not a file`);
   if (!st.isFile()) {
-    // a named pipe, a terminal, a device: written in place, never replaced
+    // a named pipe, a terminal, a device: written in place, never replaced; opened now, without blocking, and
+    // held open until written (a pipe's reader that saw us close would end before the report)
     try {
-      accessSync(real, fsConstants.W_OK);
+      const fd = openSync(real, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY | (append ? fsConstants.O_APPEND : 0));
+      return { kind: 'direct', name: option, path: real, fd };
     } catch (e) {
+      if (why(e) === 'ENXIO') throw new OutputError(`${what}: ${st.isFIFO() ? 'a named pipe with no reader' : 'a special file with nothing behind it'} (ENXIO): start its reader first, or name a file`);
       throw new OutputError(`${what}: cannot be written (${why(e)})`);
     }
-    return { kind: 'direct', name: option, path: real };
   }
   try {
     accessSync(real, fsConstants.W_OK);
@@ -141,7 +160,7 @@ export function checkOutput(option: string, value: string, append = false): Outp
     // not writable in place: the atomic write replaces it all the same when its folder allows; an append cannot
     if (append) throw new OutputError(`${what}: cannot be written (${why(e)})`);
   }
-  if (!append) probeFolder(dirname(real), what);
+  if (!append) probeFolder(real, what);
   return { kind: 'file', name: option, path: real };
 }
 
@@ -218,14 +237,23 @@ export function checkOutputList(outputs: OutputRequest[], inputs: InputRequest[]
   return checked;
 }
 
-/** Writes all of `data` to a descriptor (a blocking one; a non-blocking pipe that is full is waited for). */
-function writeAll(fd: number, data: Buffer): void {
+/**
+ * How long a non-blocking output (a named pipe, a terminal) may take nothing before it is given up: its reader is
+ * stalled (a pager left open, a process stopped), and the run's other outputs and its exit must not wait forever.
+ */
+export const PIPE_STALL_MS = 60_000;
+
+/** Writes all of `data` to a descriptor; one that is non-blocking and full is waited for, PIPE_STALL_MS at most without progress. */
+function writeAll(fd: number, data: Buffer, stallMs = PIPE_STALL_MS): void {
   let done = 0;
+  let since = performance.now();
   while (done < data.length) {
     try {
       done += writeSync(fd, data, done, data.length - done);
+      since = performance.now();
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      if (performance.now() - since > stallMs) throw new Error(`its reader took nothing for ${stallMs / 1000} s`);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
   }
@@ -249,7 +277,7 @@ export function writeAtomically(file: string, data: string): void {
   } catch {
     // a new file
   }
-  const tmp = join(dirname(file), `.${basename(file)}.${randomBytes(8).toString('hex')}.tmp`);
+  const tmp = tempNameFor(file);
   let fd = -1;
   try {
     fd = openSync(tmp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o600);
@@ -276,11 +304,11 @@ export function writeOutput(t: OutputTarget, data: string, append = false): void
     if (t.fd === 1) writeStdout(data, t.name);
     else writeAll(t.fd, Buffer.from(data));
   } else if (t.kind === 'direct') {
-    const fd = openSync(t.path, fsConstants.O_WRONLY | (append ? fsConstants.O_APPEND : 0));
+    // the descriptor opened when checked (with O_APPEND when appended to), closed once written
     try {
-      writeAll(fd, Buffer.from(data));
+      writeAll(t.fd, Buffer.from(data));
     } finally {
-      closeSync(fd);
+      closeSync(t.fd);
     }
   } else if (append) appendFileSync(t.path, data);
   else writeAtomically(t.path, data);

@@ -1,6 +1,8 @@
 // The outputs of a run (reporters/output-formats.ts: JSON, JUnit, the GitHub step summary, the metrics): their
 // files checked before anything runs (cli/outputs.ts), then, once the gate has decided, each rendered from the
 // same result (its `gate` included) and written.
+import { nonFiniteFigure } from '../results/finite.js';
+import { InputError, parseResults } from '../results/read.js';
 import type { RunResult } from '../results/types.js';
 import { capResult } from '../reporters/cap.js';
 import { OUTPUT_FORMATS, type OutputName, type OutputOption } from '../reporters/output-formats.js';
@@ -32,8 +34,27 @@ export function checkRunOutputs(values: Partial<Record<OutputOption, readonly st
 }
 
 /**
+ * Why the JSON results `text` of `result` could not be read back by the commands that read results (compare,
+ * report, --baseline, history): a figure that is not a finite number, or anything else the schema refuses. A
+ * fault of this tool or of the host, never of the driver. Undefined when it reads back.
+ */
+export function unreadableResults(result: RunResult, text: string): string | undefined {
+  const figure = nonFiniteFigure(result);
+  if (figure !== undefined) return `the results hold a figure that is not a finite number (${figure})`;
+  try {
+    parseResults(text, 'the results');
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    return `the results do not pass their own checks (${e.message.replace(/^the results: /, '')})`;
+  }
+  return undefined;
+}
+
+/**
  * Renders and writes every output asked for (`list` writes no step summary); each one is tried whatever happened
- * to the others. Returns true when any could not be written (each told on stderr in one line).
+ * to the others. The JSON results are first read back as the commands that read them would (unreadableResults):
+ * results that could not be are not written, told in one line as a fault of the tool or the host. Returns true
+ * when any could not be written (each told on stderr in one line).
  */
 export async function writeRunOutputs(result: RunResult, targets: OutputTargets, listOnly: boolean, stoppedBy?: string): Promise<boolean> {
   const t0 = performance.now();
@@ -48,5 +69,11 @@ export async function writeRunOutputs(result: RunResult, targets: OutputTargets,
   for (const f of asked.filter((f) => !f.holdsTimings)) await render(f);
   if (result.phasesMs) result.phasesMs.reports = performance.now() - t0; // building them; the writes follow
   for (const f of asked.filter((f) => f.holdsTimings)) await render(f);
-  return writeEveryOutput(asked.flatMap((f) => targets[f.name]!.map((target) => ({ target, text: texts.get(f.name)!, append: f.append }))));
+  const json = texts.get('json');
+  const unreadable = json !== undefined ? unreadableResults(result, json) : undefined;
+  if (unreadable !== undefined) {
+    process.stderr.write(`mapped-reg-conformance: --json: ${unreadable}: a fault of this tool or of the host, not of the driver; not written (no command could read it back): the run does not pass\n`);
+  }
+  const written = asked.filter((f) => !(f.name === 'json' && unreadable !== undefined));
+  return writeEveryOutput(written.flatMap((f) => targets[f.name]!.map((target) => ({ target, text: texts.get(f.name)!, append: f.append })))) || unreadable !== undefined;
 }

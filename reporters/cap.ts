@@ -1,10 +1,11 @@
 // What the reports repeat, capped (reporters/safe-text.ts): the HTML pages (report, history report), the Markdown
 // summary and JUnit. A device's name, id and driver, a host, a check id at NAME_CAP characters, every message
 // (observed, expected, message, log lines, errors, the verdict's reason, the gate's reasons and notes) at
-// MESSAGE_CAP, each cut one showing "…(N more characters)"; the step summary as a whole at SUMMARY_CAP bytes. The
-// JSON results keep everything.
+// MESSAGE_CAP, each cut one showing "…(N more characters)"; what the machine was seen doing (the load: each
+// reason, the monitor's note at MESSAGE_CAP, each process's name at NAME_CAP; a line lists LIST_CAP processes);
+// the step summary as a whole at SUMMARY_CAP bytes. The JSON results keep everything.
 import type { Change, DeviceComparison } from '../results/compare.js';
-import type { CheckResult, DeviceResult, GateDecision, RunResult } from '../results/types.js';
+import type { CheckResult, DeviceLoad, DeviceResult, GateDecision, RunResult } from '../results/types.js';
 import { MESSAGE_CAP, NAME_CAP, capText } from './safe-text.js';
 
 const name = (s: string): string => capText(s, NAME_CAP);
@@ -23,6 +24,16 @@ function capCheck(c: CheckResult): CheckResult {
   };
 }
 
+/** What a device's process saw of the machine, its texts capped (300 processes on a GPU make reasons of 8 kB). */
+export function capLoad(l: DeviceLoad): DeviceLoad {
+  return {
+    ...l,
+    why: l.why.map(message),
+    processes: l.processes.map((p) => ({ ...p, name: name(p.name) })),
+    ...(l.monitorNote !== undefined ? { monitorNote: message(l.monitorNote) } : {}),
+  };
+}
+
 function capDevice<D extends DeviceResult>(d: D): D {
   const host = (d as { host?: RunResult['host'] }).host;
   return {
@@ -34,6 +45,7 @@ function capDevice<D extends DeviceResult>(d: D): D {
     staticVerdict: opt(d.staticVerdict, message),
     verdict: { ...d.verdict, text: opt(d.verdict.text, message), ...(d.verdict.reason !== undefined ? { reason: message(d.verdict.reason) } : {}) },
     checks: d.checks.map(capCheck),
+    ...(d.load ? { load: capLoad(d.load) } : {}),
     ...(d.errors ? { errors: d.errors.map(message) } : {}),
     ...(d.restarts ? { restarts: d.restarts.map(message) } : {}),
     ...(host ? { host: { ...host, hostname: name(host.hostname), kernel: name(host.kernel), platform: name(host.platform) } } : {}),

@@ -22,6 +22,7 @@ import { checkReason } from '../results/check-text.js';
 import { interruptedText } from './interrupted.js';
 import { FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
+import { MESSAGE_CAP, capList, capText } from './safe-text.js';
 
 // A CommonJS module whose `module.exports` is the builder; its types declare it as `exports.default`, which an
 // ES import under NodeNext would then look for (and not find) at run time.
@@ -110,8 +111,9 @@ function properties(d: DeviceResult, gate: GateDecision | undefined): [string, s
     ['scratch.dir', d.scratch?.dir],
     ...TIMING_PROPERTIES.map((k): [string, number | undefined] => [k, d.timing?.[k]]),
     ['load.busy', d.load?.busy],
-    ['load.why', d.load?.why.join(' | ') || undefined],
-    ['load.processes', d.load?.processes.map((p) => `${p.pid} ${p.name}`).join(', ') || undefined],
+    // (the result is capped: each reason at MESSAGE_CAP, LIST_CAP processes named)
+    ['load.why', d.load ? capText(d.load.why.join(' | '), MESSAGE_CAP) || undefined : undefined],
+    ['load.processes', d.load ? capList(d.load.processes.map((p) => `${p.pid} ${p.name}`)).join(', ') || undefined : undefined],
     ['load.linkMBps', d.load?.linkMBps ?? undefined],
     ['load.lockWaitMs', d.load?.lockWaitMs],
     ['load.waitedForQuietMs', d.load?.waitedForQuietMs],

@@ -16,6 +16,14 @@ export function terminalSafe(s: string, lines = true): string {
 export const NAME_CAP = 200;
 export const MESSAGE_CAP = 2000;
 
+/** How many of a list built from the machine (the processes on a GPU) a line names before it says how many more. */
+export const LIST_CAP = 10;
+
+/** The first `max` of `items`, then "…and N more" when there were more. */
+export function capList(items: readonly string[], max = LIST_CAP): string[] {
+  return items.length <= max ? [...items] : [...items.slice(0, max), `…and ${items.length - max} more`];
+}
+
 /** `s` cut to `max` characters, with a visible "…(N more characters)" when cut. */
 export function capText(s: string, max: number): string {
   if (s.length <= max) return s;

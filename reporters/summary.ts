@@ -13,7 +13,7 @@ import { interruptedText } from './interrupted.js';
 import { type Look, type Paint, plain, type Style, wrap } from './look.js';
 import { refusalLine } from './refusals.js';
 import { selectionSkips } from './selection.js';
-import { terminalSafe } from './safe-text.js';
+import { MESSAGE_CAP, NAME_CAP, capList, capText, terminalSafe } from './safe-text.js';
 
 /** One line of the terminal: control characters (escape sequences above all) from a driver or a file made visible. */
 const terminalText = (s: string): string => terminalSafe(s, false);
@@ -111,10 +111,11 @@ const verdictReason = (d: DeviceResult): string | undefined => (d.verdict.reason
 /** The machine around one device's timed copies, on one line: quiet or busy (and why), the host copy, the waits. */
 export function loadLine(load: DeviceLoad, hostCopyGBps: number | undefined): string {
   const host = hostCopyGBps !== undefined ? `host copy ${hostCopyGBps.toFixed(2)} GB/s${load.baselineHostCopyGBps !== undefined ? ` (baseline ${load.baselineHostCopyGBps.toFixed(2)})` : ''}` : 'host copy -';
-  const others = load.processes.length ? `; on the GPU: ${load.processes.map((p) => `pid ${p.pid} ${p.name}`).join(', ')}` : '';
-  const link = load.linkMBps !== null ? `; link traffic not ours ${(load.linkMBps / 1000).toFixed(1)} GB/s` : `; GPU not looked at (${load.monitorNote ?? 'no monitor'})`;
+  // what the machine gave is capped, as the reports cap it (300 processes on the GPU made a line of 15,000 characters)
+  const others = load.processes.length ? `; on the GPU: ${capList(load.processes.map((p) => `pid ${p.pid} ${capText(p.name, NAME_CAP)}`)).join(', ')}` : '';
+  const link = load.linkMBps !== null ? `; link traffic not ours ${(load.linkMBps / 1000).toFixed(1)} GB/s` : `; GPU not looked at (${capText(load.monitorNote ?? 'no monitor', MESSAGE_CAP)})`;
   const waits = `; timing lock waited ${(load.lockWaitMs / 1000).toFixed(2)} s${load.attempts > 1 ? `, ${load.attempts} timings over ${(load.waitedForQuietMs / 1000).toFixed(0)} s waiting for quiet` : ''}`;
-  return `${load.busy ? `BUSY machine: ${load.why.join('; ')}` : 'quiet machine'}; ${host}${others}${link}${waits}`;
+  return `${load.busy ? `BUSY machine: ${load.why.map((w) => capText(w, MESSAGE_CAP)).join('; ')}` : 'quiet machine'}; ${host}${others}${link}${waits}`;
 }
 
 /** The devices' table, their verdicts' reasons and their errors (`list`: no check counts), fit to `look`. */

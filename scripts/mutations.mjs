@@ -89,6 +89,20 @@ const HISTORY_SIDES = ['test/history-sides.test.ts'];
 const timingLock = 'bindings/timing-lock.ts';
 const orchestrate = 'cli/orchestrate.ts';
 const options = 'cli/options.ts';
+const smallFile = 'bindings/small-file.ts';
+const pressure = 'bindings/pressure.ts';
+const gpuUsers = 'bindings/gpu-users.ts';
+const deviceRunner = 'cli/device-runner.ts';
+const outputs = 'cli/outputs.ts';
+const writeOutputs = 'cli/write-outputs.ts';
+const finite = 'results/finite.ts';
+const summary = 'reporters/summary.ts';
+const junit = 'reporters/junit.ts';
+const cap = 'reporters/cap.ts';
+const MACHINE_READS = ['test/machine-reads.test.ts'];
+const OUTPUTS = ['test/outputs.test.ts'];
+const OUTPUT_FORMATS = ['test/output-formats.test.ts'];
+const CAPS = ['test/machine-caps.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -156,7 +170,7 @@ const mutations = [
   ['linkEncoding: Gen2 (5 GT/s) counted as 128b/130b', 'check: timing.link', pci, edits(['if (gts <= 5) return 8 / 10;', 'if (gts < 5) return 8 / 10;']), PCI],
   ['linkEncoding: Gen5 (32 GT/s) counted as FLIT', 'check: timing.link', pci, edits(['if (gts <= 32) return 128 / 130;', 'if (gts < 32) return 128 / 130;']), PCI],
   ['readLink: GB/s from transfers, not bytes', 'check: timing.link', pci, edits(['  return (gts * width * linkEncoding(gts)) / 8;', '  return gts * width * linkEncoding(gts);']), PCI],
-  ['readLink: a link of width 0 is read', 'check: timing.link', pci, edits(['if (!(gts > 0) || !(lanes > 0))', 'if (!(gts > 0))']), PCI],
+  ['readLink: a link of width 0 is read', 'check: timing.link', pci, edits(['positive(s, (x) => Number.parseInt(x, 10), LINK_LIMITS.width);', '(s === undefined ? null : Number.parseInt(s, 10));']), PCI],
   ['readLink: a link below its maximum width is not downtrained', 'busy: the link', pci, edits(['|| (maxWidth !== null && lanes < maxWidth)', '']), PCI],
   ['static.verdict: ops opened on a refused device pass', 'check: static.verdict', staticChecks, edits(["status: opened === 0 && same ? 'pass' : 'fail',", "status: same ? 'pass' : 'fail',"]), CHECKS],
   ['static.verdict: a probe answering another verdict passes', 'check: static.verdict', staticChecks, edits(["status: opened === 0 && same ? 'pass' : 'fail',", "status: opened === 0 ? 'pass' : 'fail',"]), CHECKS],
@@ -253,6 +267,27 @@ const mutations = [
   ["history report: the host's devices counted as regressed", 'history: report', historyPage, edits(["const driver = failing.filter((f) => f.change.kind !== 'error');", 'const driver = failing;']), HISTORY_SIDES],
   ['history compare says REGRESSION where only the host failed', 'history: compare', historyCommands, edits(['${outcomeWord(h.counts)}', "${historyHasRegression(h) ? 'REGRESSION' : 'no regression'}"]), HISTORY_SIDES],
   ['history: a store of version 1 read as 2', 'history: store versions', historyStore, edits(["    if (version === '1') {", "    if (version === 'one') {"]), HISTORY_SIDES],
+  // ---- nothing blocks the event loop; what the run writes it can read back; the machine's lines capped (issue 30)
+  ['io: a small file opened blocking', 'io: machine reads never block', smallFile, edits(['fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY', 'fsConstants.O_RDONLY | fsConstants.O_NOCTTY']), MACHINE_READS],
+  ['io: a named pipe read as a small file', 'io: machine reads never block', smallFile, edits(['    if (!st.isFile()) return st.isDirectory()', '    if (st.isDirectory()) return st.isDirectory()']), MACHINE_READS],
+  ['io: a small file read without its bound', 'io: machine reads bounded', smallFile, edits(['      if (got > maxBytes) return { reason: `more than ${maxBytes} bytes` };\n', '']), MACHINE_READS],
+  ['io: a pressure figure over 100% taken', 'io: figures finite', pressure, edits(['    if (m && Number(m[2]) <= 100) avg10.set', '    if (m) avg10.set']), MACHINE_READS],
+  ['io: a link speed beyond any PCIe link taken', 'io: figures finite', pci, edits(['  return n > 0 && n <= max ? n : null;', '  return n > 0 || n > max ? n : null;']), MACHINE_READS],
+  ['io: a link of a million lanes taken', 'io: figures finite', pci, edits(['export const LINK_LIMITS = { gts: 1024, width: 64 } as const;', 'export const LINK_LIMITS = { gts: 1024, width: 1e9 } as const;']), MACHINE_READS],
+  ['io: an NVML path that is a named pipe handed to the loader', 'io: machine reads never block', gpuUsers, edits(['    if (st !== undefined && !st.isFile()) return', '    if (st !== undefined && st.isDirectory()) return']), MACHINE_READS],
+  ["io: a process's name read from /proc whatever MAPPED_REG_PROC_ROOT says", 'io: machine reads never block', gpuUsers, edits(["readSmallFile(`${process.env.MAPPED_REG_PROC_ROOT || '/proc'}/${pid}/comm`", 'readSmallFile(`/proc/${pid}/comm`']), MACHINE_READS],
+  ['io: the NVML library loaded inside the probe', 'io: the library off the timed path', deviceRunner, edits(['    loadGpuUsersLibrary(backend);\n', '']), MACHINE_READS],
+  ['io: a failed NVML binding tried again', 'io: the library off the timed path', gpuUsers, edits(['  if (loaded.has(key)) return loaded.get(key) as F | { note: string };', "  if (loaded.has(key) && !('note' in (loaded.get(key) as object))) return loaded.get(key) as F | { note: string };"]), MACHINE_READS],
+  ['io: an output pipe with no reader told as unwritable', 'io: outputs to a named pipe', outputs, edits(["      if (why(e) === 'ENXIO') throw", "      if (why(e) === 'ENXIO!') throw"]), OUTPUTS],
+  ["io: the output check probes another name than the write's temporary one", 'io: the temporary name', outputs, edits(['  const probe = tempNameFor(file);', "  const probe = join(dir, `.p-${randomBytes(6).toString('hex')}.tmp`);"]), OUTPUTS],
+  ['io: the JSON results written without being read back', 'io: figures finite', writeOutputs, edits(['  const unreadable = json !== undefined ? unreadableResults(result, json) : undefined;', "  const unreadable = json === '' ? unreadableResults(result, json) : undefined;"]), OUTPUT_FORMATS],
+  ['io: a figure that is not finite not named', 'io: figures finite', finite, edits(['Number.isFinite(value) ? undefined', 'typeof value === "number" ? undefined']), OUTPUT_FORMATS],
+  ['caps: the machine line names every process', 'caps: the terminal', summary, edits(['on the GPU: ${capList(load.processes.map(', 'on the GPU: ${(load.processes.map(']), CAPS],
+  ['caps: the machine line with its reasons whole', 'caps: the terminal', summary, edits(['load.why.map((w) => capText(w, MESSAGE_CAP))', 'load.why.map((w) => w)']), CAPS],
+  ["caps: JUnit's load.processes names every process", 'caps: JUnit', junit, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
+  ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
+  ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
+  ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
 ];
 
 const dry = process.argv.includes('--dry');

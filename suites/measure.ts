@@ -92,8 +92,13 @@ export function linkTraffic(looks: readonly Look[]): number | null {
   return seen.length ? Math.max(...seen) : null;
 }
 
-const named = (users: readonly GpuUser[]): string =>
-  users.map((u) => `pid ${u.pid}${u.name ? ` ${u.name}` : ''}${u.usedMiB !== null ? ` (${fixed(u.usedMiB, 0)} MiB)` : ''}`).join(', ');
+/** How many of the GPU's other processes a reason names (300 made a reason of 8,000 characters); `processes` holds them all. */
+export const NAMED_PROCESSES = 10;
+
+const named = (users: readonly GpuUser[]): string => {
+  const shown = users.slice(0, NAMED_PROCESSES).map((u) => `pid ${u.pid}${u.name ? ` ${u.name}` : ''}${u.usedMiB !== null ? ` (${fixed(u.usedMiB, 0)} MiB)` : ''}`).join(', ');
+  return users.length > NAMED_PROCESSES ? `${shown} and ${users.length - NAMED_PROCESSES} more` : shown;
+};
 
 /**
  * Why the machine is busy, from the looks taken around one timing and its host copy; empty when it is quiet. Another

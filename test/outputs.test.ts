@@ -6,7 +6,8 @@ import { chmodSync, closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, op
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeAtomically } from '../cli/outputs.js';
+import { constants as fsConstants, readSync } from 'node:fs';
+import { tempNameFor, writeAtomically } from '../cli/outputs.js';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
 import { startCli } from './support/processes.js';
 
@@ -28,8 +29,30 @@ afterAll(() => {
 });
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [MAIN, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work });
+  // at most 60 s: a command that waits forever (an output it cannot open) is killed, and its test fails
+  const r = spawnSync(process.execPath, [MAIN, ...args], { env: cleanEnv(env), encoding: 'utf8', cwd: work, timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Everything a named pipe's reader `fd` (opened non-blocking) gets until `exit` settles and the pipe is empty. */
+async function drain(fd: number, exit: Promise<unknown>): Promise<string> {
+  let ended = false;
+  void exit.then(() => (ended = true));
+  const chunks: Buffer[] = [];
+  const buf = Buffer.alloc(65536);
+  for (;;) {
+    let n = 0;
+    try {
+      n = readSync(fd, buf, 0, buf.length, null);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+    }
+    if (n > 0) chunks.push(Buffer.from(buf.subarray(0, n)));
+    else if (ended) break;
+    else await new Promise((r) => setTimeout(r, 20));
+  }
+  closeSync(fd);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 describe('item 2: every output is checked before any device runs (exit 2, one line, nothing run)', () => {
@@ -94,15 +117,57 @@ describe('item 3: standard output and other targets that are not regular files a
     expect(h.stdout).toMatch(/^<!DOCTYPE html>/i);
   });
 
-  it('--junit to a named pipe: written in place, the pipe is not replaced', async () => {
+  it('--junit to a named pipe with its reader: written in place, the pipe is not replaced', async () => {
     const fifo = join(work, 'junit.fifo');
     execFileSync('mkfifo', [fifo]);
+    // the reader first (opened without blocking), as `cat junit.fifo & mapped-reg-conformance --junit junit.fifo`
+    const reader = openSync(fifo, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     const c = startCli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--junit', fifo], {}, work);
-    const xml = readFileSync(fifo, 'utf8'); // blocks until the command opens it, then reads to its end
+    const xml = await drain(reader, c.exit);
     const { code } = await c.exit;
     expect(code).toBe(0);
     expect(xml).toMatch(/<testsuite name="cpu /);
     expect(lstatSync(fifo).isFIFO()).toBe(true);
+  });
+
+  it('an output to a named pipe with no reader: refused before the run (exit 2, one line), never an open that waits forever with the signals unanswered', () => {
+    const fifo = join(work, 'no-reader.fifo');
+    execFileSync('mkfifo', [fifo]);
+    for (const [args, env, label] of [
+      [['--json', fifo], {}, '--json'],
+      [['--junit', join(work, 'j.xml'), '--metrics', fifo], {}, '--metrics'],
+      [[], { GITHUB_STEP_SUMMARY: fifo }, 'GITHUB_STEP_SUMMARY'],
+    ] as [string[], Record<string, string>, string][]) {
+      const scratch = mkdtempSync(join(work, 'scratch-'));
+      const r = cli(['--backend', 'cpu', '--scratch-dir', scratch, ...args], env);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trimEnd().split('\n')).toEqual([`mapped-reg-conformance: ${label} ${fifo}: a named pipe with no reader (ENXIO): start its reader first, or name a file`]);
+      expect(r.stdout).not.toMatch(/checks \(/); // nothing ran
+      expect(existsSync(join(work, 'j.xml'))).toBe(false);
+    }
+    const m = cli(['merge', '-o', fifo, fixture]);
+    expect([m.code, m.stderr.trim()]).toEqual([2, `mapped-reg-conformance: -o ${fifo}: a named pipe with no reader (ENXIO): start its reader first, or name a file`]);
+    const h = cli(['report', '--html', fifo, fixture]);
+    expect([h.code, h.stderr.trim()]).toEqual([2, `mapped-reg-conformance: --html ${fifo}: a named pipe with no reader (ENXIO): start its reader first, or name a file`]);
+  });
+
+  it('an output name whose temporary file would be too long: refused before the run (the check makes the very temporary name the write uses)', () => {
+    // 255 bytes is ext4's and tmpfs's limit; the temporary file is .NAME.<16 hex>.tmp, 22 bytes longer
+    const longest = `${'a'.repeat(233 - 5)}.json`;
+    const tooLong = `${'b'.repeat(234 - 5)}.json`;
+    expect(tempNameFor(join(work, longest)).length - join(work, longest).length).toBe(22);
+    expect(tempNameFor(join(work, 'x.json'))).toMatch(new RegExp(`^${work.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/\\.x\\.json\\.[0-9a-f]{16}\\.tmp$`));
+    for (const option of ['--json', '--junit', '--metrics']) {
+      const scratch = mkdtempSync(join(work, 'scratch-'));
+      const r = cli(['--backend', 'cpu', '--scratch-dir', scratch, option, join(work, tooLong)]);
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`^mapped-reg-conformance: ${option} .*b{200}.*: the name is too long: the temporary file written beside it \\(\\.b{20}….<16 hex digits>\\.tmp, 22 bytes longer\\) is over its file system's limit \\(name a shorter file\\)$`))]);
+      expect(r.stdout).not.toMatch(/checks \(/);
+    }
+    // 233 bytes: its temporary file is 255, which the file system takes
+    const r = cli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--json', join(work, longest)]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(work, longest), 'utf8'))).toMatchObject({ schemaVersion: 2 });
   });
 
   it('the atomic write: an exclusive temporary file with a random name (a prepared link at the old predictable name is not followed), the mode of the file it replaces', () => {

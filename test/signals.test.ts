@@ -2,7 +2,7 @@
 // against the CUDA driver double. Every wait is on something observable (a line printed, a scratch file, a
 // process gone), with generous bounds.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -115,10 +115,20 @@ describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
   }
 
   it('Ctrl-C again, and SIGTERM, while it stops (sent to the whole process group, as a terminal sends them), after an interrupt during the probe: ignored; the reports are written, no scratch file is left, exit 130', async () => {
-    // the step summary goes to a named pipe that the test reads only once it has signalled the command again: the
-    // command's shutdown waits there (opening it) for as long as the test needs
+    // the step summary goes to a named pipe that the test holds full (its own reader and writer, 64 KiB of filler)
+    // and drains only once it has signalled the command again: the command's shutdown waits there (writing it, up
+    // to PIPE_STALL_MS) for as long as the test needs
     const fifo = join(work, 'stopping.fifo');
     execFileSync('mkfifo', [fifo]);
+    const pipe = openSync(fifo, fsConstants.O_RDWR | fsConstants.O_NONBLOCK);
+    let filler = 0;
+    for (;;) {
+      try {
+        filler += writeSync(pipe, Buffer.alloc(4096, 'f'));
+      } catch {
+        break; // EAGAIN: full
+      }
+    }
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'stopping.json');
     // a slow registered copy keeps the probe, and its scratch region, alive long enough to be interrupted
@@ -133,7 +143,23 @@ describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
     expect(running(c.pid)).toBe(true);
     process.kill(-c.pid, 'SIGINT');
     process.kill(-c.pid, 'SIGTERM');
-    const summary = readFileSync(fifo, 'utf8'); // opens the pipe: the command writes its summary, then exits
+    // drained: the command writes its summary, then exits (the test's own writer keeps the pipe open: read until then)
+    const chunks: Buffer[] = [];
+    let exited = false;
+    void c.exit.then(() => (exited = true));
+    for (const buf = Buffer.alloc(65536); ; ) {
+      let n = 0;
+      try {
+        n = readSync(pipe, buf, 0, buf.length, null);
+      } catch {
+        n = 0; // EAGAIN: empty for now
+      }
+      if (n > 0) chunks.push(Buffer.from(buf.subarray(0, n)));
+      else if (exited) break;
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+    closeSync(pipe);
+    const summary = Buffer.concat(chunks).subarray(filler).toString('utf8');
     const { code, signal } = await c.exit;
     // neither signal ended it (nor changed its status): they came while it stopped
     expect(signal).toBeNull();

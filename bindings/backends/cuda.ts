@@ -1,5 +1,6 @@
 // The CUDA backend: libcuda.so.1 (bindings/cuda.ts), a discovery group of its own, native ops on each device.
-import { readFileSync } from 'node:fs';
+import { sysfsRoot } from '../pci.js';
+import { readSmallFile } from '../small-file.js';
 import { errorText } from '../../src/fatal.js';
 import { type DiscoveredDevice, ask } from '../backend.js';
 import {
@@ -14,12 +15,10 @@ import {
 } from '../cuda.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
+/** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
 function nvidiaModuleVersion(): string | undefined {
-  try {
-    return readFileSync('/sys/module/nvidia/version', 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
+  const read = readSmallFile(`${sysfsRoot()}/module/nvidia/version`);
+  return 'text' in read ? read.text.trim() || undefined : undefined;
 }
 
 /** NativeDevice.keepContext for CUDA device `ordinal`: one primary context retain, taken once, never released. */
