@@ -88,7 +88,6 @@ const MACHINE = ['test/machine-check.test.ts'];
 const HISTORY_SIDES = ['test/history-sides.test.ts'];
 const timingLock = 'bindings/timing-lock.ts';
 const orchestrate = 'cli/orchestrate.ts';
-const options = 'cli/options.ts';
 const smallFile = 'bindings/small-file.ts';
 const pressure = 'bindings/pressure.ts';
 const gpuUsers = 'bindings/gpu-users.ts';
@@ -160,7 +159,7 @@ const mutations = [
   ['probe.verdict: Still_registered only warns', 'check: probe.verdict', probeChecks, edits(["if (v.kind === 'Too_slow' || v.kind === 'Inconclusive') return 'warn';", "if (v.kind === 'Too_slow' || v.kind === 'Inconclusive' || v.kind === 'Still_registered') return 'warn';"]), CHECKS],
   ['probe.release: one window released at the first try is enough', 'check: probe.release', probeChecks, edits(["registered.every((w) => w.release === 'first')", "registered.some((w) => w.release === 'first')"]), CHECKS],
   ['probe.release: no window registered passes', 'check: probe.release', probeChecks, edits(['const ok = registered.length === 2 && ', 'const ok = ']), CHECKS],
-  ['the probe checks apply to a device decided statically', 'check: applies', probeChecks, edits(["return s.kind === 'Self_test_required' ? true : `decided statically: ${verdictToString(s.verdict)}`;", 'return true;']), CHECKS],
+  ['the probe checks apply to a device decided statically', 'check: applies', probeChecks, edits(["return s.kind === 'Self_test_required' ? true : `decided statically: ${verdictName(s.verdict)}`;", 'return true;']), CHECKS],
   ['timing.margin: a ratio equal to the margin fails', 'check: timing.margin', timingChecks, edits(["status: t.ratio >= t.minRelativeSpeed ? 'pass' : 'fail',", "status: t.ratio > t.minRelativeSpeed ? 'pass' : 'fail',"]), CHECKS],
   ['timing.margin: no timing passes', 'check: timing.margin', timingChecks, edits(["if (!t) return { status: 'warn', expected, observed: `no timing:", "if (!t) return { status: 'pass', expected, observed: `no timing:"]), CHECKS],
   ['timing.link: warn below 60% of the link, not 70%', 'check: timing.link', timingChecks, edits(['LINK_WARN_FRACTION = 0.7;', 'LINK_WARN_FRACTION = 0.6;']), CHECKS],
@@ -239,7 +238,7 @@ const mutations = [
   ['the wait for quiet counted against --timeout', 'wait: quiet', measure, edits(["        startWait('quiet', left + lockLimitMs);\n", '']), BUSY],
   ['the watchdog counts the waits', 'wait: the watchdog', orchestrate, edits(['  return now - u.startedAt - waitedMs(u, now);', '  return now - u.startedAt;']), LOCK_WAIT],
   ['--quiet-wait at most infinity', 'wait: QUIET_WAIT.maxS', measure, edits(['  maxS: 3600,', '  maxS: Infinity,']), LOCK_WAIT],
-  ['--quiet-wait without a maximum', 'wait: --quiet-wait at most 3600 s', options, edits(['if (!(quietWait >= 0 && quietWait <= QUIET_WAIT.maxS))', 'if (!(quietWait >= 0 && Number.isFinite(quietWait)))']), LOCK_WAIT],
+  ['--quiet-wait without a maximum', 'wait: --quiet-wait at most 3600 s', options, edits(["{ what: `a number of seconds from 0 (no wait) to ${MAX_QUIET_WAIT_S}`, min: 0, max: MAX_QUIET_WAIT_S }", "{ what: `a number of seconds from 0 (no wait) to ${MAX_QUIET_WAIT_S}`, min: 0, max: Number.MAX_VALUE }"]), LOCK_WAIT],
   ['timing.link judged on a busy machine', 'busy: timing.link', timingChecks, edits(["  return load?.busy ? `not judged: the machine was busy during the timed copies (${load.why.join('; ')})` : true;", '  return true;']), BUSY],
   // ---- whose fault it is, in every report (issue 30)
   ['the headline blames the host when any reason is', 'attribution: headline', gateRules, edits(['  if (host === reasons.length) return', '  if (host > 0) return']), ATTRIBUTION],
@@ -255,7 +254,7 @@ const mutations = [
   ['step summary: busy not marked', 'attribution: step summary', markdownReport, edits(["r.kind === 'busy' ? '**host busy** ' :", "r.kind === 'busy' ? '' :"]), ATTRIBUTION],
   ["metrics: the host's reasons counted as all", 'attribution: metrics', metricsReport, edits(['r.gate.reasons.filter((x) => x.host).length', 'r.gate.reasons.length']), ATTRIBUTION],
   ['report --html: a busy fall unmarked', 'attribution: HTML', resultsPage, edits(["const busy = [bw, ratio].find((ch) => ch?.kind === 'error');", "const busy = [bw, ratio].find((ch) => ch?.kind === 'regression');"]), ATTRIBUTION],
-  ['terminal: HOST BUSY said REGRESSION', 'attribution: terminal', gateLines, edits(["r.kind === 'busy' ? 'HOST BUSY'", "r.kind === 'busy' ? 'REGRESSION'"]), ATTRIBUTION],
+  ['terminal: HOST BUSY said REGRESSION', 'attribution: terminal', gateLines, edits(["if (r.kind === 'busy') return ['HOST BUSY', 'host'];", "if (r.kind === 'busy') return ['REGRESSION', 'host'];"]), ATTRIBUTION],
   // ---- the machine check at its thresholds
   ['busy: waits for quiet for the ratio on CPU pressure alone', 'busy: CPU pressure', measure, edits(['ratio !== null && excusesRatio(load) && exceedsDrop(', 'ratio !== null && exceedsDrop(']), MACHINE],
   ['busy: the ratio waited for only past 1.2 x --max-drop', 'busy: the ratio', measure, edits(['exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop)', 'exceedsDrop(baseline.pageLockedRatio, ratio, o.quiet.maxDrop * 1.2)']), MACHINE],
@@ -296,7 +295,19 @@ const chosen = only ? mutations.filter(([name]) => name.includes(only)) : mutati
 if (chosen.length === 0) throw new Error(`no mutation matches ${JSON.stringify(only)}`);
 if (dry) {
   // every pattern against the current sources, nothing written or run
-  for (const [name, , file, mutate] of chosen) if (mutate(readFileSync(file, 'utf8')) === readFileSync(file, 'utf8')) throw new Error(`mutation "${name}" changed nothing`);
+  // every stale one named, not only the first
+  const stale = [];
+  for (const [name, , file, mutate] of chosen) {
+    try {
+      if (mutate(readFileSync(file, 'utf8')) === readFileSync(file, 'utf8')) stale.push(`${name}: changed nothing`);
+    } catch (e) {
+      stale.push(`${name}: ${e.message}`);
+    }
+  }
+  if (stale.length > 0) {
+    console.error(stale.join('\n'));
+    process.exit(1);
+  }
   console.log(`${chosen.length} mutations, every pattern matches`);
   process.exit(0);
 }

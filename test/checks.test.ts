@@ -2,9 +2,9 @@
 // static.verdict, judged in-process. The reports they read are made by the real probe: through the real bindings
 // against the paced driver double (each scenario its own double), or, where a boundary needs an exact ratio, the
 // model against the in-memory double with its fake clock. Only the per-process cache of the probe's report
-// (suites/context.js probeOnce) is replaced by the report of the scenario, and sysfs's link files are served
-// from a table for a bus id of the double (this machine has no PCIe link in sysfs).
-import { mkdtempSync, rmSync } from 'node:fs';
+// (suites/context.js probeOnce) is replaced by the report of the scenario, and sysfs's link files are written
+// under a folder of the test's own, named by MAPPED_REG_SYSFS_ROOT (this machine has no PCIe link in sysfs).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,8 +15,6 @@ import type { Probed } from '../suites/context.js';
 
 const fake = vi.hoisted(() => ({
   probed: undefined as Probed | undefined,
-  /** sysfs files served instead of read: path -> content */
-  sysfs: new Map<string, string>(),
   /** replaces the model's probe for static.verdict when set (a model that breaks its promise) */
   probe: undefined as ((device: Device, map: unknown, reference: unknown) => Verdict) | undefined,
 }));
@@ -28,19 +26,6 @@ vi.mock('../suites/context.js', async (importOriginal) => ({
     return fake.probed;
   },
 }));
-
-vi.mock('node:fs', async (importOriginal) => {
-  const real = await importOriginal<typeof import('node:fs')>();
-  // readFileSync's overloads: the fake answers a path of the table, anything else goes to the real one
-  const readFileSync = ((path: Parameters<typeof real.readFileSync>[0], ...rest: unknown[]) => {
-    if (typeof path === 'string' && path.startsWith('/sys/')) {
-      const content = fake.sysfs.get(path);
-      if (content !== undefined) return content;
-    }
-    return (real.readFileSync as (...a: unknown[]) => unknown)(path, ...rest);
-  }) as typeof real.readFileSync;
-  return { ...real, readFileSync, default: { ...real, readFileSync } };
-});
 
 vi.mock('../src/index.js', async (importOriginal) => {
   const real = await importOriginal<typeof import('../src/index.js')>();
@@ -195,29 +180,37 @@ describe('timing.link: the registered GB/s against the PCIe link read from sysfs
   // readLink and linkEncoding themselves: test/pci.test.ts
   it(`the check: at least ${LINK_WARN_FRACTION * 100}% of the link passes, below warns; no link in sysfs: skip`, () => {
     const d = cudaDevice({});
-    const dir = `/sys/bus/pci/devices/${d.pciBusId}`;
-    // no link files for the double's bus id: skipped with the reason
-    fake.sysfs.clear();
-    expect(judge('timing.link', context(d), exactReport(10, 8))).toEqual({ status: 'skip', o: `no PCIe link in sysfs for ${d.pciBusId} (${dir})` });
-    fake.sysfs.set(`${dir}/current_link_speed`, '32.0 GT/s PCIe');
-    fake.sysfs.set(`${dir}/current_link_width`, '16');
-    const gbps = (32 * 16 * 128) / 130 / 8;
-    // a report whose registered copy is exactly 70% of the link, and one just below
-    const at = (share: number): Probed => {
-      const p = exactReport(10, 20);
-      const t = p.report.timing!;
-      return { ...p, report: { ...p.report, timing: { ...t, registeredGBps: share * gbps } } as ProbeReport };
-    };
-    const pass = judge('timing.link', context(d), at(LINK_WARN_FRACTION));
-    expect(pass.status).toBe('pass');
-    expect((pass.o as Observation).expected).toBe('registered >= 70% of the link (63.0 GB/s: 32 GT/s x16), at its maximum speed and width');
-    expect(observed(pass)).toBe(`registered ${(0.7 * gbps).toFixed(2)} GB/s = 70.0% of 63.0 GB/s`);
-    expect(judge('timing.link', context(d), at(0.69)).status).toBe('warn');
-    expect(judge('timing.link', context(d), at(0.9)).status).toBe('pass');
-    // no timing from the self-test: warn
-    const none = { ...at(1), report: { ...at(1).report, timing: null } };
-    expect(judge('timing.link', context(d), none)).toMatchObject({ status: 'warn', o: { observed: 'no timing from the self-test' } });
-    fake.sysfs.clear();
+    const root = mkdtempSync(join(tmpdir(), 'mapped-reg-checks-sysfs-'));
+    const before = process.env.MAPPED_REG_SYSFS_ROOT;
+    process.env.MAPPED_REG_SYSFS_ROOT = root;
+    try {
+      const dir = `${root}/bus/pci/devices/${d.pciBusId}`;
+      // no link files for the double's bus id: skipped with the reason
+      expect(judge('timing.link', context(d), exactReport(10, 8))).toEqual({ status: 'skip', o: `no PCIe link in sysfs for ${d.pciBusId} (${dir})` });
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(`${dir}/current_link_speed`, '32.0 GT/s PCIe');
+      writeFileSync(`${dir}/current_link_width`, '16');
+      const gbps = (32 * 16 * 128) / 130 / 8;
+      // a report whose registered copy is exactly 70% of the link, and one just below
+      const at = (share: number): Probed => {
+        const p = exactReport(10, 20);
+        const t = p.report.timing!;
+        return { ...p, report: { ...p.report, timing: { ...t, registeredGBps: share * gbps } } as ProbeReport };
+      };
+      const pass = judge('timing.link', context(d), at(LINK_WARN_FRACTION));
+      expect(pass.status).toBe('pass');
+      expect((pass.o as Observation).expected).toBe('registered >= 70% of the link (63.0 GB/s: 32 GT/s x16), at its maximum speed and width');
+      expect(observed(pass)).toBe(`registered ${(0.7 * gbps).toFixed(2)} GB/s = 70.0% of 63.0 GB/s`);
+      expect(judge('timing.link', context(d), at(0.69)).status).toBe('warn');
+      expect(judge('timing.link', context(d), at(0.9)).status).toBe('pass');
+      // no timing from the self-test: warn
+      const none = { ...at(1), report: { ...at(1).report, timing: null } };
+      expect(judge('timing.link', context(d), none)).toMatchObject({ status: 'warn', o: { observed: 'no timing from the self-test' } });
+    } finally {
+      if (before === undefined) delete process.env.MAPPED_REG_SYSFS_ROOT;
+      else process.env.MAPPED_REG_SYSFS_ROOT = before;
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 

@@ -100,7 +100,7 @@ describe('- is standard input', () => {
   it('merge - FILE, report -, history add -, --expectations -', () => {
     const r1 = sh(`${M} merge - ${quote(other)} -o ${quote(join(work, 'merged.json'))}`, readFileSync(good, 'utf8'));
     expect(r1.stderr).toBe('');
-    expect(r1.stdout).toMatch(/^merged 2 file\(s\), 2 device\(s\)/);
+    expect(r1.stdout).toMatch(/^merged 2 files, 2 devices/);
     const r2 = sh(`${M} report - --html ${quote(join(work, 'page.html'))}`, readFileSync(good, 'utf8'));
     expect(r2.code, r2.stderr).toBe(0);
     const r3 = sh(`${M} history add --db ${quote(join(work, 'stdin.db'))} -`, readFileSync(good, 'utf8'));

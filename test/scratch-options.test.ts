@@ -53,7 +53,7 @@ describe('a scratch folder on tmpfs or ramfs', () => {
   it('is taken with --allow-tmpfs-scratch, and by list (which maps no file)', async () => {
     const { runCommandOptions } = await import('../cli/options.js');
     expect((await runCommandOptions(args({ scratchDir: memory, allowTmpfsScratch: true }), false, {})).scratchDir).toBe(memory);
-    expect((await runCommandOptions(args({ scratchDir: memory }), true, {})).scratchDir).toBe(memory);
+    expect((await runCommandOptions({ device: [], backend: ['cpu'], check: [], skip: [], scratchDir: memory }, true, {})).scratchDir).toBe(memory);
   });
   it('a folder on a disk is taken as before', async () => {
     const { runCommandOptions } = await import('../cli/options.js');

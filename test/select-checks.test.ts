@@ -194,7 +194,7 @@ describe('a run on the CUDA double', () => {
     // the terminal, and the step summary
     expect(r.stdout).toMatch(/cuda:0 probe\.verdict skip - skipped by --skip probe\.verdict/);
     expect(r.stdout).toMatch(/^skip: probe\.release, timing\.margin, timing\.link: skipped by --skip probe\.verdict \(it needs probe\.verdict\)$/m);
-    expect(r.stdout).toMatch(/^cuda:0: Inconclusive \(not probed: probe\.verdict skipped by --skip probe\.verdict\)$/m);
+    expect(r.stdout).toMatch(/^cuda:0: Inconclusive: not probed: probe\.verdict skipped by --skip probe\.verdict$/m);
     const md = readFileSync(summary, 'utf8');
     expect(md).toContain('#### Checks skipped by the selection (6)');
     expect(md).toMatch(/^- \*\*hazard\.context\\_reset\*\*: skipped by .*hang\.txt:3 hazard\.context\\_reset$/m);
