@@ -316,8 +316,19 @@ const started = Date.now();
 const rows = [];
 // Vitest's global setup builds dist/ from the (mutated) sources: build it again from the real ones at the end.
 process.on('exit', () => execFileSync(process.execPath, ['scripts/prepare.mjs'], { stdio: 'inherit' }));
+// A signal (a kill of this script alone) must not leave a mutant in the sources: with these handlers the script
+// is not ended mid-mutation; the signal is answered between two mutations, once the source is back (a Ctrl-C
+// ends the test run too: its failure to write results ends the script through the finally below).
+let restore = () => {};
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    restore();
+    process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1));
+  });
+}
 for (const [name, why, file, mutate, tests] of chosen) {
   const original = readFileSync(file, 'utf8');
+  restore = () => writeFileSync(file, original);
   const mutated = mutate(original);
   if (mutated === original) throw new Error(`mutation "${name}" changed nothing: its pattern is stale`);
   const out = join(tmpdir(), `mutation-${process.pid}.json`);
@@ -343,6 +354,8 @@ for (const [name, why, file, mutate, tests] of chosen) {
     writeFileSync(file, original);
     rmSync(out, { force: true });
   }
+  // the loop is synchronous: a pending signal is handled only here, between two mutations
+  await new Promise((r) => setImmediate(r));
 }
 const minutes = ((Date.now() - started) / 60000).toFixed(1);
 
@@ -351,11 +364,14 @@ if (!only) {
   const lines = [
     '# Mutations of the model, the checks, the bindings and the gate, and the tests that catch them',
     '',
-    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/checks/`, `suites/hazards/`, `bindings/`,',
-    '`results/`, `history/` or `cli/` (the selection of checks and devices),',
-    'the test files that hold that code run (the model: `test/probe`, `static`, `verdict`, `ops`; the probe, timing',
-    'and static checks: `test/checks`; the hazard checks: `test/hazards`; the bindings: `test/cuda`, `test/hip`; the',
-    "gate's rules at their boundaries, in `results/` and `history/`: `test/gate-boundaries`; the selection: `test/select-checks`, `test/select`),",
+    'Made by `node scripts/mutations.mjs`: each mutation is applied alone to `src/`, `suites/` (the checks, the hazards, the',
+    'machine check around the timed copies), `bindings/`, `results/`, `reporters/`, `history/` or `cli/` (the options, the',
+    'selection of checks and devices, the outputs, the watchdog), the test files that hold that code run (the last column',
+    'of each mutation in the script names them: the model: `test/probe`, `static`, `verdict`, `ops`; the checks: `test/checks`;',
+    "the hazards: `test/hazards`; the bindings: `test/cuda`, `test/hip`; the gate's rules: `test/gate-boundaries`; whose fault",
+    'a failure is, in every report: `test/attribution`; the machine check at its thresholds: `test/machine-check`; the',
+    'timing lock and the waits: `test/timing-lock`, `test/lock-wait`, `test/busy`; the reads that never block and the caps:',
+    '`test/machine-reads`, `test/machine-caps`, `test/outputs`; the options: `test/options`; ...),',
     'and the source is restored. A mutation no test catches would be listed as SURVIVED; a pattern that no longer',
     'matches the source stops the script, and so does a mutant that does not compile (the tests build `dist/` with tsc',
     'first; the build, unlike `npm test`, allows an unused local). `node scripts/mutations.mjs NAME` runs the mutations whose name contains NAME and writes nothing;',
