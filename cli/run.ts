@@ -1,7 +1,7 @@
 // What `run` and `list` do, top-down: the stop signals and what killed processes left; the discovery (for a run, in
-// the processes that then check the devices: cli/discovering-runners.ts); what it found; the checks (who runs where and
-// when: cli/schedule.ts; each device's processes: cli/orchestrate.ts); the result (cli/assemble.ts). The verdicts
-// and checks come from the suites and the model; this file drives and prints.
+// the processes that then check the devices: cli/discovering-runners.ts); what it found; the checks (who runs where
+// and when, and the gate's re-runs: cli/schedule.ts; each device's processes: cli/orchestrate.ts); the result
+// (cli/assemble.ts). The verdicts and checks come from the suites and the model; this file drives and prints.
 import { deviceFromPlain, discover, plainDiscovery } from '../bindings/discovery.js';
 import { statfs } from '../bindings/libc.js';
 import { type Look, wrap } from '../reporters/look.js';
@@ -13,7 +13,7 @@ import { type Discovered, discoverInGroups, removeScratchOfTheDead, stopGroups }
 import { type RunOptions, resultOptions } from './options.js';
 import { UsageError } from './usage-error.js';
 import { type DeviceRun, interruptAll } from './orchestrate.js';
-import { Probes, checkDevices, rerunCheck } from './schedule.js';
+import { Probes, checkDevices } from './schedule.js';
 import { DeviceChoice } from './select-devices.js';
 import { PROBE_VERDICT } from '../suites/checks/data.js';
 import { onStop } from './signals.js';
@@ -101,10 +101,9 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const result = runResult({ tool, startedAt, options: resultOptions(o), found, devices, phasesMs: { discovery: tDiscovered - t0, checks: tChecked - tDiscovered }, incomplete: stop.signal.aborted });
     term.out(`\n${plural(devices.length, 'device')} in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
     const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
-      const options = checking?.options.find((s) => s.device === deviceId);
       const device = devices.find((d) => d.id === deviceId);
-      if (!options || !device) return undefined;
-      return rerunCheck(options, checkId, device.checks.map((c) => c.id), { timeoutS: o.timeoutS });
+      if (!checking || !device) return undefined;
+      return checking.rerun(deviceId, checkId, device.checks.map((c) => c.id));
     };
     return { result, interrupted: stop.signal.aborted, rerun };
   } finally {

@@ -13,8 +13,11 @@ import { type DeviceChoice, isGpuDriver, keeps } from './select-devices.js';
 export interface Checking {
   /** Every device's run, once all are over (only those started when a signal stopped the run). */
   runs: Promise<DeviceRun[]>;
-  /** The options of each device chosen (for a re-run). */
-  options: SuiteOptions[];
+  /**
+   * One check of a chosen device again, alone, in a new process of that device (the gate's flake re-run), the
+   * device's `otherChecks` skipped: its result (none for a device not chosen).
+   */
+  rerun: (deviceId: string, checkId: string, otherChecks: readonly string[]) => Promise<CheckResult | undefined>;
 }
 
 /**
@@ -46,7 +49,7 @@ export class Probes {
 /**
  * Starts the checks of the `chosen` devices: answers every discovering process (the devices it checks, or none),
  * starts the other GPUs, and the others once every GPU's probe is over (or `stop` is aborted: then they never
- * start).
+ * start). The devices' re-runs are made here too, with the same --timeout (and no progress, no stop).
  */
 export function checkDevices(groups: readonly Group[], chosen: readonly PlainDevice[], choice: DeviceChoice, probes: Probes, o: OrchestrateOptions & { stop: AbortSignal }): Checking {
   const options = chosen.map((d) => choice.optionsOf(d));
@@ -61,18 +64,21 @@ export function checkDevices(groups: readonly Group[], chosen: readonly PlainDev
   const firstRuns = groups.map((g) => g.runs);
   const started = new Set(answers.flat().map((d) => d.device));
 
+  // the others wait for every GPU's probe (none reports before this returns: a report is an event of a process)
+  const afterProbes = probes.allOver(gpus.map((d) => d.device), o.stop);
   const gpuRuns = o.stop.aborted ? [] : gpus.filter((d) => !started.has(d.device)).map((d) => runDevice(d, o).then((run) => [run]));
   // a GPU run that ended without a probe result (its process died before) frees the others too
   for (const r of [...firstRuns, ...gpuRuns]) void r.then((runs) => runs.forEach((run) => probes.over(run.device)));
   const others = rest.filter((d) => !started.has(d.device));
-  const afterProbes = probes.allOver(gpus.map((d) => d.device), o.stop);
   const restRuns = afterProbes.then((): Promise<DeviceRun[]> | DeviceRun[] => (o.stop.aborted || others.length === 0 ? [] : runTogether(others, o)));
   const runs = Promise.all([...firstRuns, ...gpuRuns, restRuns]).then((all) => all.flat());
-  return { runs, options };
-}
-
-/** One check of a device again, alone, in a new process of that device (the gate's flake re-run): its result. */
-export async function rerunCheck(device: SuiteOptions, checkId: string, otherChecks: readonly string[], o: OrchestrateOptions): Promise<CheckResult | undefined> {
-  const again = await runDevice({ ...device, skip: otherChecks.filter((id) => id !== checkId) }, o);
-  return again.checks.find((c) => c.id === checkId);
+  // a re-run's process: the same --timeout, no progress drawn, no stop (the run is over)
+  const rerunWith = { timeoutS: o.timeoutS };
+  const rerun = async (deviceId: string, checkId: string, otherChecks: readonly string[]): Promise<CheckResult | undefined> => {
+    const device = options.find((s) => s.device === deviceId);
+    if (!device) return undefined;
+    const run = await runDevice({ ...device, skip: otherChecks.filter((id) => id !== checkId) }, rerunWith);
+    return run.checks.find((c) => c.id === checkId);
+  };
+  return { runs, rerun };
 }
