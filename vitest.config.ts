@@ -13,7 +13,9 @@ export default defineConfig({
     // more rounds, or a deterministic share between figure and margin (docs/development.md). The tests' timing lock
     // and per-test folders keep files apart.
     maxWorkers: 4,
-    testTimeout: 60_000,
+    // a test that runs the command four or five times (history's selectors: a DuckDB store each time) took 65 s
+    // beside two busy loops on the 2-core machine; a limit is a hang's bound, not a speed judged
+    testTimeout: 180_000,
     // a beforeAll that builds a fleet or a store runs the command many times: on a loaded machine that takes more
     // than Vitest's default of 10 s (a full run beside two busy loops and another test run timed one out)
     hookTimeout: 120_000,
