@@ -4,8 +4,9 @@
 // hold that code, and writes which tests failed to docs/mutations.md. The source is restored after each run (and on
 // any error). Every pattern must match the source, or the script stops: a stale pattern would make a mutation a
 // no-op that "survives" for nothing.
-// Usage: node scripts/mutations.mjs [--dry] [name-substring]   (all mutations when none is given; --dry: only
-// check that every pattern matches the sources)
+// Usage: node scripts/mutations.mjs [--dry] [--new] [name-substring]   (all mutations when none is given; --dry: only
+// check that every pattern matches the sources; --new: only those docs/mutations.md does not list yet, the page's
+// rows for the others carried and marked so)
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -290,8 +291,24 @@ const mutations = [
 ];
 
 const dry = process.argv.includes('--dry');
-const only = process.argv.slice(2).find((a) => a !== '--dry');
-const chosen = only ? mutations.filter(([name]) => name.includes(only)) : mutations;
+// --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
+// the page says which were run this time and which were carried
+const onlyNew = process.argv.includes('--new');
+const only = process.argv.slice(2).find((a) => a !== '--dry' && a !== '--new');
+/** The page's caught-by lists, by mutation name (the `## name: caught by N test(s)` sections and their `- test` lines). */
+function pageRows() {
+  const found = new Map();
+  if (!existsSync('docs/mutations.md')) return found;
+  let current;
+  for (const line of readFileSync('docs/mutations.md', 'utf8').split('\n')) {
+    const head = /^## (.*): (caught by \d+ test\(s\)|SURVIVED)$/.exec(line);
+    if (head) found.set((current = head[1]), []);
+    else if (current !== undefined && line.startsWith('- ')) found.get(current).push(line.slice(2));
+  }
+  return found;
+}
+const carried = onlyNew ? pageRows() : new Map();
+const chosen = only ? mutations.filter(([name]) => name.includes(only)) : mutations.filter(([name]) => !carried.has(name));
 if (chosen.length === 0) throw new Error(`no mutation matches ${JSON.stringify(only)}`);
 if (dry) {
   // every pattern against the current sources, nothing written or run
@@ -360,6 +377,13 @@ for (const [name, why, file, mutate, tests] of chosen) {
 const minutes = ((Date.now() - started) / 60000).toFixed(1);
 
 if (!only) {
+  const ran = rows.length;
+  // with --new, the page's rows for the mutations not run this time, in the script's order
+  if (onlyNew) {
+    const fresh = new Map(rows.map((r) => [r.name, r]));
+    rows.length = 0;
+    for (const [name, why, file, , tests] of mutations) rows.push(fresh.get(name) ?? { name, why, file, tests, failed: carried.get(name) ?? [], carried: true });
+  }
   const caught = rows.filter((r) => r.failed.length > 0).length;
   const lines = [
     '# Mutations of the model, the checks, the bindings and the gate, and the tests that catch them',
@@ -377,12 +401,19 @@ if (!only) {
     'first; the build, unlike `npm test`, allows an unused local). `node scripts/mutations.mjs NAME` runs the mutations whose name contains NAME and writes nothing;',
     '`--dry` only checks that every pattern matches.',
     '',
-    `${rows.length} mutations, ${caught} caught, ${rows.length - caught} survived; the whole run took ${minutes} min on the`,
+    `${rows.length} mutations, ${caught} caught, ${rows.length - caught} survived; the run took ${minutes} min on the`,
     'machine that wrote this file (2 cores, shared).',
+    ...(onlyNew
+      ? [
+          '',
+          `This page was written with \`--new\`: ${ran} mutations (those the page did not list before) were run this time; the`,
+          `other ${rows.length - ran} rows, marked "carried", are as the page's earlier run found them, not run again.`,
+        ]
+      : []),
     '',
     '| mutation | of | file | caught by |',
     '| --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.name} | ${r.why} | \`${r.file}\` | ${r.failed.length ? `${r.failed.length} test(s)` : '**SURVIVED**'} |`),
+    ...rows.map((r) => `| ${r.name} | ${r.why} | \`${r.file}\` | ${r.failed.length ? `${r.failed.length} test(s)` : '**SURVIVED**'}${r.carried ? ' (carried)' : ''} |`),
     '',
   ];
   for (const r of rows) {
