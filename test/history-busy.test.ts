@@ -10,6 +10,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DeviceLoad, RunResult } from '../results/types.js';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
+import { storeAsVersion1 } from './support/store-v1.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-history-busy-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -107,18 +108,7 @@ describe('a store of version 1', () => {
     // a store as version 1 made it: the same tables less the columns of 2
     const made = join(work, 'v2-made.db');
     expect(cli(['history', 'add', '--db', made, oldFile]).code).toBe(0);
-    {
-      const instance = await DuckDBInstance.create(made);
-      const c = await instance.connect();
-      await c.run(`ATTACH '${db}' AS v1`);
-      await c.run(`CREATE TABLE v1.meta AS SELECT key, CASE WHEN key = 'version' THEN '1' ELSE value END AS value FROM meta`);
-      await c.run(`CREATE TABLE v1.runs AS SELECT * FROM runs`);
-      await c.run(`CREATE TABLE v1.devices AS SELECT * EXCLUDE (page_locked, pl_ratio, busy, machine) FROM devices`);
-      await c.run(`CREATE TABLE v1.checks AS SELECT * FROM checks`);
-      await c.run('DETACH v1');
-      c.closeSync();
-      instance.closeSync();
-    }
+    await storeAsVersion1(made, db);
     // read as it is: a report of the one run
     const page = cli(['history', 'report', '--db', db, '--html', join(work, 'v1.html')]);
     expect(page.code, page.stderr).toBe(0);

@@ -12,6 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CheckResult, DeviceLoad, DeviceResult, RunResult } from '../results/types.js';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
+import { storeAsVersion1 } from './support/store-v1.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-history-sides-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -153,16 +154,7 @@ describe('a store of each version the history commands accept', () => {
   async function version1(files: string[]): Promise<string> {
     const made = store(files);
     const db = join(work, `v1-${serial++}.db`);
-    const instance = await DuckDBInstance.create(made);
-    const c = await instance.connect();
-    await c.run(`ATTACH '${db}' AS v1`);
-    await c.run(`CREATE TABLE v1.meta AS SELECT key, CASE WHEN key = 'version' THEN '1' ELSE value END AS value FROM meta`);
-    await c.run(`CREATE TABLE v1.runs AS SELECT * FROM runs`);
-    await c.run(`CREATE TABLE v1.devices AS SELECT * EXCLUDE (page_locked, pl_ratio, busy, machine) FROM devices`);
-    await c.run(`CREATE TABLE v1.checks AS SELECT * FROM checks`);
-    await c.run('DETACH v1');
-    c.closeSync();
-    instance.closeSync();
+    await storeAsVersion1(made, db);
     return db;
   }
 

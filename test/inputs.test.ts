@@ -2,13 +2,13 @@
 // substitution, `--baseline <(curl -s "$URL")`) are read like files, up to the same caps; a named pipe with no
 // writer is refused within PIPE_WAIT_MS with one line, never waited on for ever, and the event loop stays free
 // while it is polled.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InputError, MAX_INPUT_BYTES, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
-import { MAIN, NO_HAZARDS, cleanEnv } from './support/command.js';
+import { MAIN, NO_HAZARDS, cleanEnv, commandEnd } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-inputs-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -29,15 +29,6 @@ function sh(script: string, input?: string) {
 }
 const M = 'eval "$M"';
 
-/** The command with no timeout of its own (an input that could hang it), standard input closed: the promise of its end. */
-function cliAsync(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: cleanEnv({}, ['GITHUB_STEP_SUMMARY']), cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('close', (code) => done({ code, stderr }));
-  });
-}
 
 describe('process substitution: a pipe with a writer is read as a file', () => {
   it('compare <(cat OLD) NEW, and compare OLD <(cat NEW)', () => {
@@ -138,7 +129,7 @@ describe('a named pipe with no writer: refused within a bounded time, one line, 
     const fifo = join(work, 'nobody.json');
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     for (const args of [['compare', fifo, good], ['--backend', 'cpu', '--baseline', fifo]]) {
-      const r = await cliAsync(args);
+      const r = await commandEnd(work, args);
       expect(r.code, r.stderr).toBe(2);
       expect(oneLine(r)).toBe(`mapped-reg-conformance: ${fifo}: a named pipe that gave nothing in 3 s (no process writes to it): start its writer first, or give a file`);
     }

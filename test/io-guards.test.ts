@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { junitXml } from '../reporters/junit.js';
 import type { RunResult } from '../results/types.js';
-import { MAIN, cleanEnv } from './support/command.js';
+import { MAIN, cleanEnv, commandEnd } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-io-guards-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -21,15 +21,6 @@ function cli(args: string[], env: Record<string, string | undefined> = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** The command with no timeout of its own, for an input that could hang it: the promise of its end. */
-function cliAsync(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: cleanEnv({}, ['GITHUB_STEP_SUMMARY']), cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('close', (code) => done({ code, stderr }));
-  });
-}
 
 const digest = (file: string): string => createHash('sha256').update(readFileSync(file)).digest('hex');
 const fixture = (name: string): RunResult => JSON.parse(readFileSync(join(import.meta.dirname, 'fixtures', `${name}.json`), 'utf8')) as RunResult;
@@ -119,7 +110,7 @@ describe('only regular files and pipes are read as inputs, a device refused at o
     const fifo = join(work, 'pipe.json');
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     for (const args of [['compare', fifo, good], ['--backend', 'cpu', '--baseline', fifo]]) {
-      const r = await cliAsync(args);
+      const r = await commandEnd(work, args);
       expect(r.code, r.stderr).toBe(2);
       expect(oneLine(r)).toMatch(/pipe\.json: a named pipe that gave nothing in 3 s/);
     }
