@@ -15,7 +15,7 @@ import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { painter } from '../reporters/look.js';
-import { gateSummary, interruptedLine, runSummary } from '../reporters/summary.js';
+import { gateSummary, interruptedLine, runSummary, totalsLine } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs, sameHostRunsHint } from '../results/duplicates.js';
 import { checkOutputList, OutputError, writeOutput } from './outputs.js';
 import {
@@ -126,6 +126,8 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     // every report is tried; one that cannot be written is told in one line and the run does not pass
     const unwritten = await writeRunOutputs(result, o.outputs, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
+    // the totals as the JUnit report counts them, then the gate's decision
+    if (!listOnly) tell(['', terminalSafe(totalsLine(result, { ...(stoppedBy() !== undefined ? { stoppedBy: stoppedBy() } : {}) }))]);
     if (result.gate) tell(['', ...gateSummary(capGate(result.gate), look)]);
     // a run's log always ends on its answer: PASS or FAIL (the gate's headline, above), or INTERRUPTED
     if (!listOnly && stoppedBy()) tell([...(result.gate ? [] : ['']), ...interruptedLine(result, stoppedBy(), look)]);
