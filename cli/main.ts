@@ -127,7 +127,7 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     const unwritten = await writeRunOutputs(result, o.outputs, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
     // the totals as the JUnit report counts them, then the gate's decision
-    if (!listOnly) tell(['', terminalSafe(totalsLine(result, { ...(stoppedBy() !== undefined ? { stoppedBy: stoppedBy() } : {}) }))]);
+    if (!listOnly) tell(['', ...totalsLine(result, { ...(stoppedBy() !== undefined ? { stoppedBy: stoppedBy() } : {}) }, look)]);
     if (result.gate) tell(['', ...gateSummary(capGate(result.gate), look)]);
     // a run's log always ends on its answer: PASS or FAIL (the gate's headline, above), or INTERRUPTED
     if (!listOnly && stoppedBy()) tell([...(result.gate ? [] : ['']), ...interruptedLine(result, stoppedBy(), look)]);

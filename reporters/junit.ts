@@ -1,13 +1,14 @@
-// The JUnit report of a run (what CI reads of it: docs/ci.md), written with xmlbuilder2 from the report's data
+// The JUnit report of a run (what CI reads of it: docs/ci.md), written with fast-xml-parser's XMLBuilder from the report's data
 // (reporters/junit-cases.ts: which testsuites and testcases there are, and how each ends), valid against Jenkins
 // xunit's junit-10.xsd: `tests`, `failures`, `errors`, `skipped` and `time` on every <testsuite>, `tests`,
 // `failures`, `errors` and `time` on <testsuites> (the XSD has no `skipped` there).
 //
 // Every string is made safe for XML 1.0 here, before the writer sees it: characters XML cannot carry (C0 controls
 // other than tab, newline and carriage return, lone surrogates, U+FFFE/U+FFFF) are written visibly (`\x07`) or
-// as U+FFFD. Text is written as character data, escaped by the writer, so that `]]>`, `<`, `&` and non-ASCII come
-// back exact from any XML parser.
-import { create } from 'xmlbuilder2';
+// as U+FFFD. Text is written as character data, escaped by the writer, so that `]]>`, `<`, `&`, `&amp;` and
+// non-ASCII come back exact from any XML parser (xmlbuilder2 leaves a written `&amp;` as it is: it reads back `&`).
+import { XMLBuilder } from 'fast-xml-parser';
+import { oneLine } from '../results/format.js';
 import type { RunResult } from '../results/types.js';
 import { type JunitCase, type JunitSuite, type RunEnd, allCases, junitCases, junitTotals } from './junit-cases.js';
 
@@ -23,39 +24,44 @@ export function xmlSafe(s: string): string {
   return s.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`).replace(NOT_A_CHAR, '\uFFFD');
 }
 
+/**
+ * An attribute's text: safe, and on one line (an XML parser turns each tab, newline and carriage return of an
+ * attribute into a space: a message that spans lines is told whole in its element's text).
+ */
+const attr = (s: string): string => oneLine(xmlSafe(s));
+
 /** A count or a time as an attribute. */
 const n = (x: number): string => String(x);
 
-type Element = ReturnType<ReturnType<typeof create>['ele']>;
+/** fast-xml-parser's builder: attributes are the keys that start with `@_`, text is `#text`, every `&`, `<`, `>` and quote escaped. */
+const writer = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', textNodeName: '#text', format: true, indentBy: '  ', suppressEmptyNode: true, suppressBooleanAttributes: false, processEntities: true });
 
-function writeCase(parent: Element, c: JunitCase): void {
-  const tc = parent.ele('testcase', { classname: xmlSafe(c.classname), name: xmlSafe(c.name), time: n(c.time) });
+/** An element of the builder's tree. */
+type Node = Record<string, unknown>;
+
+function caseNode(c: JunitCase): Node {
+  const tc: Node = { '@_classname': attr(c.classname), '@_name': attr(c.name), '@_time': n(c.time) };
   const o = c.outcome;
-  if (o) {
-    const e = tc.ele(o.element, { message: xmlSafe(o.message), ...(o.type !== undefined ? { type: xmlSafe(o.type) } : {}) });
-    if (o.body) e.txt(xmlSafe(o.body));
-  }
-  if (c.out) tc.ele('system-out').txt(xmlSafe(c.out));
+  if (o) tc[o.element] = { '@_message': attr(o.message), ...(o.type !== undefined ? { '@_type': attr(o.type) } : {}), ...(o.body ? { '#text': xmlSafe(o.body) } : {}) };
+  if (c.out) tc['system-out'] = { '#text': xmlSafe(c.out) };
+  return tc;
 }
 
-function writeSuite(parent: Element, s: JunitSuite): void {
+function suiteNode(s: JunitSuite): Node {
   const t = junitTotals(s.cases);
-  const suite = parent.ele('testsuite', {
-    name: xmlSafe(s.name),
-    tests: n(t.tests),
-    failures: n(t.failures),
-    errors: n(t.errors),
-    skipped: n(t.skipped),
-    time: n(s.time),
-    timestamp: xmlSafe(s.timestamp),
-    hostname: xmlSafe(s.hostname),
-  });
-  if (s.properties.length) {
-    const props = suite.ele('properties');
-    for (const [name, value] of s.properties) props.ele('property', { name: xmlSafe(name), value: xmlSafe(value) });
-  }
-  for (const c of s.cases) writeCase(suite, c);
-  if (s.out) suite.ele('system-out').txt(xmlSafe(s.out));
+  return {
+    '@_name': attr(s.name),
+    '@_tests': n(t.tests),
+    '@_failures': n(t.failures),
+    '@_errors': n(t.errors),
+    '@_skipped': n(t.skipped),
+    '@_time': n(s.time),
+    '@_timestamp': attr(s.timestamp),
+    '@_hostname': attr(s.hostname),
+    ...(s.properties.length ? { properties: { property: s.properties.map(([name, value]) => ({ '@_name': attr(name), '@_value': attr(value) })) } } : {}),
+    ...(s.cases.length ? { testcase: s.cases.map(caseNode) } : {}),
+    ...(s.out ? { 'system-out': { '#text': xmlSafe(s.out) } } : {}),
+  };
 }
 
 /**
@@ -66,8 +72,7 @@ function writeSuite(parent: Element, s: JunitSuite): void {
 export function junitXml(result: RunResult, run: RunEnd = {}): string {
   const report = junitCases(result, run);
   const t = junitTotals(allCases(report));
-  const doc = create({ version: '1.0', encoding: 'UTF-8' });
-  const root = doc.ele('testsuites', { name: xmlSafe(report.name), tests: n(t.tests), failures: n(t.failures), errors: n(t.errors), time: n(report.time) });
-  for (const s of report.suites) writeSuite(root, s);
-  return `${doc.end({ prettyPrint: true })}\n`;
+  const testsuites: Node = { '@_name': attr(report.name), '@_tests': n(t.tests), '@_failures': n(t.failures), '@_errors': n(t.errors), '@_time': n(report.time) };
+  if (report.suites.length) testsuites.testsuite = report.suites.map(suiteNode);
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${writer.build({ testsuites }) as string}`;
 }

@@ -162,9 +162,9 @@ export function runSummary(result: RunResult, listOnly = false, look: Look = {})
  * `tests: 24: 20 passed, 1 failed, 2 errors, 1 skipped`. A warning passed; an error is the host's (or a crash, a
  * timeout, the device's process); a failure is the driver's.
  */
-export function totalsLine(result: RunResult, run: RunEnd = {}): string {
+export function totalsLine(result: RunResult, run: RunEnd = {}, look: Look = {}): string[] {
   const t = junitTotals(allCases(junitCases(result, run)));
-  return `tests: ${t.tests}: ${t.passed} passed, ${t.failures} failed, ${plural(t.errors, 'error')}, ${t.skipped} skipped (as the JUnit report counts them)`;
+  return wrap(`tests: ${t.tests}: ${t.passed} passed, ${t.failures} failed, ${plural(t.errors, 'error')}, ${t.skipped} skipped (as the JUnit report counts them)`, look.width);
 }
 
 /** The last line of a run that a signal stopped: INTERRUPTED, the signal, and what it left unrun. */

@@ -287,7 +287,7 @@ describe('a check the host failed, on a scratch folder whose name is `ü日本 ]
 
 describe('text exact, on a result made by hand', () => {
   it('`]]>`, ü日本 and control characters (written visibly) come back from every consumer as the result said them', async () => {
-    const said = 'a ]]> b ü日本 😀 <tag> & "q" \u0007bell';
+    const said = 'a ]]> b ü日本 😀 <tag> & &amp; &lt; "q" \u0007bell';
     const result: RunResult = {
       schemaVersion: 2,
       tool: { name: 'mapped-reg-conformance', version: '0.1.0' },
