@@ -207,7 +207,7 @@ function driverStartText(b: NonNullable<RunResult['backends']>[number]): string 
   // the code's name and number, each where the message does not already say it
   const missing = [e.codeName, e.code !== undefined ? String(e.code) : undefined].filter((x): x is string => x !== undefined && !e.message.includes(x));
   const named = missing.length ? ` (${missing.join(' ')})` : '';
-  return `${b.backend}: ${e.message}${named}: ${b.library ?? 'the library'} loaded, then failed to start`;
+  return `${e.message}${named}: ${b.library ?? 'the library'} loaded, then failed to start`;
 }
 
 /** The key a reason and the testcase that stands for it share. */

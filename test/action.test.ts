@@ -325,8 +325,8 @@ function gatedUpgradeTests(): void {
     // Markdown: the arrow's > escaped
     expect(r.summary).toMatch(/^- cuda:0 Double CUDA Device \(0000:00:00\.0\): registered 1\.\d\d GB\/s -\\> 1\.\d\d GB\/s \(-2\d\.\d%\): a drop of /m);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [FAIL]"');
-    expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure /);
+    expect(junit).toContain('<testsuite name="gate [FAIL] on ');
+    expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="cuda:0 &gt; gate\.bandwidth"[^>]*>\s*<failure /);
     expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^FAIL: cuda:0 Double CUDA Device \(0000:00:00\.0\): registered /);
   }, 120_000);
 
@@ -408,7 +408,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(r.summary).toContain('**PASS**: ');
     expect(r.steps[1]!.stdout).toMatch(/no GPU driver was found/);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [PASS]"');
+    expect(junit).toContain('<testsuite name="gate [PASS] on ');
     const v = validateJunit(junit);
     expect(v.ok, v.output).toBe(true);
 
@@ -454,7 +454,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.junit).toBe(join(workspace, 'mapped-reg-junit.xml'));
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [PASS]"');
+    expect(junit).toContain('<testsuite name="gate [PASS] on ');
     expect(readFileSync(join(workspace, 'out2', 'extra.xml'), 'utf8')).toBe(junit);
   }, 120_000);
 

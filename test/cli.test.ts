@@ -47,7 +47,7 @@ describe('with no GPU', () => {
     const suites = [...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1]);
     expect(suites).toEqual(expect.arrayContaining([expect.stringMatching(/^cpu /), expect.stringMatching(/^opencl:0 /), expect.stringMatching(/^vulkan:0 /)]));
     expect(xml).toMatch(/<property name="verdict" value="Refused \(Kernel_hazard/);
-    expect(xml).toMatch(/<testcase classname="cpu\.static" name="static\.verdict"/);
+    expect(xml).toMatch(/<testcase classname="cpu\.static" name="cpu &gt; static\.verdict"/);
     const md = readFileSync(summary, 'utf8');
     expect(md.startsWith('# earlier step\n')).toBe(true);
     expect(md).toMatch(/^\| `cpu` \| /m);

@@ -188,8 +188,8 @@ describe('a run on the CUDA double', () => {
     // JUnit: <skipped message="...">, valid against the schema
     const xml = readFileSync(junit, 'utf8');
     expect(validateJunit(xml).ok).toBe(true);
-    expect(xml).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict"\/>/);
-    expect(xml).toMatch(/<testcase classname="cuda:0\.timing" name="timing\.link"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict \(it needs probe\.verdict\)"\/>/);
+    expect(xml).toMatch(/<testcase classname="cuda:0\.probe" name="cuda:0 &gt; probe\.verdict"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict"\/>/);
+    expect(xml).toMatch(/<testcase classname="cuda:0\.timing" name="cuda:0 &gt; timing\.link"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict \(it needs probe\.verdict\)"\/>/);
     expect(xml).toContain(`<skipped message="skipped by ${skips}:3 hazard.context_reset"/>`);
     // the terminal, and the step summary
     expect(r.stdout).toMatch(/cuda:0 probe\.verdict skip - skipped by --skip probe\.verdict/);

@@ -245,7 +245,7 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     const after = d.checks.slice(d.checks.findIndex((x) => x.id === 'probe.verdict') + 1);
     expect(after.every((x) => x.process === 3)).toBe(true); // the checks after it, from the third process
     expect(d.restarts?.[0]).toMatch(/process 1 was killed by SIGKILL during probe\.verdict, not by this command/);
-    expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
+    expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="cuda:0 &gt; probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
     expect(c.stdout()).toMatch(/cuda:0: 1 check could not run because of the host, not the driver/);
     expect(readdirSync(scratch)).toEqual([]);
     expect(code).toBe(1);
