@@ -407,6 +407,9 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(json.gate!.pass).toBe(true);
     expect(r.summary).toContain('**PASS**: ');
     expect(r.steps[1]!.stdout).toMatch(/no GPU driver was found/);
+    // each device's verdict an annotation of the run; no error about the report, which is there
+    for (const [id, v] of Object.entries(verdicts)) expect(r.steps[1]!.stdout).toContain(`::notice title=mapped-reg-conformance ${id}::${id}: ${v}\n`);
+    expect(r.steps[1]!.stdout).not.toMatch(/::error/);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
     expect(junit).toContain('<testsuite name="gate [PASS] on ');
     const v = validateJunit(junit);
@@ -430,6 +433,8 @@ describe('the action on a runner with no GPU, then with the driver double', () =
       expect(r.steps[1]!.stderr).toMatch(new RegExp(`^mapped-reg-conformance: .*\\b${input}\\b`, 'm'));
       expect(r.outputs).toMatchObject({ results: '', junit: '', verdicts: '{}', passed: 'false', 'exit-code': '2' });
       expect(r.summary).toBe('');
+      // no report: said as an error of the step, which fails with the command's status
+      expect(r.steps[1]!.stdout).toMatch(/^::error title=mapped-reg-conformance::no JUnit report written to .*mapped-reg-junit\.xml \(absent or empty\): the step fails \(exit status 2\)$/m);
     }
     expect(readFileSync(join(workspace, 'mapped-reg-results.json'), 'utf8')).toBe('{"stale": true}');
   }, 120_000);
