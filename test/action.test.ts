@@ -407,9 +407,9 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(json.gate!.pass).toBe(true);
     expect(r.summary).toContain('**PASS**: ');
     expect(r.steps[1]!.stdout).toMatch(/no GPU driver was found/);
-    // each device's verdict an annotation of the run; no error about the report, which is there
-    for (const [id, v] of Object.entries(verdicts)) expect(r.steps[1]!.stdout).toContain(`::notice title=mapped-reg-conformance ${id}::${id}: ${v}\n`);
+    // no error about the report, which is there; the log ends on the gate's answer
     expect(r.steps[1]!.stdout).not.toMatch(/::error/);
+    expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^PASS: /);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
     expect(junit).toContain('<testsuite name="gate [PASS] on ');
     const v = validateJunit(junit);
