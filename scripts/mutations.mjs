@@ -98,6 +98,12 @@ const writeOutputs = 'cli/write-outputs.ts';
 const finite = 'results/finite.ts';
 const summary = 'reporters/summary.ts';
 const junit = 'reporters/junit.ts';
+const junitCases = 'reporters/junit-cases.ts';
+const streamText = 'cli/stream-text.ts';
+/** JUnit as CI systems read it (issue 35): real consumers, and the reporters' own tests. */
+const JUNIT_CONSUMERS = ['test/junit-consumers.test.ts'];
+const JUNIT_REPORTS = ['test/junit-consumers.test.ts', 'test/reporters.test.ts'];
+const STREAM_TEXT = ['test/stream-text.test.ts'];
 const cap = 'reporters/cap.ts';
 const MACHINE_READS = ['test/machine-reads.test.ts'];
 const OUTPUTS = ['test/outputs.test.ts'];
@@ -247,10 +253,10 @@ const mutations = [
   ['the headline says "more above" again', 'attribution: headline', gateRules, edits(['more)` : \'\'}`;', 'more above)` : \'\'}`;']), ATTRIBUTION],
   ['CPU pressure alone excuses a fall of the ratio', 'attribution: CPU pressure', compareRules, edits(['load.busy && !(load.why.length > 0 && load.why.every((w) => w.startsWith(CPU_PRESSURE_REASON)))', 'load.busy']), [...ATTRIBUTION, ...GATE]],
   ["compare says REGRESSION where only the host failed", 'attribution: compare', compareRules, edits(["  if (c.error > 0) return 'HOST ERROR (the host, not the driver): not judged';", "  if (c.error > 0) return 'REGRESSION';"]), ATTRIBUTION],
-  ['JUnit: a busy figure is a <failure>', 'attribution: JUnit', junitReport, edits(["    if (hostError) tc.error(xmlSafe(text), 'host', cdataSafe(text));", "    if (hostError) tc.failure(xmlSafe(text), 'error');"]), ATTRIBUTION],
-  ['JUnit: no gate.registration testcase', 'attribution: JUnit', junitReport, edits(["    if (check === 'registration' && !note && !(gate.baseline && d.timing?.pageLockedRatio !== undefined)) continue;", "    if (check === 'registration') continue;"]), ATTRIBUTION],
-  ["JUnit: the host's gate.decision is a <failure>", 'attribution: JUnit', junitReport, edits(['    if (!gate.pass && gate.reasons.every((r) => r.host)) decision.error', '    if (!gate.pass && gate.reasons.length === 0) decision.error']), ATTRIBUTION],
-  ["JUnit: the host's reasons unmarked", 'attribution: JUnit', junitReport, edits(['`- ${r.host ? `[the host', "`- ${r.host && r.text === '' ? `[the host"]), ATTRIBUTION],
+  ['JUnit: a busy figure is a <failure>', 'attribution: JUnit', junitCases, edits(["      ? { element: 'error', message: text, type: 'host', body: text }", "      ? { element: 'failure', message: text, type: 'error', body: text }"]), ATTRIBUTION],
+  ['JUnit: no gate.registration testcase', 'attribution: JUnit', junitCases, edits(["    if (check === 'registration' && !note && d.timing?.pageLockedRatio === undefined) continue;", "    if (check === 'registration') continue;"]), ATTRIBUTION],
+  ["JUnit: the host's gate.decision is a <failure>", 'attribution: JUnit', junitCases, edits(["outcome: { element: hostOnly ? 'error' : 'failure'", "outcome: { element: 'failure'"], ['    const alone = gate.reasons.filter((r) => !covered(r));', '    const alone = gate.reasons;']), ATTRIBUTION],
+  ["JUnit: the host's reasons unmarked", 'attribution: JUnit', junitCases, edits(['`- ${r.host ? `[the host', "`- ${r.host && r.text === '' ? `[the host"]), ATTRIBUTION],
   ['step summary: whose fault dropped from the first line', 'attribution: step summary', markdownReport, edits(["**${markdownText(blame)}: ${markdownText(rest)}`", "**: ${markdownText(rest)}`"]), ATTRIBUTION],
   ['step summary: busy not marked', 'attribution: step summary', markdownReport, edits(["r.kind === 'busy' ? '**host busy** ' :", "r.kind === 'busy' ? '' :"]), ATTRIBUTION],
   ["metrics: the host's reasons counted as all", 'attribution: metrics', metricsReport, edits(['r.gate.reasons.filter((x) => x.host).length', 'r.gate.reasons.length']), ATTRIBUTION],
@@ -284,10 +290,23 @@ const mutations = [
   ['io: a figure that is not finite not named', 'io: figures finite', finite, edits(['Number.isFinite(value) ? undefined', 'typeof value === "number" ? undefined']), OUTPUT_FORMATS],
   ['caps: the machine line names every process', 'caps: the terminal', summary, edits(['on the GPU: ${capList(load.processes.map(', 'on the GPU: ${(load.processes.map(']), CAPS],
   ['caps: the machine line with its reasons whole', 'caps: the terminal', summary, edits(['load.why.map((w) => capText(w, MESSAGE_CAP))', 'load.why.map((w) => w)']), CAPS],
-  ["caps: JUnit's load.processes names every process", 'caps: JUnit', junit, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
-  ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
+  ["caps: JUnit's load.processes names every process", 'caps: JUnit', junitCases, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
+  ["caps: JUnit's load.why whole", 'caps: JUnit', junitCases, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
   ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
   ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
+  // ---- JUnit as CI systems read it (issue 35)
+  ['junit35: the decision counted again beside the failures it stands for', 'one problem, one failure', junitCases, edits(['    const alone = gate.reasons.filter((r) => !covered(r));', '    const alone = gate.reasons;']), JUNIT_CONSUMERS],
+  ["junit35: a driver that failed to start counted again as its devices' absence", 'one problem, one failure', junitCases, edits(['      const explained = failedToStart.has(m.backend);', '      const explained = false;']), JUNIT_CONSUMERS],
+  ['junit35: the device left out of the testcase title', 'device in every title', junitCases, edits(['export const caseTitle = (device: string, what: string): string => `${device} > ${what}`;', 'export const caseTitle = (_device: string, what: string): string => what;']), JUNIT_CONSUMERS],
+  ["junit35: the host left out of a device's suite name", 'two hosts never merge', junitCases, edits(['[${verdictLabel(d.verdict)}] on ${host}`', '[${verdictLabel(d.verdict)}]`']), JUNIT_CONSUMERS],
+  ['junit35: a green gate.verdict with no baseline', 'no bookkeeping pass', junitCases, edits(['    if (!note && !gate.baseline) continue; // no baseline, nothing said: no gate judged this figure\n', '']), JUNIT_CONSUMERS],
+  ['junit35: a check the host failed is a <failure>', 'the host is never the driver', junitCases, edits(["  if (c.status === 'error') return { element: 'error', message: checkReason(c), type: 'host', body };", "  if (c.status === 'error') return { element: 'failure', message: checkReason(c), type: 'host', body };"]), JUNIT_CONSUMERS],
+  ['junit35: a skipped testcase counted as passed', 'counts that match', junitCases, edits(['passed: cases.length - failures - errors - skipped', 'passed: cases.length - failures - errors']), JUNIT_CONSUMERS],
+  ['junit35: the terminal counts errors as failures', 'counts that match', summary, edits(['${t.failures} failed, ${plural(t.errors', '${t.failures + t.errors} failed, ${plural(t.errors']), JUNIT_CONSUMERS],
+  ['junit35: no time on <testsuites>', 'time on every suite', junit, edits([", '@_time': n(report.time) };", ' };']), JUNIT_REPORTS],
+  ['junit35: no time on a suite', 'time on every suite', junit, edits(["    '@_time': n(s.time),\n", '']), JUNIT_REPORTS],
+  ['junit35: text not escaped by the writer', 'text exact', junit, edits(['suppressBooleanAttributes: false, processEntities: true', 'suppressBooleanAttributes: false, processEntities: false']), JUNIT_REPORTS],
+  ['junit35: device output decoded chunk by chunk', 'text exact', streamText, edits(["  stream.setEncoding('utf8');\n  stream.on('data', (text: string) => onText(text));", "  stream.on('data', (chunk: Buffer) => onText(chunk.toString()));"]), STREAM_TEXT],
 ];
 
 const dry = process.argv.includes('--dry');
