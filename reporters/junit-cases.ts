@@ -177,8 +177,8 @@ const GATE_FIGURES = { verdict: 'verdict', bandwidth: 'registered', registration
  * (against a baseline, or where it said something of it): a <failure> on a regression, with both sides and the
  * PCI bus id; an <error type="host"> for a figure not judged because the host failed it (a machine that stayed busy).
  */
-function gateCases(d: DeviceResult, gate: GateDecision): JunitCase[] {
-  const cases: JunitCase[] = [];
+function gateCases(d: DeviceResult, gate: GateDecision): [check: string, testcase: JunitCase][] {
+  const cases: [string, JunitCase][] = [];
   for (const check of ['verdict', 'bandwidth', 'registration'] as const) {
     const note = gate.notes.find((n) => n.device === d.id && n.check === check);
     if (!note && !gate.baseline) continue; // no baseline, nothing said: no gate judged this figure
@@ -193,7 +193,7 @@ function gateCases(d: DeviceResult, gate: GateDecision): JunitCase[] {
       : note && FAILING_NOTES.includes(note.kind)
         ? { element: 'failure', message: text, type: note.kind === 'regression' ? 'regression' : note.kind, body: text }
         : undefined;
-    cases.push({ name: caseTitle(d.id, `gate.${check}`), classname: `${d.id}.gate`, time: 0, ...(outcome ? { outcome } : {}), out: `${text}\n${gate.baseline ? `baseline: ${gate.baseline}` : 'no baseline'}` });
+    cases.push([check, { name: caseTitle(d.id, `gate.${check}`), classname: `${d.id}.gate`, time: 0, ...(outcome ? { outcome } : {}), out: `${text}\n${gate.baseline ? `baseline: ${gate.baseline}` : 'no baseline'}` }]);
   }
   return cases;
 }
@@ -231,8 +231,8 @@ export function junitCases(result: RunResult, run: RunEnd = {}): JunitReport {
       cases.push({ name: caseTitle(d.id, c.id), classname: `${d.id}.${c.suite ?? 'unknown'}`, time: seconds(c.durationMs), ...(outcome ? { outcome } : {}), ...(out ? { out } : {}) });
     }
     if (gate) {
-      for (const g of gateCases(d, gate)) {
-        if (g.outcome) red.add(key(d.id, g.name.slice(caseTitle(d.id, 'gate.').length)));
+      for (const [check, g] of gateCases(d, gate)) {
+        if (g.outcome) red.add(key(d.id, check));
         cases.push(g);
       }
     }
