@@ -42,8 +42,8 @@ describe('help and version', () => {
 
   it('the usage names every command, history included', () => {
     const { stdout } = cli(['--help']);
-    expect(stdout.split('\n')[0]).toBe('mapped-reg-conformance [run|list|compare|merge|report|history] [options]');
-    for (const command of ['run', 'list', 'compare', 'merge', 'report', 'history']) expect(stdout).toMatch(new RegExp(`^  mapped-reg-conformance ${command}\\b`, 'm'));
+    expect(stdout.split('\n')[0]).toBe('mapped-reg-conformance [run|list|compare|merge|report|runtimes|history] [options]');
+    for (const command of ['run', 'list', 'compare', 'merge', 'report', 'runtimes', 'history']) expect(stdout).toMatch(new RegExp(`^  mapped-reg-conformance ${command}\\b`, 'm'));
   });
 
   it('--help names the library variable of every backend that loads one', () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { buildDoubles, buildRuntimeDoubles, type DoublePaths, type RuntimeDoublePaths } from './double/build.js';
-import { cleanEnv, MAIN, NO_HAZARDS } from './support/command.js';
+import { cleanEnv, MAIN, NO_HAZARDS, ROOT } from './support/command.js';
 import { diskTempDir } from './support/temp-dir.js';
 import { validateJunit } from './support/junit-xsd.js';
 import { parseXml, allElements } from './support/xml.js';
@@ -208,5 +208,28 @@ describe('the runtimes side by side', () => {
     expect(valid.ok, valid.output).toBe(true);
     expect(xml).toMatch(/<testsuite name="runtime cuda-13\.0-compat \(CUDA 13\.0\) \[NOT-STARTED\]"/);
     expect(xml).toMatch(/<failure message="[^"]*803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH/);
+  }, SLOW);
+
+  it('scripts/h200/runtimes.sh over the double (the system CUDA double, the compat copy in the fake tree): every expectation held, exit 0', () => {
+    const out = join(work, 'script');
+    const r = spawnSync('bash', [join(ROOT, 'scripts', 'h200', 'runtimes.sh'), out, '--size', '8', ...NO_HAZARDS, '--skip', 'timing.*'], {
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_SYSFS_ROOT: join(work, 'sys'), MAPPED_REG_RUNTIMES_ROOT: root, MAPPED_REG_RUNTIMES_COMPAT: join(root, 'usr', 'local', 'cuda-13.0', 'compat', 'libcuda.so.1') }),
+      encoding: 'utf8',
+      cwd: work,
+    });
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const table = readFileSync(join(out, 'runtimes.txt'), 'utf8');
+    expect(table).toMatch(/^held {4}exit 1 \(was 1\)$/m);
+    expect(table).toMatch(/^held {4}compat: did not start: .*803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH/m);
+    expect(table).toMatch(/^held {4}regressed: cuda-13\.0-compat$/m);
+    expect(table).toMatch(/^0 expectation\(s\) failed$/m);
+    // and it fails when the compat runtime starts after all (the system's library named as the compat one)
+    const wrong = spawnSync('bash', [join(ROOT, 'scripts', 'h200', 'runtimes.sh'), join(work, 'script-wrong'), '--size', '8', ...NO_HAZARDS, '--skip', 'timing.*'], {
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_RUNTIMES_ROOT: join(work, 'none'), MAPPED_REG_RUNTIMES_COMPAT: runtimes.hipFixed.replace('libamdhip64_runtime_7.3.0.so', 'libcuda_double.so') }),
+      encoding: 'utf8',
+      cwd: work,
+    });
+    expect(wrong.status).toBe(1);
+    expect(readFileSync(join(work, 'script-wrong', 'runtimes.txt'), 'utf8')).toMatch(/^FAILED  exit 1 \(was 0\)$/m);
   }, SLOW);
 });
