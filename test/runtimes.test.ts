@@ -123,6 +123,18 @@ describe('finding the runtimes', () => {
   });
 });
 
+describe('runtimes --help and docs/runtimes.md agree', () => {
+  it('every option runtimes --help shows is in docs/runtimes.md, and the page names the exit statuses the command gives', () => {
+    const r = cli(['runtimes', '--help']);
+    expect(r.code).toBe(0);
+    const page = readFileSync(join(ROOT, 'docs', 'runtimes.md'), 'utf8');
+    const shown = [...new Set(r.stdout.match(/--[a-z][a-z-]+/g) ?? [])].filter((o) => o !== '--help' && o !== '--version' && o !== '--baseline');
+    expect(shown).toEqual(expect.arrayContaining(['--list', '--backend', '--runtime', '--baseline-runtime', '--runtime-root', '--out', '--junit', '--html', '--size']));
+    for (const option of shown) expect(page, option).toContain(`\`${option}`);
+    expect(page.replace(/\s+/g, ' ')).toContain('The exit status: 0 when every candidate is at least as good as its baseline, 1 when one is not');
+  });
+});
+
 describe('the runtimes side by side', () => {
   it('three HIP runtimes beside the one in use: the lies in the 7.2.4 row, 7.3.0 as good, 7.1.0 a row that did not load; exit 1 naming both; JUnit; history holds three driver versions', async () => {
     const out = join(work, 'hip');
