@@ -161,6 +161,9 @@ describe('the runtimes side by side', () => {
     const lyingRun = JSON.parse(readFileSync(join(out, 'rocm-7.2.4.json'), 'utf8')) as RunResult;
     expect(lyingRun.runtime).toMatchObject({ label: 'rocm-7.2.4', version: '7.2.4', role: 'candidate', baseline: 'system' });
     expect(lyingRun.gate?.pass).toBe(false);
+    // gated against the baseline runtime's results, as --baseline gates (not only by its own failures)
+    expect(lyingRun.gate?.baseline).toBe(join(out, 'system.json'));
+    expect((JSON.parse(readFileSync(join(out, 'rocm-7.3.0.json'), 'utf8')) as RunResult).gate?.headline).toMatch(/no regression against .*system\.json/);
     const compare = cli(['compare', join(out, 'system.json'), join(out, 'rocm-7.3.0.json')]);
     expect(compare.code, compare.stdout).toBe(0);
     // JUnit: valid, one testsuite per runtime and device, the runtime in its name
