@@ -336,7 +336,8 @@ const EPILOGUE =
   'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
   'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is neither a file nor a pipe (- is standard input; a named pipe with no writer is refused after 3 s), ' +
   'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
-  'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
+  'the JSON marked incomplete; further signals are ignored until the reports are written). ' +
+  'runtimes: 0 every candidate runtime is at least as good as its baseline, 1 one regressed (or did not load or start), 2 bad input (docs/runtimes.md).\n\n' +
   'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 

@@ -131,7 +131,8 @@ describe('runtimes --help and docs/runtimes.md agree', () => {
     const shown = [...new Set(r.stdout.match(/--[a-z][a-z-]+/g) ?? [])].filter((o) => o !== '--help' && o !== '--version' && o !== '--baseline');
     expect(shown).toEqual(expect.arrayContaining(['--list', '--backend', '--runtime', '--baseline-runtime', '--runtime-root', '--out', '--junit', '--html', '--size']));
     for (const option of shown) expect(page, option).toContain(`\`${option}`);
-    expect(page.replace(/\s+/g, ' ')).toContain('The exit status: 0 when every candidate is at least as good as its baseline, 1 when one is not');
+    expect(page.replace(/\s+/g, ' ')).toContain('The exit status: 0 when every candidate is at least as good as its baseline, 1 when one is not, or did not load or start');
+    expect(cli(['--help']).stdout.replace(/\s+/g, ' ')).toContain('runtimes: 0 every candidate runtime is at least as good as its baseline, 1 one regressed (or did not load or start), 2 bad input (docs/runtimes.md).');
   });
 });
 
