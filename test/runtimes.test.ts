@@ -13,7 +13,8 @@ import { cleanEnv, MAIN, NO_HAZARDS, ROOT } from './support/command.js';
 import { diskTempDir } from './support/temp-dir.js';
 import { validateJunit } from './support/junit-xsd.js';
 import { parseXml, allElements } from './support/xml.js';
-import type { RuntimeMatrix } from '../results/runtime-matrix.js';
+import { matrixExitStatus, matrixHeadline, type RuntimeMatrix, runtimeMatrix } from '../results/runtime-matrix.js';
+import { matrixHtml } from '../reporters/runtime-matrix.js';
 import { compareReleases, whyNotStarted } from '../results/runtime.js';
 import type { RunResult } from '../results/types.js';
 
@@ -120,6 +121,49 @@ describe('finding the runtimes', () => {
     expect(compareReleases('580.159.04', '580.159.04')).toBe(0);
     expect(compareReleases('13.1', '13.0.9')).toBe(1);
     expect(compareReleases('a', '1')).toBeUndefined();
+  });
+});
+
+describe('the matrix of each row kind (results/runtime-matrix.ts)', () => {
+  const fixture = (): RunResult => JSON.parse(readFileSync(join(ROOT, 'test', 'fixtures', 'cuda.json'), 'utf8')) as RunResult;
+  const probe = { backend: 'cuda' as const, library: '/x/libcuda.so.1', loaded: true, started: true, devices: 1, version: '13.0' };
+  const record = (label: string, role: 'baseline' | 'candidate') => ({ backend: 'cuda' as const, label, path: `/${label}/libcuda.so.1`, version: '13.0', role, ...(role === 'candidate' ? { baseline: 'system' } : {}) });
+  const passing = { pass: true, headline: 'PASS', maxDrop: 0.1, requires: [], reasons: [], notes: [], missing: [], counts: {} } as unknown as NonNullable<RunResult['gate']>;
+
+  it('a device row, a runtime that found no device, one whose run wrote no results, one that did not start; the decision of each', () => {
+    const base = fixture();
+    const none = { ...fixture(), devices: [], backends: [{ backend: 'cuda' as const, library: '/none/libcuda.so.1', devices: 0, note: 'CUDA: no CUDA device here: cuInit returned 100 CUDA_ERROR_NO_DEVICE' }], gate: { ...passing, pass: false, reasons: [{ kind: 'missing' as const, text: 'cuda:0 missing' }] } };
+    const m = runtimeMatrix([
+      { runtime: record('system', 'baseline'), probe, file: 'system.json', result: base, exitCode: 0 },
+      { runtime: record('none', 'candidate'), probe: { ...probe, devices: 0 }, file: 'none.json', result: none, exitCode: 1 },
+      { runtime: record('lost', 'candidate'), probe, exitCode: 2, problem: '--scratch-dir /x: no space' },
+      { runtime: record('old', 'candidate'), probe: { ...probe, started: false, reason: 'did not start: CUDA: cuInit failed: 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH', code: 803 }, exitCode: 1 },
+      { runtime: record('good', 'candidate'), probe, file: 'good.json', result: { ...fixture(), gate: passing }, exitCode: 0 },
+    ]);
+    expect(m.rows.map((r) => [r.runtime, r.kind])).toEqual([
+      ['system', 'device'],
+      ['none', 'no-device'],
+      ['lost', 'not-run'],
+      ['old', 'not-started'],
+      ['good', 'device'],
+    ]);
+    expect(m.rows[0]).toMatchObject({ verdict: 'Usable', device: { id: 'cuda:0' }, notPassed: [] });
+    expect(m.rows[0]!.registeredGBps).toBe(base.devices[0]!.timing!.registeredGBps);
+    expect(m.rows[1]!.reason).toMatch(/CUDA_ERROR_NO_DEVICE/);
+    expect(m.rows[2]!.reason).toBe('--scratch-dir /x: no space');
+    expect(m.rows[3]!.reason).toMatch(/803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: this user-space driver is not of the kernel module's release/);
+    expect(m.regressed).toEqual(['none', 'lost', 'old']);
+    expect(m.candidates.find((c) => c.runtime === 'none')!.reasons).toEqual(['cuda:0 missing']);
+    expect(m.runs.map((r) => r.file)).toEqual(['system.json', 'none.json', 'good.json']);
+    expect(matrixExitStatus(m)).toBe(1);
+    expect(matrixHeadline(m)).toBe('FAIL: 3 candidate runtimes regressed against the baseline: none, lost, old');
+    const alone = runtimeMatrix([{ runtime: record('system', 'baseline'), probe, file: 'system.json', result: base, exitCode: 0 }, { runtime: record('good', 'candidate'), probe, file: 'good.json', result: { ...fixture(), gate: passing }, exitCode: 0 }]);
+    expect(matrixExitStatus(alone)).toBe(0);
+    expect(matrixHeadline(runtimeMatrix([{ runtime: record('system', 'baseline'), probe, result: base }]))).toBe('PASS: no candidate runtime beside the baseline');
+    // the HTML page escapes what it shows
+    const page = matrixHtml(runtimeMatrix([{ runtime: { ...record('<b>x</b>', 'candidate') }, probe: { ...probe, loaded: false, started: false, reason: 'did not load: <script>' } }]));
+    expect(page).not.toContain('<script>');
+    expect(page).toContain('&lt;b&gt;x&lt;/b&gt;');
   });
 });
 
