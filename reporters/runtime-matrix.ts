@@ -69,11 +69,19 @@ type Suite = ReturnType<ReturnType<Builder['newBuilder']>['testSuite']>;
 export function matrixJunit(m: RuntimeMatrix, runs: readonly RuntimeRun[], tool: string): string {
   const builder = junit.newBuilder().name(xmlSafe(tool));
   const props = (suite: Suite, r: RuntimeRun): void => {
+    // the host in the suite's identity, as the run's JUnit has it: two hosts' matrices never merge
+    // (a runtime that did not run has the host of the others: one machine ran them all)
+    const hostname = r.result?.host.hostname ?? runs.find((x) => x.result)?.result?.host.hostname;
+    const build = suite.build.bind(suite);
+    suite.build = (parent) => {
+      const element = build(parent);
+      if (hostname !== undefined) element.att('hostname', xmlSafe(hostname));
+      return element;
+    };
     suite.property('runtime', xmlSafe(r.runtime.label));
     suite.property('runtimePath', xmlSafe(r.runtime.path));
     suite.property('runtimeVersion', xmlSafe(r.runtime.version ?? ''));
     suite.property('role', r.runtime.role);
-    if (r.result) suite.property('hostname', xmlSafe(r.result.host.hostname));
   };
   for (const row of m.rows) {
     const run = runs.find((r) => r.runtime.label === row.runtime && r.runtime.backend === row.backend)!;
