@@ -3,7 +3,7 @@
 // ROCm 7.2.4's lies under /opt/rocm-7.2.4, one under /opt/rocm-7.1.0 whose dependency is missing; the CUDA double
 // and a compat copy whose cuInit returns 803), each run in processes of its own, the matrix, its exit status,
 // its JUnit, and history add of the matrix.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -292,5 +292,27 @@ describe('the runtimes side by side', () => {
     });
     expect(wrong.status).toBe(1);
     expect(readFileSync(join(work, 'script-wrong', 'runtimes.txt'), 'utf8')).toMatch(/^FAILED  exit 1 \(was 0\)$/m);
+  }, SLOW);
+
+  it('SIGTERM while a runtime runs: its run is stopped, no runtime after it starts, exit 143, no process left', async () => {
+    const out = join(work, 'stopped');
+    const child = spawn(process.execPath, [MAIN, 'runtimes', '--backend', 'hip', '--runtime-root', root, '--out', out, '--size', '8'], {
+      env: cleanEnv({ MAPPED_REG_HIP_LIBRARY: systemHip(), MAPPED_REG_FORCE_HANG: 'probe.verdict' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: work,
+    });
+    let stdout = '';
+    const code = await new Promise<number | null>((done) => {
+      child.stdout.on('data', (b: Buffer) => {
+        stdout += b.toString();
+        // the baseline's run hangs in its probe (the hook): stop the command then
+        if (stdout.includes('system (HIP 6.4.0): running the suite')) setTimeout(() => child.kill('SIGTERM'), 1500);
+      });
+      child.on('close', (c) => done(c));
+    });
+    expect(code, stdout).toBe(143);
+    expect(stdout).not.toMatch(/rocm-7\.3\.0 \(HIP 7\.3\.0\): running the suite/);
+    const left = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(out));
+    expect(left).toEqual([]);
   }, SLOW);
 });
