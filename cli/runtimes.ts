@@ -53,8 +53,10 @@ function fileStem(r: FoundRuntime, found: readonly FoundRuntime[]): string {
 /** Each backend's baseline: the one named (--baseline-runtime), else the system's; one that cannot start is bad input. */
 function baselines(o: RuntimesOptions, found: readonly FoundRuntime[]): Map<RuntimeBackend, FoundRuntime> {
   const chosen = new Map<RuntimeBackend, FoundRuntime>();
+  const isNamed = (r: FoundRuntime): boolean => r.path === o.baselineRuntime || r.probe.file === o.baselineRuntime;
+  if (o.baselineRuntime !== undefined && !found.some(isNamed)) throw new UsageError(`--baseline-runtime ${o.baselineRuntime}: not a runtime of ${o.backends.join(' or ')} (--backend)`);
   for (const b of new Set(found.map((r) => r.backend))) {
-    const named = o.baselineRuntime === undefined ? undefined : found.find((r) => r.backend === b && (r.path === o.baselineRuntime || r.probe.file === o.baselineRuntime));
+    const named = o.baselineRuntime === undefined ? undefined : found.find((r) => r.backend === b && isNamed(r));
     const base = named ?? found.find((r) => r.backend === b && r.source === 'system');
     if (!base) throw new UsageError(`runtimes: no ${b.toUpperCase()} runtime in use to gate the others against (the default search found none): name one with --baseline-runtime PATH`);
     if (!base.probe.started) throw new UsageError(`runtimes: the baseline runtime ${base.label} (${base.path}) does not start: ${stateOf(base)}`);

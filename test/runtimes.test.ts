@@ -108,6 +108,10 @@ describe('finding the runtimes', () => {
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/^mapped-reg-conformance: runtimes: the baseline runtime rocm-7\.1\.0 .* does not start: did not load: .*libhsa-runtime64/);
     expect(existsSync(out)).toBe(false);
+    const other = cli(['runtimes', '--backend', 'hip', '--runtime-root', root, '--out', out, '--baseline-runtime', join(root, 'usr', 'local', 'cuda-13.0', 'compat', 'libcuda.so.1')], { MAPPED_REG_HIP_LIBRARY: systemHip() });
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/^mapped-reg-conformance: --baseline-runtime .*libcuda\.so\.1: not a runtime of hip \(--backend\)\n$/);
+    expect(existsSync(out)).toBe(false);
   });
 
   it("why a runtime did not start: a compat driver older or newer than the kernel module, or neither known", () => {
