@@ -10,7 +10,7 @@
 import { XMLBuilder } from 'fast-xml-parser';
 import { oneLine } from '../results/format.js';
 import type { RunResult } from '../results/types.js';
-import { type JunitCase, type JunitSuite, type RunEnd, allCases, junitCases, junitTotals } from './junit-cases.js';
+import { type JunitCase, type JunitReport, type JunitSuite, type RunEnd, allCases, junitCases, junitTotals } from './junit-cases.js';
 
 export type { RunEnd } from './junit-cases.js';
 
@@ -70,7 +70,11 @@ function suiteNode(s: JunitSuite): Node {
  * view shows it red, never as a green run of fewer tests.
  */
 export function junitXml(result: RunResult, run: RunEnd = {}): string {
-  const report = junitCases(result, run);
+  return junitReportXml(junitCases(result, run));
+}
+
+/** Any report of testsuites as JUnit XML (the run's, and the runtimes side by side: reporters/runtime-matrix.ts). */
+export function junitReportXml(report: JunitReport): string {
   const t = junitTotals(allCases(report));
   const testsuites: Node = { '@_name': attr(report.name), '@_tests': n(t.tests), '@_failures': n(t.failures), '@_errors': n(t.errors), '@_time': n(report.time) };
   if (report.suites.length) testsuites.testsuite = report.suites.map(suiteNode);

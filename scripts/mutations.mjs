@@ -46,6 +46,14 @@ const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 const LOCK = ['test/timing-lock.test.ts'];
 const LOCK_WAIT = ['test/lock-wait.test.ts'];
+const RUNTIMES = ['test/runtimes.test.ts'];
+const runtimeDiscovery = 'cli/runtime-discovery.ts';
+const runtimeProbe = 'bindings/runtime-probe.ts';
+const runtimeFacts = 'results/runtime.ts';
+const runtimeMatrixModel = 'results/runtime-matrix.ts';
+const runtimesCommand = 'cli/runtimes.ts';
+const runtimeReporters = 'reporters/runtime-matrix.ts';
+const storeFiles = 'history/store.ts';
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -307,6 +315,20 @@ const mutations = [
   ['junit35: no time on a suite', 'time on every suite', junit, edits(["    '@_time': n(s.time),\n", '']), JUNIT_REPORTS],
   ['junit35: text not escaped by the writer', 'text exact', junit, edits(['suppressBooleanAttributes: false, processEntities: true', 'suppressBooleanAttributes: false, processEntities: false']), JUNIT_REPORTS],
   ['junit35: device output decoded chunk by chunk', 'text exact', streamText, edits(["  stream.setEncoding('utf8');\n  stream.on('data', (text: string) => onText(text));", "  stream.on('data', (chunk: Buffer) => onText(chunk.toString()));"]), STREAM_TEXT],
+  // ---- the runtimes side by side (issue 33)
+  ['runtimes: /opt/rocm, a link, named by itself', 'runtimes: discovery', runtimeDiscovery, edits(["        const dir = realpathSync(join(root, 'opt', d));", "        const dir = join(root, 'opt', d);"]), RUNTIMES],
+  ['runtimes: the compat driver looked for in lib64', 'runtimes: discovery', runtimeDiscovery, edits(["d, 'compat', 'libcuda.so.1')", "d, 'lib64', 'libcuda.so.1')"]), RUNTIMES],
+  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', runtimeProbe, edits(['text: `${v.major}.${v.minor}.${v.patch}`', 'text: `${v.major}.${v.minor}`']), RUNTIMES],
+  ["runtimes: an init's code dropped", 'runtimes: why it did not start', runtimeProbe, edits(['const code = e instanceof DriverError ? { code: e.code, codeName: e.codeName } : {};', 'const code = {};']), RUNTIMES],
+  ['runtimes: an older compat driver called newer', 'runtimes: why it did not start', runtimeFacts, edits(['if (order !== undefined && order < 0) return', 'if (order !== undefined && order > 0) return']), RUNTIMES],
+  ['runtimes: every candidate passes', 'runtimes: the decision', runtimeMatrixModel, edits(['if (gate) return { ...base, pass: gate.pass,', 'if (gate) return { ...base, pass: true,']), RUNTIMES],
+  ['runtimes: a runtime that did not load is a row of no device', 'runtimes: the rows', runtimeMatrixModel, edits(["if (!r.probe.loaded) return { kind: 'not-loaded'", "if (!r.probe.loaded) return { kind: 'no-device'"]), RUNTIMES],
+  ['runtimes: exit 0 whatever the candidates', 'runtimes: the exit status', runtimeMatrixModel, edits(['(m.pass ? 0 : 1)', '(m.pass ? 0 : 0)']), RUNTIMES],
+  ['runtimes: a candidate run without the baseline', 'runtimes: each candidate gated', runtimesCommand, edits(["...(baselineJson ? ['--baseline', baselineJson] : [])", '...([] as string[])']), RUNTIMES],
+  ['runtimes: the results file does not record its runtime', 'runtimes: each run to its file', runtimesCommand, edits(['      result = { ...result, runtime };', '      result = { ...result };']), RUNTIMES],
+  ['runtimes: a baseline that does not start accepted', 'runtimes: bad input', runtimesCommand, edits(['    if (!base.probe.started) throw', '    if (!base.probe.started && base.probe.loaded) throw']), RUNTIMES],
+  ['runtimes: JUnit suites without the runtime in their name', 'runtimes: JUnit', runtimeReporters, edits(['name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`', 'name: `${d.id} ${d.name} [${row.verdict}] on ${hostname}`']), RUNTIMES],
+  ['runtimes: the matrix file walked as a results file', 'runtimes: history add', storeFiles, edits([" && e.name !== MATRIX_FILE) out.push(p);", ') out.push(p);']), RUNTIMES],
 ];
 
 const dry = process.argv.includes('--dry');

@@ -178,6 +178,8 @@ static const dbl_error_t API_RESULTS[][2] = {
                     {999, "hipErrorUnknown", "unknown error"}},
     [DR_INVALID_MEMCPY_DIRECTION] = {{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
                                      {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"}},
+    [DR_SYSTEM_DRIVER_MISMATCH] = {{803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
+                                   {35, "hipErrorInsufficientDriver", "driver version is insufficient for runtime version"}},
 };
 
 #define API_RESULT_ROWS (sizeof API_RESULTS / sizeof API_RESULTS[0])
@@ -225,6 +227,16 @@ int dbl_pick_profile(const profile_t *base, const dbl_profile_choice_t *choices,
     return 1;
   }
   return 0;
+}
+
+const char *dbl_profile_name(void) {
+  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  if (pname && *pname) return pname;
+#ifdef DBL_BUILD_PROFILE
+  return DBL_BUILD_PROFILE;
+#else
+  return NULL;
+#endif
 }
 
 int dbl_env_long(const char *name, long dflt, long *out) {
@@ -736,9 +748,9 @@ void dbl_pci_bus_id(char *buf, size_t len, int device) { snprintf(buf, len, "000
 
 int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   g.initialized = 0;
-  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  const char *pname = dbl_profile_name();
   profile_t prof;
-  if (!parse_profile(pname && *pname ? pname : NULL, &prof)) {
+  if (!parse_profile(pname, &prof)) {
     parse_error("profile", pname);
     return g.last_init_result = DR_INVALID_VALUE;
   }
@@ -761,7 +773,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (read_link(&link_gbps, &link) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long hipv = 0;
   if (api == API_HIP) {
-    if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : 70204000L, &hipv) != 0) {
+    if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : DBL_BUILD_HIP_VERSION, &hipv) != 0) {
       parse_error("version MAPPED_REG_DOUBLE_HIP_VERSION", getenv("MAPPED_REG_DOUBLE_HIP_VERSION"));
       if (link) munmap(link, sizeof *link);
       return g.last_init_result = DR_INVALID_VALUE;
@@ -778,6 +790,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   link_unmap();
   g.link = link;
   g.link_gbps = link_gbps;
+  if (DBL_BUILD_INIT_MISMATCH) return g.last_init_result = DR_SYSTEM_DRIVER_MISMATCH;
   if (faults.init_fails) return g.last_init_result = DR_UNKNOWN;
   if (prof.nodevice || faults.nodevice || ndev == 0) {
     g.ndevices = 0;

@@ -36,9 +36,28 @@ enum {
   DR_NOT_SUPPORTED,
   DR_UNKNOWN,
   DR_INVALID_MEMCPY_DIRECTION,
+  DR_SYSTEM_DRIVER_MISMATCH,
 };
 
 enum { API_CUDA = 1, API_HIP = 2 };
+
+/* What a library file carries of its own, for the runtimes side by side (test/double/build.ts buildRuntimeDoubles):
+ * each built with -D flags, so that a file behaves as its runtime with no variable set. DBL_BUILD_PROFILE: the
+ * profile when MAPPED_REG_DOUBLE_PROFILE is unset; DBL_BUILD_HIP_VERSION: the HIP_VERSION reported when
+ * MAPPED_REG_DOUBLE_HIP_VERSION is unset; DBL_BUILD_CUDA_VERSION: what cuDriverGetVersion reports;
+ * DBL_BUILD_INIT_MISMATCH (1): init fails as a user-space driver of another release than the kernel module's
+ * (CUDA 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH; HIP 35 hipErrorInsufficientDriver). */
+#ifndef DBL_BUILD_HIP_VERSION
+#define DBL_BUILD_HIP_VERSION 70204000L
+#endif
+#ifndef DBL_BUILD_CUDA_VERSION
+#define DBL_BUILD_CUDA_VERSION 13000
+#endif
+#ifndef DBL_BUILD_INIT_MISMATCH
+#define DBL_BUILD_INIT_MISMATCH 0
+#endif
+/* MAPPED_REG_DOUBLE_PROFILE, else the profile this file was built with (DBL_BUILD_PROFILE), else NULL (the default). */
+const char *dbl_profile_name(void);
 
 /* How the driver being imitated behaves: set from the profile at each init. */
 typedef struct {

@@ -23,7 +23,7 @@ typedef unsigned long long CUdeviceptr;
 /* cuMemHostAlloc flags */
 #define CU_MEMHOSTALLOC_ALL 0x07
 
-#define CUDA_DRIVER_VERSION 13000 /* facts: CUDA driver API version 13000 */
+/* cuDriverGetVersion: DBL_BUILD_CUDA_VERSION (common.h), 13000 unless built otherwise (facts: CUDA driver API version 13000) */
 
 static const char *const NAMES[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
@@ -77,7 +77,7 @@ DBL_INIT_CALL(CUresult, cuInit, API_CUDA)
 DBL_API CUresult cuDriverGetVersion(int *version) {
   DBL_ENTER();
   if (!version) return code(DR_INVALID_VALUE);
-  *version = CUDA_DRIVER_VERSION;
+  *version = DBL_BUILD_CUDA_VERSION;
   return code(DR_OK);
 }
 

@@ -121,9 +121,9 @@ static int reported_version(long *v) {
     *v = g.hip_version;
     return DR_OK;
   }
-  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  const char *pname = dbl_profile_name();
   int nodev = pname && strcmp(pname, "nodevice") == 0;
-  if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", nodev ? 50731921L : 70204000L, v) != 0) {
+  if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", nodev ? 50731921L : DBL_BUILD_HIP_VERSION, v) != 0) {
     return DR_INVALID_VALUE;
   }
   return DR_OK;
