@@ -33,8 +33,11 @@ const selectDevices = 'cli/select-devices.ts';
 const numbers = 'cli/numbers.ts';
 const options = 'cli/options.ts';
 const usageHints = 'cli/usage-hints.ts';
+const librarySearch = 'bindings/library-search.ts';
+const discoveringRunners = 'cli/discovering-runners.ts';
 
 /** The test files that hold each part. */
+const LIBRARY_SEARCH = ['test/library-search.test.ts'];
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
 const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
@@ -288,8 +291,12 @@ const mutations = [
   ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
   ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
   ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
+  // ---- the run's critical path (issue 32)
+  ['speed: a host whose loader cache cannot be read told the library is not there', 'speed: a missing driver answered without a process', librarySearch, edits(['  return bytes === null || bytes.includes(', '  return bytes !== null && bytes.includes(']), LIBRARY_SEARCH],
+  ['speed: LD_LIBRARY_PATH not searched', 'speed: a missing driver answered without a process', librarySearch, edits(["...(env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== ''), ", '']), LIBRARY_SEARCH],
+  ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', discoveringRunners, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
+  ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;\n", '']), LIBRARY_SEARCH],
 ];
-
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
 // the page says which were run this time and which were carried
