@@ -38,6 +38,7 @@ const discoveringRunners = 'cli/discovering-runners.ts';
 const benchScaling = 'bench/scaling.ts';
 const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
+const discoveryThread = 'cli/discovery-thread.ts';
 
 /** The test files that hold each part. */
 const LIBRARY_SEARCH = ['test/library-search.test.ts'];
@@ -304,6 +305,7 @@ const mutations = [
   ['speed: the most GPUs over one turned over', 'speed: the bench of the GPU count', benchScaling, edits(['{ mostOverOne: most.wallMs / one.wallMs }', '{ mostOverOne: one.wallMs / most.wallMs }']), BENCH],
   ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],
   ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
+  ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
