@@ -2,10 +2,10 @@
 // (cli/options.ts: --runs, --size, --scratch-dir, --device, their defaults and checks), through yargs: `--help`
 // lists them; bad usage is a UsageError (one line, exit 2). The bench reads a checked Options record and nothing
 // else of the command line.
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import yargs from 'yargs';
 import { MEASURE_OPTIONS, UsageError, measureOptions, once } from '../cli/options.js';
-import { againstMain } from './repeats.js';
 
 export { UsageError };
 
@@ -28,6 +28,12 @@ export interface Options {
 /** The most --repeat rounds and --scale counts. */
 const MAX_REPEAT = 100;
 const MAX_GPUS = 64;
+
+/** The command of the build in package folder `dir` (its dist/cli/main.js), or why there is none. */
+export function againstMain(dir: string): string | { error: string } {
+  const main = join(resolve(dir), 'dist', 'cli', 'main.js');
+  return existsSync(main) ? main : { error: `--against ${dir}: no dist/cli/main.js there (a package folder with a built dist/)` };
+}
 
 /** --scale's list: positive whole GPU counts, rising, at most MAX_GPUS. */
 export function scaleCounts(text: string): number[] {

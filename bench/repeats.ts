@@ -3,17 +3,9 @@
 // alternating (this first in odd rounds, the other first in even ones), so that a machine that drifts over the
 // call moves both alike. Only the whole run's wall time, exit status and peak PSS are kept of each; the median of
 // each build's wall times is the figure (the issue's "median of 5 runs, against the code before, alternating").
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import type { Options } from './bench-options.js';
 import { type RunFrom, conformanceRun } from './conformance.js';
 import type { Conformance, RepeatRun, Repeats } from './result.js';
-
-/** The command of the build in package folder `dir` (its dist/cli/main.js), or why there is none. */
-export function againstMain(dir: string): string | { error: string } {
-  const main = join(resolve(dir), 'dist', 'cli', 'main.js');
-  return existsSync(main) ? main : { error: `--against ${dir}: no dist/cli/main.js there (a package folder with a built dist/)` };
-}
 
 /** A run's sample: the build, the order within the call, its wall time, exit status and peak PSS. */
 function sample(build: RepeatRun['build'], order: number, c: Conformance): RepeatRun {
