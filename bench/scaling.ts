@@ -1,5 +1,6 @@
 // The run's time against the GPU count (`scaling`; docs/bench.md): with --scale 1,2,4,8 the command is run on the
-// first N GPUs the bench found (--device cuda:0 ... ), for each N, and then each GPU of the largest N alone. The
+// first N GPUs the bench found (--device cuda:0 ... ), for each N, and then each GPU of the largest N alone (the
+// first GPU's figure alone is the run over one, when there is one). The
 // devices run in parallel, each in its own process; only their timed copies take turns (the host-wide timing
 // lock), so the run over 8 should cost little more than the run over 1, and each device's figure should be the
 // one it gets alone. With the driver double, MAPPED_REG_DOUBLE_DEVICES=8 gives 8 GPUs (paced copies: its rates and
@@ -21,16 +22,18 @@ export async function scalingRuns(o: Options, gpus: readonly string[], counts: r
     runs.push({ gpus: n, wallMs: c.wallMs, exitCode: c.exitCode, ...(c.phasesMs ? { phasesMs: c.phasesMs } : {}), ...(c.memory.run ? { peakPssKiB: c.memory.run.pssKiB } : {}), registeredGBps: figures });
   }
   const most = runs.at(-1);
-  const alone: Record<string, number> = {};
+  const one = runs.find((r) => r.gpus === 1);
+  // the run over one GPU is the first GPU alone
+  const alone: Record<string, number> = { ...one?.registeredGBps };
   if (most && most.gpus > 1) {
     for (const id of gpus.slice(0, most.gpus)) {
+      if (alone[id] !== undefined) continue;
       const c = await conformanceRun(o, [id], { ...from, label: `scaling: ${id} alone` });
       const g = c.devices.find((d) => d.id === id)?.registeredGBps;
       if (g !== undefined) alone[id] = g;
     }
   } else if (most) Object.assign(alone, most.registeredGBps);
   const deviations = most ? Object.entries(most.registeredGBps).flatMap(([id, g]) => (alone[id] ? [Math.abs(g / alone[id]! - 1)] : [])) : [];
-  const one = runs.find((r) => r.gpus === 1);
   return {
     counts: [...counts],
     ...(skipped.length ? { skipped: `only ${gpus.length} GPU(s) found: no run over ${skipped.join(', ')}` } : {}),
