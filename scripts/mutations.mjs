@@ -306,6 +306,7 @@ const mutations = [
   ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],
   ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
   ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
+  ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
