@@ -121,7 +121,19 @@ interface BackendFacts {
  * A backend, as the registry holds it: one module per backend (bindings/backends/). One whose driver registers
  * host memory (CUDA, HIP) says how (`driver`): its devices carry native ops and are probed.
  */
-export type BackendModule = BackendFacts & ({ readonly registers: false } | { readonly registers: true; readonly driver: RegisteringDriver });
+export type BackendModule = BackendFacts &
+  (
+    | { readonly registers: false }
+    | {
+        readonly registers: true;
+        readonly driver: RegisteringDriver;
+        /**
+         * Its discovery's report when no candidate of its library can be found (bindings/library-search.ts), told
+         * without loading anything: the same report its discover() gives then. Undefined when one may be found.
+         */
+        readonly notFound?: (env?: NodeJS.ProcessEnv) => BackendReport | undefined;
+      }
+  );
 
 // ---- what the modules' discoveries share ----
 

@@ -13,7 +13,7 @@ import type { DriverError } from './errors.js';
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
-const CUDA_LIBRARY = 'libcuda.so.1';
+export const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
 /** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */

@@ -5,7 +5,6 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { htmlReport } from '../reporters/results-page.js';
 import { comparisonJson, compareResults, exitStatus, formatComparison } from '../results/compare.js';
 import { decide, gateRulesText } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
@@ -241,7 +240,9 @@ function addReport(y: Argv): Argv {
         for (const f of o.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
-        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
+        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page. The page's
+        // module is loaded here only: it costs every other command some 25 ms of its start
+        const { htmlReport } = await import('../reporters/results-page.js');
         writeOutput(o.target, htmlReport(results.map(capResult)));
         say(`report of ${plural(results.length, 'file')} written to ${terminalSafe(o.html, false)}\n`);
       }),

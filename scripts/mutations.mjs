@@ -33,8 +33,16 @@ const selectDevices = 'cli/select-devices.ts';
 const numbers = 'cli/numbers.ts';
 const options = 'cli/options.ts';
 const usageHints = 'cli/usage-hints.ts';
+const librarySearch = 'bindings/library-search.ts';
+const discoveringRunners = 'cli/discovering-runners.ts';
+const benchScaling = 'bench/scaling.ts';
+const benchRepeats = 'bench/repeats.ts';
+const benchOptions = 'bench/bench-options.ts';
+const discoveryThread = 'cli/discovery-thread.ts';
 
 /** The test files that hold each part. */
+const LIBRARY_SEARCH = ['test/library-search.test.ts'];
+const BENCH = ['test/bench.test.ts'];
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
 const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
@@ -329,8 +337,18 @@ const mutations = [
   ['runtimes: a baseline that does not start accepted', 'runtimes: bad input', runtimesCommand, edits(['    if (!base.probe.started) throw', '    if (!base.probe.started && base.probe.loaded) throw']), RUNTIMES],
   ['runtimes: JUnit suites without the runtime in their name', 'runtimes: JUnit', runtimeReporters, edits(['name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`', 'name: `${d.id} ${d.name} [${row.verdict}] on ${hostname}`']), RUNTIMES],
   ['runtimes: the matrix file walked as a results file', 'runtimes: history add', storeFiles, edits([" && e.name !== MATRIX_FILE) out.push(p);", ') out.push(p);']), RUNTIMES],
+  // ---- the run's critical path (issue 32)
+  ['speed: a host whose loader cache cannot be read told the library is not there', 'speed: a missing driver answered without a process', librarySearch, edits(['  return bytes === null || bytes.includes(', '  return bytes !== null && bytes.includes(']), LIBRARY_SEARCH],
+  ['speed: LD_LIBRARY_PATH not searched', 'speed: a missing driver answered without a process', librarySearch, edits(["...(env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== ''), ", '']), LIBRARY_SEARCH],
+  ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', discoveringRunners, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
+  ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;\n", '']), LIBRARY_SEARCH],
+  ['speed: the scaling runs take no device alone', 'speed: the bench of the GPU count', benchScaling, edits(['  if (most && most.gpus > 1) {', '  if (most && most.gpus > 99) {']), BENCH],
+  ['speed: the most GPUs over one turned over', 'speed: the bench of the GPU count', benchScaling, edits(['{ mostOverOne: most.wallMs / one.wallMs }', '{ mostOverOne: one.wallMs / most.wallMs }']), BENCH],
+  ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],
+  ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
+  ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
+  ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
 ];
-
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
 // the page says which were run this time and which were carried

@@ -7,6 +7,7 @@ import {
   CU_DEVICE_ATTRIBUTE,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
   CUDA_ERROR_INVALID_VALUE,
+  CUDA_LIBRARY,
   CUDA_LIBRARY_ENV,
   CU_MEMHOSTREGISTER,
   type CudaDriver,
@@ -82,7 +83,7 @@ function listCuda(driver: CudaDriver): { devices: DiscoveredDevice[]; note?: str
 }
 
 export const cuda = registeringBackend({
-  id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV,
+  id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV, libraries: [CUDA_LIBRARY],
   codes: { notRegistered: [CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED'], invalidValue: [CUDA_ERROR_INVALID_VALUE, 'CUDA_ERROR_INVALID_VALUE'] },
   // a failed query says nothing about the device
   failedQuery: 'unknown',

@@ -1,6 +1,6 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
 import { type DiscoveredDevice, ask } from '../backend.js';
-import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
+import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARIES, HIP_LIBRARY_ENV, type HipDriver, loadHip, withHipOps } from '../hip.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 function hipDevice(driver: HipDriver, i: number, version: string): DiscoveredDevice {
@@ -38,7 +38,7 @@ function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: strin
 }
 
 export const hip = registeringBackend({
-  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV,
+  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV, libraries: HIP_LIBRARIES,
   codes: { notRegistered: [HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, 'hipErrorHostMemoryNotRegistered'], invalidValue: [HIP_ERROR_INVALID_VALUE, 'hipErrorInvalidValue'] },
   // HIP counts a failed query as an integrated device
   failedQuery: 'integrated',
