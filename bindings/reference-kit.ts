@@ -1,7 +1,6 @@
 // What the reference checks (suites/hazards/reference-*.ts) need of a driver beyond its ops: the attributes they
 // hold to what the driver then does, the device's free memory, and a registration's device address. Each module
 // that registers (backends/cuda.ts, backends/hip.ts) states its own; the checks never tell one driver from another.
-import type { DriverCode } from './backend.js';
 import type { DeviceOps } from './device-ops.js';
 
 /** The attributes held to behaviour, by what they promise (CUDA's names in the comments). */
@@ -27,7 +26,7 @@ export interface ReferenceKit {
   /** The register flag that maps a range into the device's address space (CUDA DEVICEMAP, HIP Mapped: 0x02). */
   readonly deviceMapFlag: number;
   /** The driver's "invalid value" (1 on CUDA and HIP): what a refused flag, pointer or size should say. */
-  readonly invalidValue: DriverCode;
+  readonly invalidValue: { readonly code: number; readonly name: string };
   /** The C call that gives a registration's device address, for the checks' text. */
   readonly devicePointerCall: string;
   /** The attribute of this device. */
