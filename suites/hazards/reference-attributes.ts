@@ -112,7 +112,7 @@ export const hostPointerAttribute = referenceCheck(
 
 /** What registration means where the device reads pageable memory through the host's page tables, and where not. */
 export const PAGE_TABLES_MEANING = {
-  yes: 'the device reads pageable host memory through the host page tables: registration is not what lets it read the file; it pins the pages (no fault or migration during a copy) and maps them for DMA, so the staged copy is not the only other way',
+  yes: 'the device reads pageable host memory through the host page tables: registration is not what lets it read the file, and (the CUDA documentation says) it does not page-lock the range there, only fills in the pages not yet present, so the staged copy is not the other way',
   no: 'the device does not read pageable memory through the host page tables: a copy from an unregistered mapping is staged by the driver, so registration is what lets it copy straight from the file',
 } as const;
 

@@ -11,8 +11,8 @@ import type { Observation } from '../check.js';
 import { type Code, codeText, driverCall, hex, succeeded, withHeld, withMappedFile } from './harness.js';
 import { referenceCheck } from './reference-harness.js';
 
-/** The unknown bits tried, each with the device's own flag beside them (so that only the unknown bits can be why). */
-export const UNKNOWN_FLAGS: readonly number[] = [0xf0, 0xffffffff];
+/** The unknown bits tried (hip-tests' Unit_hipHostRegister_Flags), each with the device's own flag beside them (so that only the unknown bits can be why). */
+export const UNKNOWN_FLAGS: readonly number[] = [0xf0, 0xfff2, 0xffffffff];
 
 /** Refused as invalid: pass; refused otherwise: warn (a clear error, not the one the references expect); accepted: fail. */
 function refusal(c: Code, kit: ReferenceKit): 'pass' | 'warn' | 'fail' {
@@ -21,7 +21,7 @@ function refusal(c: Code, kit: ReferenceKit): 'pass' | 'warn' | 'fail' {
 
 const expectedRefusal = (kit: ReferenceKit): string => `refused with ${kit.invalidValue.code} ${kit.invalidValue.name}`;
 
-export const unknownFlagsRefused = referenceCheck('hazard.unknown_flags_refused', 'register flags with unknown bits (0xf0, 0xffffffff) are refused', [], (ctx, kit) =>
+export const unknownFlagsRefused = referenceCheck('hazard.unknown_flags_refused', 'register flags with unknown bits (0xf0, 0xfff2, 0xffffffff) are refused', [], (ctx, kit) =>
   withMappedFile(ctx, { size: 4 * pageSize() }, (m, _bytes, ops) =>
     withHeld(ops, (held) => {
       const own = ops.registerFlags;

@@ -69,7 +69,7 @@ int dbl_ref_register_gate(uintptr_t p, size_t size, unsigned flags, unsigned val
   if ((flags & ~valid_flags) && !has(REF_ACCEPTS_UNKNOWN_FLAGS)) return DR_INVALID_VALUE;
   if (!g.ref_attrs.host_register) return DR_NOT_SUPPORTED;
   /* a driver without read-only registration (CUDA) knows no such flag */
-  if (readonly_needs_flag && !g.ref_attrs.readonly_register && (flags & readonly_flag)) return DR_INVALID_VALUE;
+  if (readonly_needs_flag && !g.ref_attrs.readonly_register && (flags & readonly_flag)) return DR_NOT_SUPPORTED; /* as the CUDA documentation says */
   return -1;
 }
 

@@ -14,7 +14,7 @@
 /* The attributes' true values (MAPPED_REG_DOUBLE_ATTRIBUTES); the double behaves as they say unless a lie is set. */
 typedef struct {
   int host_register;     /* HOST_REGISTER_SUPPORTED: 0 refuses every registration (NOT_SUPPORTED) */
-  int readonly_register; /* READ_ONLY_HOST_REGISTER_SUPPORTED: 0 refuses the read-only flag (CUDA) */
+  int readonly_register; /* READ_ONLY_HOST_REGISTER_SUPPORTED: 0 refuses the read-only flag (CUDA: NOT_SUPPORTED) */
   int host_pointer;      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 1 gives the host address as the device address */
   int pageable_access;   /* PAGEABLE_MEMORY_ACCESS */
   int page_tables;       /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES */
