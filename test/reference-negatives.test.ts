@@ -3,7 +3,15 @@
 // attribute, a leak per cycle, an unknown flag or a NULL accepted, an unregister of NULL that crashes) makes exactly
 // its check fail, by name, in the JSON, in JUnit and in the gate; and the double's attributes, set otherwise and
 // honestly (MAPPED_REG_DOUBLE_ATTRIBUTES), still pass the checks that hold them.
-import { describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseLockedMemory } from '../bindings/locked-memory.js';
+import { registrations } from '../src/index.js';
+import { keptMappings } from '../suites/context.js';
+import type { CheckContext } from '../suites/check.js';
+import { zeroSizeRefused } from '../suites/hazards/reference-negatives.js';
+import { loadDouble } from './support/drivers.js';
+import { diskTempDir } from './support/temp-dir.js';
 import type { CheckResult, RunResult } from '../results/types.js';
 import { referenceChecks } from '../suites/hazards/reference.js';
 import { hazardChecks } from '../suites/hazards/index.js';
@@ -152,9 +160,35 @@ describe('one fault per reference promise: exactly its check fails, by name, in 
       status: 'fail',
       message: 'CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED (113) = 0 says registration with the read-only flag 0x8 is not supported, and the driver accepted it (register 0); the tool takes its register flag from this attribute',
     });
+    // flags 0 on the read-only mapping: refused, which the host-register attribute (1) is held to, both sides named
+    expect(r.checks.get('hazard.host_register_attribute')).toMatchObject({ status: 'fail', message: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED (99) = 1 says host registration is supported, and the driver refused it (register 1 CUDA_ERROR_INVALID_VALUE)' });
     // the negatives that need no registration still pass
     for (const i of ['hazard.null_pointer_refused', 'hazard.zero_size_refused', 'hazard.unregister_null_refused']) expect(r.checks.get(i)?.status, i).toBe('pass');
     expect(junitFailing(r)).toContain('hazard.readonly_register_attribute');
     expect(r.json.gate?.pass).toBe(false);
   }, 60_000);
+});
+
+describe('in this process', () => {
+  const scratchDir = diskTempDir('mapped-reg-reference-scratch-');
+  afterAll(() => rmSync(scratchDir, { recursive: true, force: true }));
+
+  it('a size of 0 accepted and not released (accepts_zero_size): the whole mapping stays in the table, held, and mapped', () => {
+    const loaded = loadDouble('cuda', { faults: 'accepts_zero_size' });
+    const device = loaded.discovery.devices.find((d) => d.backend === 'cuda')!;
+    const ctx: CheckContext = { device, options: { device: device.id, scratchDir, sizeMiB: 4, runs: 3, minRelativeSpeed: 0.8, skip: [], quiet: { waitS: 0, maxDrop: 0.1 } }, log: () => {} };
+    const held = registrations.held().length;
+    const kept = keptMappings.length;
+    const o = zeroSizeRefused.run(ctx);
+    expect(o).toMatchObject({ status: 'fail', observed: expect.stringMatching(/^register 0x[0-9a-f]+ \(\+0\) flags 0x8: 0; unregister 713 CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED$/) });
+    // one held entry, the mapping's whole range (not the empty one, which pins nothing)
+    expect(registrations.held().slice(held)).toEqual([expect.objectContaining({ length: 4096, releaseFailures: 1 })]);
+    expect(keptMappings.length).toBe(kept + 1);
+  });
+
+  it('VmLck and VmPin are read from /proc/self/status, in kB; a text without VmLck is a reason', () => {
+    expect(parseLockedMemory('Name:\tnode\nVmLck:\t     480 kB\nVmPin:\t       8 kB\n')).toEqual({ lockedKiB: 480, pinnedKiB: 8 });
+    expect(parseLockedMemory('VmLck:\t 0 kB\n')).toEqual({ lockedKiB: 0, pinnedKiB: null });
+    expect(parseLockedMemory('VmPin:\t 4 kB\n')).toEqual({ reason: 'no VmLck line' });
+  });
 });
