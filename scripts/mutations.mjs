@@ -308,7 +308,7 @@ const mutations = [
   ["reference: unknown flag bits tried without the device's own flag", 'reference: negatives', refNegatives, edits(['const flags = (bits | own) >>> 0;', 'const flags = bits >>> 0;']), REFERENCE],
   ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
   ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],
-  ['reference: a size of 0 kept unreleased does not keep its mapping', 'reference: negatives', refNegatives, edits(['if (!succeeded(un) && o.keep) {', 'if (false && o.keep) {']), REFERENCE],
+  ['reference: a size of 0 kept unreleased does not keep its mapping', 'reference: negatives', refNegatives, edits(['if (!succeeded(un) && o.keep) {', 'if (!succeeded(un) && o.keep && o.length > 0) {']), REFERENCE],
 ];
 
 const dry = process.argv.includes('--dry');

@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseLockedMemory } from '../bindings/locked-memory.js';
+import { resultsValidator } from '../results/read.js';
 import { registrations } from '../src/index.js';
 import { keptMappings } from '../suites/context.js';
 import type { CheckContext } from '../suites/check.js';
@@ -87,6 +88,8 @@ describe('the honest double', () => {
     expect(r.checks.get('hazard.page_tables_attribute')?.observed).toMatch(/USES_HOST_PAGE_TABLES \(100\) = 0; .*registration is what lets it copy straight from the file$/);
     expect(junitFailing(r)).toEqual([]);
     expect(r.json.gate?.pass).toBe(true);
+    const validate = resultsValidator();
+    expect(validate(r.json), JSON.stringify(validate.errors)).toBe(true);
   }, 60_000);
 
   it('HIP (rocm-fixed, HIP 7.2): the reference checks pass, the read-only attribute (HIP has none) is skipped with its reason', () => {
