@@ -173,7 +173,8 @@ typedef struct {
   uintptr_t *dropped;                /* start pointers of registrations a context or device reset dropped */
   size_t ndropped, capdropped;
   ref_attrs_t ref_attrs;             /* MAPPED_REG_DOUBLE_ATTRIBUTES (reference.h) */
-  size_t ref_leaked;                 /* device memory lost to leak_device_per_cycle */
+  size_t ref_leaked;                 /* device memory lost to leak_device_per_cycle (and other_process_allocates) */
+  int ref_mem_queries;               /* free-memory queries so far (other_process_allocates) */
 } state_t;
 
 DBL_HIDDEN extern state_t g;

@@ -33,6 +33,7 @@ enum {
   REF_ACCEPTS_ZERO_SIZE = 1u << 8,     /* register of size 0 returns 0 (nothing is registered) */
   REF_UNREGISTER_NULL_CRASHES = 1u << 9, /* unregister of NULL kills the process with SIGSEGV */
   REF_ACCEPTS_UNREGISTER_NULL = 1u << 10,/* unregister of NULL returns 0 */
+  REF_OTHER_PROCESS_ALLOCATES = 1u << 11,/* not the driver: from the 2nd free-memory query on, 8 MiB less is free, once */
 };
 
 /* The bit of reference fault `name` (0: not one) . */
