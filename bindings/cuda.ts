@@ -21,13 +21,17 @@ export const CU_DEVICE_ATTRIBUTE = {
   INTEGRATED: 18,
   CAN_MAP_HOST_MEMORY: 19,
   PAGEABLE_MEMORY_ACCESS: 88,
+  CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 91,
   HOST_REGISTER_SUPPORTED: 99,
+  PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: 100,
   READ_ONLY_HOST_REGISTER_SUPPORTED: 113,
 } as const;
 
 /** cuMemHostRegister flags (cuda.h: CU_MEMHOSTREGISTER_*). */
 export const CU_MEMHOSTREGISTER = {
   PORTABLE: 0x01,
+  /** Maps the range into the device's address space: cuMemHostGetDevicePointer gives its device address. */
+  DEVICEMAP: 0x02,
   /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
   READ_ONLY: 0x08,
 } as const;
@@ -106,6 +110,9 @@ const PROTOTYPES = {
   cuMemcpyHtoD_v2: 'int cuMemcpyHtoD_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount)',
   cuMemcpyDtoH_v2: 'int cuMemcpyDtoH_v2(void *dstHost, unsigned long long srcDevice, size_t byteCount)',
   cuGetErrorName: 'int cuGetErrorName(int error, _Out_ const char **pStr)',
+  // the reference checks (suites/hazards/reference-*.ts): the device's free memory and a registration's device address
+  cuMemGetInfo_v2: 'int cuMemGetInfo_v2(_Out_ size_t *free, _Out_ size_t *total)',
+  cuMemHostGetDevicePointer_v2: 'int cuMemHostGetDevicePointer_v2(_Out_ unsigned long long *pdptr, void *p, unsigned int flags)',
   cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
 } as const;
 
@@ -133,6 +140,8 @@ interface CudaFunctions {
   cuMemcpyHtoD_v2(dst: bigint, src: bigint, bytes: number): number;
   cuMemcpyDtoH_v2(dst: bigint, src: bigint, bytes: number): number;
   cuGetErrorName(error: number, out: Out<string | null>): number;
+  cuMemGetInfo_v2(free: Out<IntLike>, total: Out<IntLike>): number;
+  cuMemHostGetDevicePointer_v2(out: Out<IntLike>, p: bigint, flags: number): number;
   cuGetErrorString(error: number, out: Out<string | null>): number;
 }
 
@@ -158,6 +167,16 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after memFreeHost. */
   memHostAlloc(bytes: number, flags?: number): Host;
   memFreeHost(host: Host): void;
+  /** cuMemGetInfo_v2 in the current context: the device's free and total memory, in bytes. */
+  memGetInfo(): MemInfo;
+  /** cuMemHostGetDevicePointer_v2 (flags 0) in the current context: the device address of a registered host address. */
+  memHostGetDevicePointer(address: bigint): bigint;
+}
+
+/** What cuMemGetInfo / hipMemGetInfo say of the current device. */
+export interface MemInfo {
+  free: number;
+  total: number;
 }
 
 /**
@@ -242,6 +261,26 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     ...contextCalls(c, checks, ready, dev),
     memHostAlloc: host.alloc,
     memFreeHost: host.free,
+    ...referenceCalls(c, checks, ready),
+  };
+}
+
+/** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
+function referenceCalls(c: CudaFunctions, { check }: Checker, ready: () => void): Pick<CudaDriver, 'memGetInfo' | 'memHostGetDevicePointer'> {
+  return {
+    memGetInfo(): MemInfo {
+      ready();
+      const free: Out<IntLike> = [0];
+      const total: Out<IntLike> = [0];
+      check('cuMemGetInfo_v2', c.cuMemGetInfo_v2(free, total));
+      return { free: Number(free[0]), total: Number(total[0]) };
+    },
+    memHostGetDevicePointer(address: bigint): bigint {
+      ready();
+      const out: Out<IntLike> = [0];
+      check('cuMemHostGetDevicePointer_v2', c.cuMemHostGetDevicePointer_v2(out, address, 0));
+      return BigInt(out[0]);
+    },
   };
 }
 

@@ -19,6 +19,16 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
+/** hipHostRegisterMapped: the range is mapped into the device's address space (hipHostGetDevicePointer). */
+export const HOST_REGISTER_MAPPED = 0x2;
+
+/**
+ * The hipDeviceAttribute_t numbers the reference checks read (HIP 5.x, 6.x and 7.x number them alike; 4.x
+ * numbered them otherwise and is not asked): CanUseHostPointerForRegisteredMem 4 (hipDeviceAttributeCudaCompatibleBegin
+ * = 0: EccEnabled 0, AccessPolicyMaxWindowSize 1, AsyncEngineCount 2, CanMapHostMemory 3, then it),
+ * PageableMemoryAccess 65, PageableMemoryAccessUsesHostPageTables 66, HostRegisterSupported 90 (new in HIP 6.0).
+ */
+export const HIP_REFERENCE_ATTRIBUTE = { CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 4, PAGEABLE_MEMORY_ACCESS: 65, PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: 66, HOST_REGISTER_SUPPORTED: 90 } as const;
 
 /** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
 const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2 } as const;
@@ -122,6 +132,9 @@ const PROTOTYPES = {
   hipMemcpy: 'int hipMemcpy(void *dst, const void *src, size_t sizeBytes, int kind)',
   hipGetErrorName: 'const char *hipGetErrorName(int hip_error)',
   hipGetErrorString: 'const char *hipGetErrorString(int hipError)',
+  // the reference checks (suites/hazards/reference-*.ts): the device's free memory and a registration's device address
+  hipMemGetInfo: 'int hipMemGetInfo(_Out_ size_t *free, _Out_ size_t *total)',
+  hipHostGetDevicePointer: 'int hipHostGetDevicePointer(_Out_ void **devPtr, void *hstPtr, unsigned int flags)',
 } as const;
 
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
@@ -146,6 +159,8 @@ interface HipFunctions {
   hipMemcpy(dst: bigint, src: bigint, bytes: number, kind: number): number;
   hipGetErrorName(error: number): string | null;
   hipGetErrorString(error: number): string | null;
+  hipMemGetInfo(free: Out<IntLike>, total: Out<IntLike>): number;
+  hipHostGetDevicePointer(out: Out<Pointer>, p: bigint, flags: number): number;
 }
 
 // ---- the runtime ----
@@ -172,6 +187,16 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after hostFree. */
   hostMalloc(bytes: number, flags?: number): Host;
   hostFree(host: Host): void;
+  /** hipMemGetInfo on the current device: its free and total memory, in bytes. */
+  memGetInfo(): MemInfo;
+  /** hipHostGetDevicePointer (flags 0): the device address of a registered host address. */
+  hostGetDevicePointer(address: bigint): bigint;
+}
+
+/** What hipMemGetInfo says of the current device. */
+export interface MemInfo {
+  free: number;
+  total: number;
 }
 
 /**
@@ -246,6 +271,26 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     ...deviceCalls(c, checks, ready, dev),
     hostMalloc: host.alloc,
     hostFree: host.free,
+    ...referenceCalls(c, checks, ready),
+  };
+}
+
+/** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
+function referenceCalls(c: HipFunctions, checks: Checker, ready: () => void): Pick<HipDriver, 'memGetInfo' | 'hostGetDevicePointer'> {
+  return {
+    memGetInfo(): MemInfo {
+      ready();
+      const free: Out<IntLike> = [0];
+      const total: Out<IntLike> = [0];
+      checks.check('hipMemGetInfo', c.hipMemGetInfo(free, total));
+      return { free: Number(free[0]), total: Number(total[0]) };
+    },
+    hostGetDevicePointer(address: bigint): bigint {
+      ready();
+      const out: Out<Pointer> = [null];
+      checks.check('hipHostGetDevicePointer', c.hipHostGetDevicePointer(out, address, 0));
+      return out[0] ?? 0n;
+    },
   };
 }
 

@@ -125,6 +125,13 @@ const MACHINE_READS = ['test/machine-reads.test.ts'];
 const OUTPUTS = ['test/outputs.test.ts'];
 const OUTPUT_FORMATS = ['test/output-formats.test.ts'];
 const CAPS = ['test/machine-caps.test.ts'];
+/** The reference checks (docs/reference-checks.md): their files, and the test file that holds them. */
+const refAttributes = 'suites/hazards/reference-attributes.ts';
+const refRepetition = 'suites/hazards/reference-repetition.ts';
+const refNegatives = 'suites/hazards/reference-negatives.ts';
+const lockedMemoryFile = 'bindings/locked-memory.ts';
+const cudaBinding = 'bindings/cuda.ts';
+const REFERENCE = ['test/reference-negatives.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -348,6 +355,21 @@ const mutations = [
   ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
   ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
   ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
+  // ---- the reference checks (issue 36): attributes held to behaviour, repetition, flags and negatives
+  ['reference: an attribute of 0 not held to a registration that works', 'reference: attributes', refAttributes, edits(['  if (value === 0 && registered) return', '  if (false && registered) return']), REFERENCE],
+  ['reference: an attribute of 1 not held to a refusal', 'reference: attributes', refAttributes, edits(['  if (value !== 0 && !registered) return', '  if (false && !registered) return']), REFERENCE],
+  ['reference: the device address not compared where every device says 1', 'reference: attributes', refAttributes, edits([': everyOne && !same', ': false && !same']), REFERENCE],
+  ['reference: USES_HOST_PAGE_TABLES not held to PAGEABLE_MEMORY_ACCESS', 'reference: attributes', refAttributes, edits(['usesTables === 1 && canAccess === 0', 'false && canAccess === 0']), REFERENCE],
+  ['reference: one cycle instead of 100', 'reference: repetition', refRepetition, edits(['export const CYCLES = 100;', 'export const CYCLES = 1;']), REFERENCE],
+  ["reference: the cycles' fall of free device memory not judged", 'reference: repetition', refRepetition, edits(['const leaked = falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES);', 'const leaked = false;']), REFERENCE],
+  ["reference: a fall of free device memory in one half of the cycles called a leak", 'reference: repetition', refRepetition, edits(['falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES)', 'falls.some((f) => f >= HALF_SLACK_BYTES)']), REFERENCE],
+  ["reference: the cycles' growth of VmLck not judged", 'reference: repetition', refRepetition, edits(['grew.locked > 0 ? `VmLck grew', 'false ? `VmLck grew']), REFERENCE],
+  ['reference: VmLck read from the VmPin line', 'reference: repetition', lockedMemoryFile, edits(["const lockedKiB = field('VmLck');", "const lockedKiB = field('VmPin');"]), REFERENCE],
+  ['reference: cuMemGetInfo free read from total', 'reference: repetition', cudaBinding, edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
+  ["reference: unknown flag bits tried without the device's own flag", 'reference: negatives', refNegatives, edits(['const flags = (bits | own) >>> 0;', 'const flags = bits >>> 0;']), REFERENCE],
+  ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
+  ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],
+  ['reference: a size of 0 kept unreleased does not keep its mapping', 'reference: negatives', refNegatives, edits(['if (!succeeded(un) && o.keep) {', 'if (!succeeded(un) && o.keep && o.length > 0) {']), REFERENCE],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and

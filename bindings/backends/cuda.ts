@@ -15,6 +15,7 @@ import {
   withCudaOps,
 } from '../cuda.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
+import { type ReferenceAttribute, type ReferenceKit, readAttribute } from '../reference-kit.js';
 
 /** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
 function nvidiaModuleVersion(): string | undefined {
@@ -38,7 +39,9 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
   for (const [name, id] of [
     ['CAN_MAP_HOST_MEMORY', CU_DEVICE_ATTRIBUTE.CAN_MAP_HOST_MEMORY],
     ['PAGEABLE_MEMORY_ACCESS', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS],
+    ['CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM', CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM],
     ['HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED],
+    ['PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES],
     ['READ_ONLY_HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED],
   ] as const) {
     try {
@@ -48,6 +51,38 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
     }
   }
   return attributes;
+}
+
+/** The CUdevice_attribute of each attribute the reference checks hold to behaviour. */
+const REFERENCE_ATTRIBUTES: Readonly<Record<ReferenceAttribute, readonly [string, number]>> = {
+  hostRegister: ['HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED],
+  readOnlyRegister: ['READ_ONLY_HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED],
+  hostPointer: ['CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM', CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM],
+  pageableAccess: ['PAGEABLE_MEMORY_ACCESS', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS],
+  pageTables: ['PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES],
+};
+
+/** The reference kit of CUDA device `ordinal` (bindings/reference-kit.ts). */
+function cudaReferenceKit(driver: CudaDriver, ordinal: number): ReferenceKit {
+  const read = (which: ReferenceAttribute, dev: number) => {
+    const [name, id] = REFERENCE_ATTRIBUTES[which];
+    return readAttribute(`CU_DEVICE_ATTRIBUTE_${name} (${id})`, () => driver.attribute(dev, id));
+  };
+  return {
+    deviceMapFlag: CU_MEMHOSTREGISTER.DEVICEMAP,
+    invalidValue: { code: CUDA_ERROR_INVALID_VALUE, name: 'CUDA_ERROR_INVALID_VALUE' },
+    devicePointerCall: 'cuMemHostGetDevicePointer_v2',
+    attribute: (which) => read(which, ordinal),
+    attributeOnAll: (which) => Array.from({ length: driver.devices().count }, (_, d) => read(which, d)),
+    memInfo(ops) {
+      ops.synchronize(); // makes the device's context current
+      return driver.memGetInfo();
+    },
+    devicePointer(ops, address) {
+      ops.synchronize();
+      return driver.memHostGetDevicePointer(address);
+    },
+  };
 }
 
 function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredDevice {
@@ -67,6 +102,7 @@ function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredD
       },
       readOnlyFlag: CU_MEMHOSTREGISTER.READ_ONLY,
       attributeCall: () => ({ call: 'cuDeviceGetAttribute', query: () => driver.attribute(i, CU_DEVICE_ATTRIBUTE.INTEGRATED) }),
+      reference: cudaReferenceKit(driver, i),
     },
     withOps: (bytes, f, options) => withCudaOps(driver, i, bytes, f, options),
     keepContext: keepCudaContext(driver, i),

@@ -503,6 +503,8 @@ static int parse_faults(const char *spec, faults_t *f) {
       f->nodevice = 1;
     } else if (strcmp(tok, "init_fails") == 0) {
       f->init_fails = 1;
+    } else if (dbl_ref_fault_bit(tok)) {
+      f->ref_faults |= dbl_ref_fault_bit(tok);
     } else if (!set_flag_fault(tok, f)) {
       parse_error("fault", tok);
       return -1;
@@ -758,6 +760,8 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (parse_faults(getenv("MAPPED_REG_DOUBLE_FAULTS"), &faults) != 0) {
     return g.last_init_result = DR_INVALID_VALUE;
   }
+  ref_attrs_t ref_attrs;
+  if (dbl_ref_read_attributes(&ref_attrs) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long ndev = 1;
   if (dbl_env_long("MAPPED_REG_DOUBLE_DEVICES", 1, &ndev) != 0 || ndev > DBL_MAX_DEVICES) {
     parse_error("device count MAPPED_REG_DOUBLE_DEVICES", getenv("MAPPED_REG_DOUBLE_DEVICES"));
@@ -781,6 +785,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   }
   g.prof = prof;
   g.faults = faults;
+  g.ref_attrs = ref_attrs;
   g.ndevices = napi;
   g.registered_since_init = 0;
   memset(g.reset_seen, 0, sizeof g.reset_seen);
@@ -899,8 +904,8 @@ static int check_protection(const range_info *info, unsigned flags, int *fail_on
 }
 
 int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
-  if (!p || !size) return DR_INVALID_VALUE;
-  if (flags & ~g.prof.valid_flags) return DR_INVALID_VALUE;
+  int gate = dbl_ref_register_gate(p, size, flags, g.prof.valid_flags, g.prof.readonly_flag, g.prof.readonly_needs_flag);
+  if (gate >= 0) return gate;
   if (p + size < p) return DR_INVALID_VALUE;
   if (g.faults.register_max && size > g.faults.register_max) return DR_OUT_OF_MEMORY;
   uintptr_t ps = page_down(p), pe = page_up(p + size);
@@ -971,7 +976,7 @@ static int idle(const reg_t *r) {
 }
 
 int dbl_unregister(uintptr_t p) {
-  if (!p) return DR_INVALID_VALUE;
+  if (!p) return dbl_ref_unregister_null();
   for (size_t i = 0; i < g.nregs; i++) {
     reg_t *r = &g.regs[i];
     if (r->start != p) continue;
@@ -993,6 +998,7 @@ int dbl_unregister(uintptr_t p) {
       return g.prof.unregister_fault_result;
     }
     remove_reg(i);
+    dbl_ref_released();
     return DR_OK;
   }
   for (size_t i = 0; i < g.nregs; i++) {

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reference.h"
+
 /* Only the driver ABI and the test exports leave the library. */
 #define DBL_API __attribute__((visibility("default")))
 #define DBL_HIDDEN __attribute__((visibility("hidden")))
@@ -105,6 +107,7 @@ typedef struct {
   size_t register_max;            /* > 0: a registration of more bytes is refused (OUT_OF_MEMORY) */
   int unmapped_unregister_fails;  /* unregister of a registration whose range is no longer mapped fails */
   int reset_keeps_registrations;  /* an explicit context / device reset keeps the registrations */
+  unsigned ref_faults;            /* the reference checks' faults (reference.h: REF_*) */
 } faults_t;
 
 #define DBL_MAX_DEVICES 16
@@ -188,6 +191,9 @@ typedef struct {
   int reset_seen[DBL_MAX_DEVICES];   /* an explicit reset of the device happened since the last init */
   uintptr_t *dropped;                /* start pointers of registrations a context or device reset dropped */
   size_t ndropped, capdropped;
+  ref_attrs_t ref_attrs;             /* MAPPED_REG_DOUBLE_ATTRIBUTES (reference.h) */
+  size_t ref_leaked;                 /* device memory lost to leak_device_per_cycle (and other_process_allocates) */
+  int ref_mem_queries;               /* free-memory queries so far (other_process_allocates) */
 } state_t;
 
 DBL_HIDDEN extern state_t g;

@@ -70,6 +70,7 @@ typedef int hipError_t;
 #define ATTR_COMPUTE_CAPABILITY_MAJOR 23
 #define ATTR_COMPUTE_CAPABILITY_MINOR 61
 #define ATTR_MULTIPROCESSOR_COUNT 63
+#define ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM 4
 #define ATTR_PAGEABLE_MEMORY_ACCESS 65
 #define ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES 66
 #define ATTR_PCI_BUS_ID 67
@@ -83,6 +84,7 @@ static const char *const NAMES[] = {
     "hipDeviceGetPCIBusId", "hipDeviceTotalMem", "hipDeviceGetAttribute", "hipSetDevice",
     "hipDeviceSynchronize", "hipDeviceReset", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
     "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
+    "hipMemGetInfo", "hipHostGetDevicePointer",
 };
 
 /* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
@@ -188,16 +190,17 @@ static int attribute(int *value, int attr, int dev) {
     case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return DR_OK; /* gfx1100 (RX 7900 XTX) */
     case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return DR_OK;
     case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return DR_OK;
-    case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return DR_OK;
-    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return DR_OK;
+    /* the attributes the reference checks hold to behaviour: reference.c (MAPPED_REG_DOUBLE_ATTRIBUTES, its lies) */
+    case ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return dbl_ref_attribute(REF_HOST_POINTER, value);
+    case ATTR_PAGEABLE_MEMORY_ACCESS: return dbl_ref_attribute(REF_PAGEABLE_ACCESS, value);
+    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: return dbl_ref_attribute(REF_PAGE_TABLES, value);
     case ATTR_PCI_BUS_ID: *value = 0; return DR_OK;
     case ATTR_PCI_DEVICE_ID: *value = dbl_physical(dev); return DR_OK;
     case ATTR_PCI_DOMAIN_ID: *value = 0; return DR_OK;
     case ATTR_WARP_SIZE: *value = 32; return DR_OK;
     case ATTR_HOST_REGISTER_SUPPORTED:
       if (major < 6) return DR_INVALID_VALUE; /* not in HIP 5's enum */
-      *value = 1;
-      return DR_OK;
+      return dbl_ref_attribute(REF_HOST_REGISTER, value);
     default: return DR_INVALID_VALUE;
   }
 }
@@ -273,6 +276,24 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
     case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
     default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device only */
   }
+}
+
+/* ---------------------------------------------------------------- the reference checks' calls (reference.c) */
+
+DBL_API hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_ref_mem_info(free_bytes, total_bytes));
+}
+
+DBL_API hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned int flags) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (flags != 0 || !devPtr) return code(DR_INVALID_VALUE);
+  uintptr_t d = 0;
+  r = dbl_ref_device_pointer((uintptr_t)hstPtr, &d);
+  if (r == DR_OK) *devPtr = (void *)d;
+  return code(r);
 }
 
 /* ---------------------------------------------------------------- errors */

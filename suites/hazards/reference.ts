@@ -1,0 +1,22 @@
+// The reference checks: the promises hip-tests and the CUDA documentation test, on a file-backed mapping, in the
+// order they run (before hazard.context_reset, which must come last: ./index.ts). docs/reference-checks.md lists
+// them beside the reference tests they answer. Other families of reference checks add their checks here.
+import type { Check } from '../check.js';
+import { hostPointerAttribute, hostRegisterAttribute, pageTablesAttribute, readOnlyRegisterAttribute } from './reference-attributes.js';
+import { nullPointerRefused, unknownFlagsRefused, unregisterNullRefused, zeroSizeRefused } from './reference-negatives.js';
+import { registerCycles } from './reference-repetition.js';
+
+export const referenceChecks: readonly Check[] = [
+  // attributes held to behaviour
+  hostRegisterAttribute,
+  readOnlyRegisterAttribute,
+  hostPointerAttribute,
+  pageTablesAttribute,
+  // repetition
+  registerCycles,
+  // flags and negatives
+  unknownFlagsRefused,
+  nullPointerRefused,
+  zeroSizeRefused,
+  unregisterNullRefused,
+];
