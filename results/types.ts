@@ -64,6 +64,15 @@ export interface DeviceTiming {
   pageLockedRatio?: number;
   /** The host's memcpy of the window, timed in the same rounds. */
   hostCopyGBps?: number;
+  /**
+   * Every round's durations (ms), paired as taken (schemaVersion 3): index i of each list is round i; the staged and
+   * host copies are null in the extra rounds of the pair. A figure with these is judged with its noise
+   * (results/decision.ts); one without them (schemaVersion 1 and 2) is a figure without its noise.
+   */
+  // null: a duration the clock did not give (JSON writes NaN so)
+  samples?: { registeredMs: (number | null)[]; pageLockedMs: (number | null)[]; stagedMs: (number | null)[]; hostCopyMs: (number | null)[] };
+  /** The extra rounds of the pair (after --runs), and why: the ratio's own interval was wider than the decision needs. */
+  extraRounds?: { rounds: number; why: string };
 }
 
 /** Another process with a context on the device. */
@@ -162,8 +171,11 @@ export interface Machine {
 export type DeviceWithHost = DeviceResult & { host?: Machine };
 
 export interface RunResult {
-  /** 2 since the control copy and the look at the machine; files of 1 are still read (their new fields absent). */
-  schemaVersion: 1 | 2;
+  /**
+   * 3 since each timed figure keeps its rounds (timing.samples); 2 since the control copy and the look at the
+   * machine; files of 1 and 2 are still read (their new fields absent: figures without their noise).
+   */
+  schemaVersion: 1 | 2 | 3;
   tool: { name: string; version: string };
   host: Machine;
   startedAt: string;
