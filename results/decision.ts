@@ -153,7 +153,8 @@ export function decideDrop(input: DropInput): DropDecision | undefined {
   if (used === 'none' || !(sigma > 0)) {
     // figures without their noise: the figure against the limit, as before the samples were kept
     const outcome: DropOutcome = beyond(drop, maxDrop) ? 'regression' : 'pass';
-    const why = `${outcome === 'regression' ? `a drop of ${pct(drop)}, more than the ${pct(maxDrop)} allowed` : `a drop of ${pct(drop)}, within the ${pct(maxDrop)} allowed`} (figures without their noise)`;
+    // the words of the figures' comparison before the rounds were kept; `noise.used` says 'none'
+    const why = outcome === 'regression' ? `a drop of ${pct(drop)}, more than the ${pct(maxDrop)} allowed` : `a drop of ${pct(drop)}, within the ${pct(maxDrop)} allowed`;
     return { outcome, drop, confidence, maxDrop, runs, noise: { ...noiseBase, used }, why, ...(thin ? { advice: thin } : {}), retime: outcome === 'regression' };
   }
   const z = normalQuantile(confidence);

@@ -59,6 +59,8 @@ export function parseRequirement(spec: string): Requirement {
 
 export interface GateOptions {
   baseline?: { file: string; result: RunResult };
+  /** More runs of the baseline (several `--baseline` files): their figures and spread join the decision on the figures. */
+  moreBaselines?: readonly { file: string; result: RunResult }[];
   expectations?: Expectations;
   requires?: readonly Requirement[];
   /** Default DEFAULT_MAX_DROP. */
@@ -71,7 +73,7 @@ const verdictOf = (r: CheckResult | undefined): { kind: string; refusal?: string
 
 /** What a re-run of probe.verdict measured: its figures and what it saw of the machine. */
 interface RerunTiming {
-  timing?: { registeredGBps?: number; pageLockedGBps?: number | null; pageLockedRatio?: number | null };
+  timing?: { registeredGBps?: number; pageLockedGBps?: number | null; pageLockedRatio?: number | null; samples?: NonNullable<DeviceWithHost['timing']>['samples'] };
   load?: DeviceLoad;
 }
 const rerunTiming = (r: CheckResult | undefined): RerunTiming | undefined => r?.data as RerunTiming | undefined;
@@ -83,6 +85,9 @@ function asRerun(neu: DeviceWithHost, data: RerunTiming | undefined): DeviceWith
   const timing = { ...neu.timing, registeredGBps: t.registeredGBps };
   if (t.pageLockedGBps != null) timing.pageLockedGBps = t.pageLockedGBps;
   if (t.pageLockedRatio != null) timing.pageLockedRatio = t.pageLockedRatio;
+  // the re-run's own rounds, or none: never the first run's rounds beside the re-run's figures
+  if (t.samples) timing.samples = t.samples;
+  else delete timing.samples;
   return { ...neu, timing, ...(data?.load ? { load: data.load } : {}) };
 }
 
@@ -93,6 +98,8 @@ const still = (ch: Change, rerunInfo: Change['rerun'] | undefined, what: string)
 interface Suspect {
   ch: Change;
   old: DeviceWithHost | undefined;
+  /** The same device in the baseline's other runs. */
+  olds: DeviceWithHost[];
   neu: DeviceWithHost;
   maxDrop: number;
   once: (checkId: string) => Promise<CheckResult | undefined>;
@@ -106,10 +113,12 @@ async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
 }
 
 /**
- * A registered GB/s or a registered / page-locked that fell: judged again as the first was, with the re-run's
- * figures, control copy and look at the machine. A re-run that fell again on a busy machine is the host's.
+ * A registered GB/s or a registered / page-locked that fell, or that the decision could not tell from the limit
+ * (results/decision.ts, `retime`): judged again with the first run and the re-run as the candidate's two runs (their
+ * rounds and their spread), the re-run's control copy and look at the machine. A re-run that fell again on a busy
+ * machine is the host's.
  */
-async function rerunFigure({ ch, old, neu, maxDrop, once }: Suspect): Promise<Change> {
+async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Promise<Change> {
   const r = await once('probe.verdict');
   const data = rerunTiming(r);
   const figure = data?.timing?.registeredGBps;
@@ -118,9 +127,19 @@ async function rerunFigure({ ch, old, neu, maxDrop, once }: Suspect): Promise<Ch
   const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
   const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
   const again = asRerun(neu, data);
-  const judged = again ? (registration ? registrationChange(old, again, maxDrop) : bandwidthChange(old, again, maxDrop)) : undefined;
-  if (judged?.kind === 'error') return { ...judged, rerun: info! };
-  if (judged && judged.kind !== 'regression' && shown !== undefined) return flaky(ch, info!, shown);
+  // with their rounds, the two runs are the candidate's (their spread shows the host's between runs); figures without
+  // their noise are judged on the re-run alone, as before the rounds were kept
+  const more = again?.timing?.samples && neu.timing?.samples ? { olds, news: [neu] } : { olds };
+  const judged = again ? (registration ? registrationChange(old, again, maxDrop, more) : bandwidthChange(old, again, maxDrop, more)) : undefined;
+  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}, judged with the first run`;
+  if (judged?.kind === 'error') return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  if (judged?.kind === 'regression') return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  if (ch.kind !== 'regression') {
+    // re-timed because the first run alone was near the limit, or too noisy to judge: the two runs decide
+    if (judged) return { ...judged, ...(judged.note ? {} : { note: rerunText }), rerun: info! };
+    return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
+  }
+  if (judged && shown !== undefined) return { ...flaky(ch, info!, shown), ...(judged.decision ? { decision: judged.decision } : {}) };
   return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
 }
 
@@ -142,7 +161,7 @@ function rerunOf(ch: Change, tooSlow: boolean): ((s: Suspect) => Promise<Change>
 }
 
 /** Each regression that may be a flake is re-run once; one that no longer regresses becomes `flaky`. */
-async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun): Promise<void> {
+async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun, moreBaselines?: readonly RunResult[]): Promise<void> {
   const byId = new Map(run.devices.map((d) => [d.id, d as DeviceWithHost]));
   const cache = new Map<string, Promise<CheckResult | undefined>>();
   const once = (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
@@ -161,8 +180,11 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
     const tooSlow = neu.verdict.kind === 'Too_slow';
     for (let i = 0; i < d.changes.length; i++) {
       const ch = d.changes[i]!;
-      const again = ch.kind === 'regression' ? rerunOf(ch, tooSlow) : undefined;
-      if (again) d.changes[i] = await again({ ch, old, neu, maxDrop, once: (checkId) => once(neu.id, checkId) });
+      // a figure the decision could not tell from the limit, or too noisy to judge, is re-timed too (`retime`)
+      const figure = (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) && ch.decision?.retime === true && (ch.kind === 'unchanged' || ch.decision.outcome === 'too-noisy');
+      const again = ch.kind === 'regression' || figure ? rerunOf(ch, tooSlow) : undefined;
+      const olds = (moreBaselines ?? []).flatMap((b) => (b.devices as DeviceWithHost[]).filter((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name).slice(0, 1));
+      if (again) d.changes[i] = await again({ ch, old, olds, neu, maxDrop, once: (checkId) => once(neu.id, checkId) });
     }
     recount(d);
   }
@@ -223,8 +245,9 @@ function failLine(reasons: readonly GateReason[]): string {
 /** The run compared with its baseline (or with nothing), after re-running once what may be a flake. */
 export async function judge(run: RunResult, o: GateOptions = {}): Promise<Comparison> {
   // compare applies the default limit, for a caller that names none
-  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), ...(o.maxDrop !== undefined ? { maxDrop: o.maxDrop } : {}) });
-  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, c.maxDrop, o.rerun);
+  const more = o.moreBaselines?.map((b) => b.result);
+  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), ...(o.maxDrop !== undefined ? { maxDrop: o.maxDrop } : {}), ...(more?.length ? { moreBaselines: more } : {}) });
+  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, c.maxDrop, o.rerun, more);
   return c;
 }
 
@@ -260,7 +283,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
       ...(ch.check !== VERDICT_CHECK ? { check: ch.check } : {}),
       ...(ch.old !== undefined ? { old: ch.old } : {}),
       ...(ch.new !== undefined ? { new: ch.new } : {}),
-      ...(kind === 'error' || kind === 'busy' ? { host: true } : {}),
+      ...(kind === 'error' || kind === 'busy' || kind === 'noisy' ? { host: true } : {}),
       text: changeLine(d, ch),
     });
   }
@@ -277,6 +300,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
         ...(ch.detail ? { detail: ch.detail } : {}),
         ...(ch.expectation ? { expectation: ch.expectation } : {}),
         ...(ch.figures ? { figures: ch.figures } : {}),
+        ...(ch.decision ? { decision: ch.decision } : {}),
       })),
   );
   const pass = reasons.length === 0;

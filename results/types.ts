@@ -209,8 +209,12 @@ export interface BandwidthFigures {
   pageLocked?: { old?: number; new?: number };
 }
 
-/** What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an `unexpected-pass`, a host `error`. */
-export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'registration' | 'missing' | 'unexpected-pass' | 'error' | 'busy';
+/**
+ * What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an
+ * `unexpected-pass`, a host `error`, a machine that stayed `busy`, or a host too `noisy` to judge a figure at
+ * --max-drop (results/decision.ts): the last three the host's.
+ */
+export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'registration' | 'missing' | 'unexpected-pass' | 'error' | 'busy' | 'noisy';
 
 export type GateReasonKind = RegressionKind | 'requirement' | 'driver-init' | 'run-error';
 
@@ -242,6 +246,22 @@ export interface GateNote {
   detail?: string;
   expectation?: { source: string; line: string };
   figures?: BandwidthFigures;
+  /** For `bandwidth` and `registration`: the decision with the figures' noise (results/decision.ts). */
+  decision?: FigureDecision;
+}
+
+/** The decision on a figure with its noise, as the results record it (results/decision.ts, DropDecision). */
+export interface FigureDecision {
+  outcome: 'regression' | 'pass' | 'too-noisy';
+  drop: number;
+  interval?: { low: number; high: number };
+  confidence: number;
+  maxDrop: number;
+  runs: { baseline: number; candidate: number; withSamples: number };
+  noise: { used: string; sigma: number; withinRun: number; betweenRuns: number | null };
+  why: string;
+  advice?: string;
+  retime: boolean;
 }
 
 /** A device of the baseline that this run does not have. */
