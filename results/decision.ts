@@ -21,6 +21,12 @@
 /** The confidence the gate states (one-sided): a quiet run's figure falls beyond --max-drop less often than 1 in 1000. */
 export const DEFAULT_CONFIDENCE = 0.999;
 
+/**
+ * The most timings of a figure after the run's own, by the gate (`run --baseline`), while the runs so far cannot tell it
+ * from the limit (`retime`): a run's drift between runs is only averaged out by more runs (docs/gate.md).
+ */
+export const MAX_RETIMES = 2;
+
 /** The least rounds whose median and spread are used; a run with fewer is judged by its figure alone. */
 export const MIN_ROUNDS = 3;
 
@@ -61,7 +67,10 @@ export interface DropDecision {
   why: string;
   /** Advice where the baseline's noise is too thin (one run) or too wide to judge. */
   advice?: string;
-  /** The candidate is near enough to the limit that one more timing of it would help (the gate re-times it once). */
+  /**
+   * One more timing of the candidate could change the outcome: too noisy, or the interval holds the limit (the gate
+   * re-times it, at most MAX_RETIMES times). Figures without their noise: a regression (re-run once, as a flake).
+   */
   retime: boolean;
 }
 
@@ -171,7 +180,9 @@ export function decideDrop(input: DropInput): DropDecision | undefined {
         ? `a drop of ${pct(drop)}, within the ${pct(maxDrop)} allowed (${noiseText})`
         : `the host is too noisy to judge a drop of ${pct(maxDrop)}: a drop of ${pct(drop)}, ${noiseText}`;
   const advice = outcome === 'too-noisy' ? `the host's spread (±${pct(Math.exp(half) - 1)}) is wider than ${pct(maxDrop)}: a baseline of several runs, or a quieter host${thin ? `; ${thin}` : ''}` : thin;
-  return { outcome, drop, interval, confidence, maxDrop, runs, noise: { ...noiseBase, used }, why, ...(advice ? { advice } : {}), retime: outcome !== 'pass' || beyond(interval.high, maxDrop) };
+  // timed again where the interval holds the limit (a pass or a regression that more runs could turn), or too noisy
+  const straddles = !beyond(interval.low, maxDrop) && beyond(interval.high, maxDrop);
+  return { outcome, drop, interval, confidence, maxDrop, runs, noise: { ...noiseBase, used }, why, ...(advice ? { advice } : {}), retime: outcome === 'too-noisy' || straddles };
 }
 
 /** The per-round logs of registered / page-locked: each round's pair, as taken (page-locked ms over registered ms). */

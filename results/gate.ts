@@ -13,7 +13,8 @@
 // figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
 // while registered / page-locked (`registration`), which a busy machine moves far less, is judged always; a
 // fall seen on a machine that stayed busy is the host's too.
-import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { MAX_RETIMES } from './decision.js';
+import { type Change, type Comparison, type MoreRuns, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
@@ -102,7 +103,8 @@ interface Suspect {
   olds: DeviceWithHost[];
   neu: DeviceWithHost;
   maxDrop: number;
-  once: (checkId: string) => Promise<CheckResult | undefined>;
+  /** The check's re-run; `attempt` 1 and more: the figure's further timings (MAX_RETIMES), each shared by the figures. */
+  once: (checkId: string, attempt?: number) => Promise<CheckResult | undefined>;
 }
 
 async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
@@ -119,23 +121,38 @@ async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
  * machine is the host's.
  */
 async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Promise<Change> {
-  const r = await once('probe.verdict');
+  const registration = ch.check === REGISTRATION_CHECK;
+  const judge = (again: DeviceWithHost, more: MoreRuns): Change | undefined => (registration ? registrationChange(old, again, maxDrop, more) : bandwidthChange(old, again, maxDrop, more));
+  // the candidate's runs so far: with their rounds, the runs are judged together (their spread shows the host's
+  // between runs); figures without their noise are judged on the last re-run alone, as before the rounds were kept
+  const runs: DeviceWithHost[] = [neu];
+  let r: CheckResult | undefined;
+  let judged: Change | undefined;
+  let together = false;
+  for (let t = 0; t < MAX_RETIMES; t++) {
+    r = await once('probe.verdict', t);
+    const again = asRerun(neu, rerunTiming(r));
+    if (!again) {
+      if (t === 0) judged = undefined;
+      break;
+    }
+    together = again.timing?.samples !== undefined && runs.every((x) => x.timing?.samples !== undefined);
+    judged = judge(again, together ? { olds, news: [...runs] } : { olds });
+    // timed again only while the runs so far cannot tell the figure from the limit (never for a busy machine)
+    if (!together || !judged?.decision?.retime || again.load?.busy) break;
+    runs.push(again);
+  }
   const data = rerunTiming(r);
   const figure = data?.timing?.registeredGBps;
   const ratio = data?.timing?.pageLockedRatio ?? undefined;
-  const registration = ch.check === REGISTRATION_CHECK;
   const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
   const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-  const again = asRerun(neu, data);
-  // with their rounds, the two runs are the candidate's (their spread shows the host's between runs); figures without
-  // their noise are judged on the re-run alone, as before the rounds were kept
-  const more = again?.timing?.samples && neu.timing?.samples ? { olds, news: [neu] } : { olds };
-  const judged = again ? (registration ? registrationChange(old, again, maxDrop, more) : bandwidthChange(old, again, maxDrop, more)) : undefined;
-  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}, judged with the first run`;
-  if (judged?.kind === 'error') return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  const timed = runs.length > 1 || together ? `, judged with the ${runs.length + (together ? 1 : 0) - 1 === 1 ? 'first run' : `${runs.length} runs before it`}` : '';
+  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}${timed}`;
+  if (judged?.kind === 'error') return { ...judged, ...(timed ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
   if (judged?.kind === 'regression') return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
   if (ch.kind !== 'regression') {
-    // re-timed because the first run alone was near the limit, or too noisy to judge: the two runs decide
+    // re-timed because the first run alone was near the limit, or too noisy to judge: the runs decide
     if (judged) return { ...judged, ...(judged.note ? {} : { note: rerunText }), rerun: info! };
     return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
   }
@@ -164,8 +181,8 @@ function rerunOf(ch: Change, tooSlow: boolean): ((s: Suspect) => Promise<Change>
 async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun, moreBaselines?: readonly RunResult[]): Promise<void> {
   const byId = new Map(run.devices.map((d) => [d.id, d as DeviceWithHost]));
   const cache = new Map<string, Promise<CheckResult | undefined>>();
-  const once = (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
-    const k = `${deviceId}\u0000${checkId}`;
+  const once = (deviceId: string, checkId: string, attempt = 0): Promise<CheckResult | undefined> => {
+    const k = `${deviceId}\u0000${checkId}\u0000${attempt}`;
     let p = cache.get(k);
     if (!p) {
       p = rerun(deviceId, checkId).catch(() => undefined);
@@ -184,7 +201,7 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
       const figure = (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) && ch.decision?.retime === true && (ch.kind === 'unchanged' || ch.decision.outcome === 'too-noisy');
       const again = ch.kind === 'regression' || figure ? rerunOf(ch, tooSlow) : undefined;
       const olds = (moreBaselines ?? []).flatMap((b) => (b.devices as DeviceWithHost[]).filter((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name).slice(0, 1));
-      if (again) d.changes[i] = await again({ ch, old, olds, neu, maxDrop, once: (checkId) => once(neu.id, checkId) });
+      if (again) d.changes[i] = await again({ ch, old, olds, neu, maxDrop, once: (checkId, attempt) => once(neu.id, checkId, attempt) });
     }
     recount(d);
   }
