@@ -150,7 +150,8 @@ async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Prom
   const timed = runs.length > 1 || together ? `, judged with the ${runs.length + (together ? 1 : 0) - 1 === 1 ? 'first run' : `${runs.length} runs before it`}` : '';
   const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}${timed}`;
   if (judged?.kind === 'error') return { ...judged, ...(timed ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
-  if (judged?.kind === 'regression') return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  if (judged?.kind === 'regression' && timed) return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  if (judged?.kind === 'regression') return still(ch, info, rerunText);
   if (ch.kind !== 'regression') {
     // re-timed because the first run alone was near the limit, or too noisy to judge: the runs decide
     if (judged) return { ...judged, ...(judged.note ? {} : { note: rerunText }), rerun: info! };
