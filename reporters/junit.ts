@@ -185,7 +185,7 @@ function gateCases(suite: ReturnType<ReturnType<Builder['newBuilder']>['testSuit
 }
 
 /** A gate reason as JUnit lists it under `gate.decision`: the host's marked, so that a mixed failure reads as one. */
-const reasonLine = (r: GateDecision['reasons'][number]): string => `- ${r.host ? `[the host${r.kind === 'busy' ? ': busy' : ''}] ` : ''}${r.text}`;
+const reasonLine = (r: GateDecision['reasons'][number]): string => `- ${r.host ? `[the host${r.kind === 'busy' ? ': busy' : r.kind === 'noisy' ? ': too noisy to judge' : ''}] ` : ''}${r.text}`;
 
 /** How the run ended, beyond its result: the stop signal that interrupted it (SIGINT, SIGTERM, SIGHUP), if any. */
 export interface RunEnd {

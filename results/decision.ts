@@ -95,10 +95,19 @@ const sampleVar = (xs: readonly number[]): number => {
 /** The log figures of samples that are valid (finite, the figure above 0). */
 const validLogs = (logs: readonly number[] | undefined): number[] => (logs ?? []).filter((x) => Number.isFinite(x));
 
+/**
+ * The rounds' spread, robustly: 1.4826 x the median absolute deviation (the sd of normal samples), so that one copy
+ * that ended late (a thread preempted on a loaded host) does not widen the interval as a sample sd would.
+ */
+export function robustSd(logs: readonly number[]): number {
+  const m = median(logs);
+  return 1.4826 * median(logs.map((x) => Math.abs(x - m)));
+}
+
 /** One run's centre (log) and the standard error of that centre, or null where only its figure is known. */
 export function runCentre(r: RunFigure): { centre: number; se: number | null } | undefined {
   const logs = validLogs(r.logs);
-  if (logs.length >= MIN_ROUNDS) return { centre: median(logs), se: (MEDIAN_SE * Math.sqrt(sampleVar(logs))) / Math.sqrt(logs.length) };
+  if (logs.length >= MIN_ROUNDS) return { centre: median(logs), se: (MEDIAN_SE * robustSd(logs)) / Math.sqrt(logs.length) };
   if (r.figure !== undefined && r.figure > 0 && Number.isFinite(r.figure)) return { centre: Math.log(r.figure), se: null };
   return undefined;
 }
@@ -208,7 +217,7 @@ export function gbpsLogs(bytes: number, ms: readonly (number | null)[]): number[
 export function roundsWanted(logs: readonly number[], target: number, confidence = DEFAULT_CONFIDENCE): number {
   const xs = validLogs(logs);
   if (xs.length < MIN_ROUNDS) return 0;
-  const sd = Math.sqrt(sampleVar(xs));
+  const sd = robustSd(xs);
   const z = normalQuantile(confidence);
   const n = Math.ceil(((z * MEDIAN_SE * sd) / target) ** 2);
   return Math.max(0, n - xs.length);

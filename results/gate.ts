@@ -23,7 +23,7 @@ import { gbpsText, percent, plural } from './format.js';
 /** What keeps the gate red, in the words --help prints them (docs/gate.md tells each at length). */
 export const GATE_FAILS_ON: readonly string[] = [
   'a failed check (unless a known failure, or failed in the baseline too)',
-  'with --baseline, on a device gone, a status more severe, a verdict that left Usable, a registered GB/s down more than --max-drop',
+  'with --baseline, on a device gone, a status more severe, a verdict that left Usable, a registered / page-locked or registered GB/s down more than --max-drop at the stated confidence, or a host too noisy to judge it',
   'on a GPU driver that loads and then fails to start',
   'an unmet --require',
   'a host error',
@@ -232,7 +232,8 @@ function headlineOf(pass: boolean, reasons: GateReason[], run: RunResult, o: Gat
     const kinds = new Map<string, number>();
     for (const d of run.devices) kinds.set(d.verdict.kind, (kinds.get(d.verdict.kind) ?? 0) + 1);
     const verdicts = [...kinds].map(([k, n]) => `${n} ${k}`).join(', ');
-    const against = o.baseline ? `no regression against ${o.baseline.file} (registered GB/s within ${percent(c.maxDrop)})` : 'no check failed';
+    const runs = o.moreBaselines?.length ? ` and ${plural(o.moreBaselines.length, 'more run')}` : '';
+    const against = o.baseline ? `no regression against ${o.baseline.file}${runs} (registered GB/s within ${percent(c.maxDrop)})` : 'no check failed';
     const extra = [c.counts.expected ? `${c.counts.expected} known failure(s)` : '', c.counts.flaky ? `${c.counts.flaky} flaky, passed on re-run` : ''].filter(Boolean).join(', ');
     return `PASS: ${plural(run.devices.length, 'device')}${verdicts ? ` (${verdicts})` : ''}, ${against}${extra ? `; ${extra}` : ''}`;
   }
