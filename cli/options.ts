@@ -62,6 +62,16 @@ export function once(option: string): (v: string | string[]) => string {
   };
 }
 
+/** Files of a repeatable option, each once: the same run twice would count twice in the spread between runs. */
+export function eachOnce(option: string, what: string): (v: string | string[]) => string[] {
+  return (v) => {
+    const all = Array.isArray(v) ? v : [v];
+    const twice = all.find((f, i) => all.indexOf(f) !== i);
+    if (twice !== undefined) throw new UsageError(`${option} ${JSON.stringify(twice)} was given ${all.filter((f) => f === twice).length} times: give each ${what} once`);
+    return all;
+  };
+}
+
 /** A path (or another single text value) given once. */
 const path = (option: string, describe: string) => ({ type: 'string', requiresArg: true, describe, coerce: once(option) }) as const;
 
@@ -128,6 +138,7 @@ export const RUN_OPTIONS = {
     type: 'string',
     array: true,
     requiresArg: true,
+    coerce: eachOnce('--baseline', 'run of the baseline'),
     describe:
       'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, a figure down more than --max-drop at the stated confidence: exit 1); repeatable: several runs of the baseline, whose spread between runs the decision on the figures uses (the first is the one of statuses and verdicts)',
   },
@@ -187,6 +198,7 @@ export const COMPARE_COMMAND_OPTIONS = {
     type: 'string',
     array: true,
     requiresArg: true,
+    coerce: eachOnce('--also-old', 'run of the old side'),
     describe: 'another run of the old side (repeatable; results JSON): its figures, and the spread between the old runs, join the decision on registered / page-locked and the registered GB/s',
   },
   json: { type: 'boolean', default: false, describe: 'print the comparison as JSON' },
