@@ -141,6 +141,9 @@ function figureDecision(o: DeviceWithHost, n: DeviceWithHost, of: (d: DeviceWith
   return decideDrop({ baseline: [o, ...(more?.olds ?? [])].map(of), candidate: [n, ...(more?.news ?? [])].map(of), maxDrop });
 }
 
+/** The noise a regression was judged with, for its detail; none for figures without their noise. */
+const noiseDetail = (d: DropDecision): string | undefined => (d.noiseText ? `judged with its noise: ${d.noiseText}${d.advice ? ` (${d.advice})` : ''}` : undefined);
+
 /** The words of a figure that the host was too noisy to judge: the host's, not the driver's, and not a pass. */
 const noisyNote = (d: DropDecision): string => `${d.why}: the host, not the driver${d.advice ? ` (${d.advice})` : ''}`;
 
@@ -278,7 +281,8 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
     }
   }
   const stagedText = staged.old !== undefined && staged.new !== undefined ? `staged ${gbpsText(staged.old)} -> ${gbpsText(staged.new)} (shown, not judged)` : undefined;
-  if (stagedText) ch.detail = stagedText;
+  const detail = [stagedText, kind === 'regression' ? noiseDetail(decision) : undefined].filter(Boolean).join('; ');
+  if (detail) ch.detail = detail;
   return ch;
 }
 
@@ -341,6 +345,8 @@ export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithH
     ch.kind = 'regression';
     const pressure = n?.load?.busy ? ` (the machine was busy with CPU pressure alone, which slows both copies alike: ${n.load.why.join('; ')})` : '';
     ch.note = `${decision.why}: registered copies got slower than page-locked ones timed beside them: the driver's registration${pressure}`;
+    const noise = noiseDetail(decision);
+    if (noise) ch.detail = noise;
   } else if (beyondRise(drop, maxDrop)) ch.kind = 'fix';
   return ch;
 }

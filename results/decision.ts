@@ -63,8 +63,10 @@ export interface DropDecision {
     withinRun: number;
     betweenRuns: number | null;
   };
-  /** One line: why, with the noise named. */
+  /** One line: why (the drop against the limit; for a host too noisy, with the interval). */
   why: string;
+  /** The noise the decision used, in words: `within and between runs, 3+2 runs: 14.1% to 25.0% at 99.9%`. */
+  noiseText?: string;
   /** Advice where the baseline's noise is too thin (one run) or too wide to judge. */
   advice?: string;
   /**
@@ -181,46 +183,64 @@ export function decideDrop(input: DropInput): DropDecision | undefined {
   const judgeable = half <= L;
   const over = beyond(drop, maxDrop);
   const outcome: DropOutcome = (judgeable && over) || beyond(interval.low, maxDrop) ? 'regression' : !over && (judgeable || !beyond(interval.high, maxDrop)) ? 'pass' : 'too-noisy';
-  const noiseText = `${used}, ${b.length}+${c.length} run${b.length + c.length === 2 ? 's' : 's'}: ${pct(interval.low)} to ${pct(interval.high)} at ${pct(confidence)}`;
+  const noiseText = `${used}, ${b.length}+${c.length} runs: ${pct(interval.low)} to ${pct(interval.high)} at ${pct(confidence)}`;
   const why =
     outcome === 'regression'
-      ? `a drop of ${pct(drop)}, more than the ${pct(maxDrop)} allowed (${noiseText})`
+      ? `a drop of ${pct(drop)}, more than the ${pct(maxDrop)} allowed`
       : outcome === 'pass'
-        ? `a drop of ${pct(drop)}, within the ${pct(maxDrop)} allowed (${noiseText})`
+        ? `a drop of ${pct(drop)}, within the ${pct(maxDrop)} allowed`
         : `the host is too noisy to judge a drop of ${pct(maxDrop)}: a drop of ${pct(drop)}, ${noiseText}`;
   const advice = outcome === 'too-noisy' ? `the host's spread (±${pct(Math.exp(half) - 1)}) is wider than ${pct(maxDrop)}: a baseline of several runs, or a quieter host${thin ? `; ${thin}` : ''}` : thin;
   // timed again where the interval holds the limit (a pass or a regression that more runs could turn), or too noisy
   const straddles = !beyond(interval.low, maxDrop) && beyond(interval.high, maxDrop);
-  return { outcome, drop, interval, confidence, maxDrop, runs, noise: { ...noiseBase, used }, why, ...(advice ? { advice } : {}), retime: outcome === 'too-noisy' || straddles };
-}
-
-/** The per-round logs of registered / page-locked: each round's pair, as taken (page-locked ms over registered ms). */
-export function ratioLogs(registeredMs: readonly number[], pageLockedMs: readonly (number | null)[]): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < registeredMs.length; i++) {
-    const r = registeredMs[i]!;
-    const p = pageLockedMs[i];
-    if (p !== null && p !== undefined && r > 0 && p > 0 && Number.isFinite(r) && Number.isFinite(p)) out.push(Math.log(p / r));
-  }
-  return out;
-}
-
-/** The per-round logs of a copy's GB/s (bytes / ms / 1e6). */
-export function gbpsLogs(bytes: number, ms: readonly (number | null)[]): number[] {
-  return ms.flatMap((t) => (t !== null && t > 0 && Number.isFinite(t) ? [Math.log(bytes / t / 1e6)] : []));
+  return { outcome, drop, interval, confidence, maxDrop, runs, noise: { ...noiseBase, used }, why, noiseText, ...(advice ? { advice } : {}), retime: outcome === 'too-noisy' || straddles };
 }
 
 /**
- * How many more rounds of the pair would bring a run's own half-width (z times the median's standard error) within
- * `target`, from the rounds taken (logs of the pairs' ratios); 0 when it is there already or cannot be told.
+ * The rounds a loaded host disturbed least: the faster half by the pair's own time (registered plus page-locked), at
+ * least MIN_ROUNDS. A host's load only ever makes a copy slower: a round where a thread waited for a core, or another
+ * copy ran, is a slow pair, whose ratio tells of the load more than of the driver (on this project's 2-core machine at
+ * a load of 11, most 2-ms copies of a run ended late). A pair's sum and its ratio are uncorrelated for noise that
+ * falls on both copies alike, so keeping the faster pairs does not bias the ratio.
  */
-export function roundsWanted(logs: readonly number[], target: number, confidence = DEFAULT_CONFIDENCE): number {
-  const xs = validLogs(logs);
+export function quietRounds(times: readonly number[]): number[] {
+  const keep = Math.min(times.length, Math.max(MIN_ROUNDS, Math.ceil(times.length / 2)));
+  return times
+    .map((t, i) => [t, i] as const)
+    .sort((a, b) => a[0] - b[0])
+    .slice(0, keep)
+    .map(([, i]) => i)
+    .sort((a, b) => a - b);
+}
+
+/** The per-round logs of registered / page-locked: each round's pair, as taken (page-locked ms over registered ms), of the quiet rounds. */
+export function ratioLogs(registeredMs: readonly (number | null)[], pageLockedMs: readonly (number | null)[]): number[] {
+  const valid: [number, number][] = [];
+  for (let i = 0; i < registeredMs.length; i++) {
+    const r = registeredMs[i];
+    const p = pageLockedMs[i];
+    if (r !== null && r !== undefined && p !== null && p !== undefined && r > 0 && p > 0 && Number.isFinite(r) && Number.isFinite(p)) valid.push([r, p]);
+  }
+  return quietRounds(valid.map(([r, p]) => r + p)).map((i) => Math.log(valid[i]![1] / valid[i]![0]));
+}
+
+/** The per-round logs of a copy's GB/s (bytes / ms / 1e6), of the quiet rounds (its faster half). */
+export function gbpsLogs(bytes: number, ms: readonly (number | null)[]): number[] {
+  const valid = ms.filter((t): t is number => t !== null && t > 0 && Number.isFinite(t));
+  return quietRounds(valid).map((i) => Math.log(bytes / valid[i]! / 1e6));
+}
+
+/**
+ * How many more rounds of the pair would bring a run's own half-width (z times the median's standard error of its
+ * quiet rounds, half of them) within `target`, from the rounds taken; 0 when it is there already or cannot be told.
+ */
+export function roundsWanted(registeredMs: readonly number[], pageLockedMs: readonly number[], target: number, confidence = DEFAULT_CONFIDENCE): number {
+  const xs = ratioLogs(registeredMs, pageLockedMs);
   if (xs.length < MIN_ROUNDS) return 0;
   const sd = robustSd(xs);
   const z = normalQuantile(confidence);
-  const n = Math.ceil(((z * MEDIAN_SE * sd) / target) ** 2);
-  return Math.max(0, n - xs.length);
+  const quiet = Math.ceil(((z * MEDIAN_SE * sd) / target) ** 2);
+  return Math.max(0, 2 * quiet - registeredMs.length);
 }
 
 /**

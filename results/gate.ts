@@ -147,8 +147,9 @@ async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Prom
   const ratio = data?.timing?.pageLockedRatio ?? undefined;
   const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
   const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-  const timed = runs.length > 1 || together ? `, judged with the ${runs.length + (together ? 1 : 0) - 1 === 1 ? 'first run' : `${runs.length} runs before it`}` : '';
-  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}${timed}`;
+  // the runs judged together are counted in the decision's noise (`1+2 runs`)
+  const timed = together;
+  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}`;
   if (judged?.kind === 'error') return { ...judged, ...(timed ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
   if (judged?.kind === 'regression' && timed) return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
   if (judged?.kind === 'regression') return still(ch, info, rerunText);

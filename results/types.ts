@@ -260,6 +260,7 @@ export interface FigureDecision {
   runs: { baseline: number; candidate: number; withSamples: number };
   noise: { used: string; sigma: number; withinRun: number; betweenRuns: number | null };
   why: string;
+  noiseText?: string;
   advice?: string;
   retime: boolean;
 }

@@ -89,7 +89,7 @@ export interface RoundSamples {
  */
 export interface AdaptiveRounds {
   most: number;
-  wanted: (ratioLogs: readonly number[]) => number;
+  wanted: (registeredMs: readonly number[], pageLockedMs: readonly number[]) => number;
   /** Why, for the results: the target the interval was held to. */
   target: string;
 }
@@ -293,7 +293,7 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: 
   }
   // the pair alone (a few ms at 128 MiB), while the ratio's own interval is wider than the decision needs
   let extra = 0;
-  while (adaptive && extra < adaptive.most && adaptive.wanted(pairLogs(samples)) > 0) {
+  while (adaptive && extra < adaptive.most && adaptive.wanted(samples.registeredMs, samples.pageLockedMs) > 0) {
     pair(runs + extra);
     samples.stagedMs.push(null);
     samples.hostCopyMs.push(null);
@@ -311,16 +311,6 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: 
   };
 }
 
-/** Each round's log of page-locked ms over registered ms (registered / page-locked), rounds with no valid pair left out. */
-function pairLogs(s: RoundSamples): number[] {
-  const out: number[] = [];
-  for (let i = 0; i < s.registeredMs.length; i++) {
-    const r = s.registeredMs[i]!;
-    const p = s.pageLockedMs[i]!;
-    if (r > 0 && p > 0 && Number.isFinite(r) && Number.isFinite(p)) out.push(Math.log(p / r));
-  }
-  return out;
-}
 
 /** How the log names each copy. */
 const COPY_NAMES: Record<'registered' | 'pageLocked' | 'staged' | 'hostCopy', string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };

@@ -79,7 +79,7 @@ export function adaptiveRounds(runs: number, maxDrop: number): AdaptiveRounds {
   const target = adaptiveTarget(maxDrop);
   return {
     most: ADAPTIVE_MOST_FACTOR * runs,
-    wanted: (logs) => roundsWanted(logs, target),
+    wanted: (registered, pageLocked) => roundsWanted(registered, pageLocked, target),
     target: `the ratio's own interval held within ±${((Math.exp(target) - 1) * 100).toFixed(1)}% at ${DEFAULT_CONFIDENCE * 100}% (a quarter of --max-drop ${(maxDrop * 100).toFixed(1)}%)`,
   };
 }

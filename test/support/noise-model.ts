@@ -51,8 +51,7 @@ export function simulatedRun(u: () => number, noise: Noise, o: { runs: number; m
   };
   for (let r = 0; r < o.runs; r++) pair(r);
   const adaptive = adaptiveRounds(o.runs, o.maxDrop);
-  const logs = (): number[] => registeredMs.map((r, i) => Math.log(pageLockedMs[i]! / r));
-  for (let extra = 0; extra < adaptive.most && adaptive.wanted(logs()) > 0; extra++) pair(o.runs + extra);
+  for (let extra = 0; extra < adaptive.most && adaptive.wanted(registeredMs, pageLockedMs) > 0; extra++) pair(o.runs + extra);
   return { registeredMs, pageLockedMs };
 }
 
