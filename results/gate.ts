@@ -324,6 +324,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
       })),
   );
   const pass = reasons.length === 0;
+  const figures = c.devices.flatMap((d) => d.changes.flatMap((ch) => (ch.decision ? [{ device: (d.id.new ?? d.id.old)!, check: ch.check, decision: ch.decision }] : [])));
   return {
     pass,
     headline: headlineOf(pass, reasons, run, o, c),
@@ -336,5 +337,6 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
     missing,
     ...(c.notAskedFor ? { notAskedFor: c.notAskedFor } : {}),
     counts: c.counts,
+    ...(figures.length ? { figures } : {}),
   };
 }

@@ -304,4 +304,6 @@ export interface GateDecision {
   /** The devices of the baseline this run did not ask for (--backend, --device): not compared, never missing; absent when none. */
   notAskedFor?: NotAskedDevice[];
   counts: Record<ChangeKind, number>;
+  /** Every figure the gate decided with its noise (registration, bandwidth), of every device, passes too (schemaVersion 3). */
+  figures?: { device: string; check: string; decision: FigureDecision }[];
 }
