@@ -74,6 +74,24 @@ describe('decideDrop', () => {
   });
 });
 
+describe('compare and the gate take the decision', () => {
+  const device = (ratios: number[]): DeviceWithHost => simulatedDevice({ registeredMs: ratios.map((r) => 2.6 / r), pageLockedMs: ratios.map(() => 2.6) });
+  it('a host too noisy to judge is the host\'s (`noisy`, not a pass, not the driver\'s), in compare and in the gate', async () => {
+    const wide = [1.0, 1.3, 0.75, 1.2, 0.8, 1.25, 0.7, 1.3, 0.75, 1.2, 0.8, 1.25, 0.7, 1.0];
+    const ch = registrationChange(device(wide), device(wide.map((r) => r * 0.88)), 0.1)!;
+    expect(ch.kind).toBe('error');
+    expect(ch.decision?.outcome).toBe('too-noisy');
+    expect(ch.note).toMatch(/^the host is too noisy to judge a drop of 10\.0%: .*: the host, not the driver/);
+    const g = await decide(simulatedResult(device(wide.map((r) => r * 0.88))), { baseline: { file: 'b.json', result: simulatedResult(device(wide)) }, maxDrop: 0.1 });
+    expect(g.pass).toBe(false);
+    // the registered GB/s of the same rounds is as noisy: both the host's
+    expect(g.reasons.map((r) => [r.kind, r.check, r.host])).toContainEqual(['noisy', 'registration', true]);
+    expect(g.reasons.every((r) => r.kind === 'noisy' && r.host === true)).toBe(true);
+    expect(g.headline).toMatch(/^FAIL \(the host, not the driver\): /);
+    expect(g.figures?.find((f) => f.check === 'registration')?.decision.outcome).toBe('too-noisy');
+  });
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // The acceptance: the issue's spread, 10,000 quiet comparisons and 10,000 with the registered copy 15% slower.
 
