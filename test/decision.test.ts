@@ -7,6 +7,7 @@ import { registrationChange } from '../results/compare.js';
 import { DEFAULT_CONFIDENCE, MAX_RETIMES, beyond, decideDrop, normalQuantile, ratioLogs, roundsWanted } from '../results/decision.js';
 import { decide } from '../results/gate.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
+import { adaptiveRounds } from '../suites/measure.js';
 import { type Noise, gauss, generator, simulatedDevice, simulatedResult, simulatedRun } from './support/noise-model.js';
 
 const logsOf = (ratios: number[]): number[] => ratios.map(Math.log);
@@ -71,6 +72,20 @@ describe('decideDrop', () => {
     expect(normalQuantile(0.999)).toBeCloseTo(3.0902, 4);
     expect(normalQuantile(0.5)).toBeCloseTo(0, 9);
     expect(normalQuantile(0.001)).toBeCloseTo(-3.0902, 4);
+  });
+});
+
+describe('adaptive rounds (suites/measure.ts adaptiveRounds, as the probe takes them)', () => {
+  it('more pairs while the run\'s own interval is wider than a quarter of --max-drop, at most 3 x --runs; none on a quiet host', () => {
+    expect(adaptiveRounds(7, 0.1).most).toBe(21);
+    const shape = { runs: 7, maxDrop: 0.1, registeredMs: 2.6, pageLockedMs: 2.6 };
+    const noisy = simulatedRun(generator(5), { sd: 0.05, drift: 0, load: 0 }, shape);
+    expect(noisy.registeredMs.length).toBeGreaterThan(7);
+    expect(noisy.registeredMs.length).toBeLessThanOrEqual(28);
+    const wild = simulatedRun(generator(5), { sd: 0.5, drift: 0, load: 0 }, shape);
+    expect(wild.registeredMs.length).toBe(28);
+    const quiet = simulatedRun(generator(5), { sd: 0.002, drift: 0, load: 0 }, shape);
+    expect(quiet.registeredMs.length).toBe(7);
   });
 });
 
