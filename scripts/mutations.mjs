@@ -303,6 +303,7 @@ const mutations = [
   ['noise: too noisy told as the driver', 'noise: attribution', compareRules, edits(["return ch.decision?.outcome === 'too-noisy' ? 'noisy' : 'busy';", "return ch.decision?.outcome === 'too-noisy' ? 'registration' : 'busy';"]), DECISION],
   ['noise: no extra rounds of the pair', 'noise: adaptive rounds', measure, edits(['    most: ADAPTIVE_MOST_FACTOR * runs,', '    most: 0,']), DECISION],
   ['noise: the rounds not kept in the results', 'noise: samples kept', 'cli/assemble.ts', edits(['      ...(t.samples ? { samples: t.samples } : {}),\n', '']), GATE_NOISE],
+  ['noise: a population of any size', 'noise: the fleet', historyCompare, edits(['    if (g.drops.length < POPULATION_MIN) continue;', '    if (g.drops.length < 1) continue;']), ['test/population.test.ts']],
   ["noise: the double's noise never applied", "noise: the double", 'test/double/common.c', edits(['  if (!n->on) return 1.0;', '  if (n->on) return 1.0;']), DOUBLE_RATES],
 ];
 
