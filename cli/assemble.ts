@@ -67,6 +67,8 @@ export function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, sc
       ...some('pageLockedGBps', t.pageLockedGBps),
       ...some('pageLockedRatio', t.pageLockedRatio),
       ...some('hostCopyGBps', t.hostCopyGBps),
+      ...(t.samples ? { samples: t.samples } : {}),
+      ...(t.extra ? { extraRounds: t.extra } : {}),
     };
     if (link) {
       result.link = { gts: link.gts, width: link.width, gbps: link.gbps, maxGts: link.maxGts, maxWidth: link.maxWidth, downtrained: link.downtrained, ...(link.downtrainedText ? { text: link.downtrainedText } : {}) };

@@ -130,7 +130,7 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
       // the gate decides (re-running once what may be a flake) before any report is written: each report tells its decision
       const stop = onStop(() => interruptAll()); // the gate's re-runs are stopped like the run's
       const g = o.gate;
-      result.gate = await decide(result, { ...(g.baseline ? { baseline: g.baseline } : {}), ...(g.expectations ? { expectations: g.expectations } : {}), requires: g.requires, maxDrop: g.maxDrop, rerun: outcome.rerun });
+      result.gate = await decide(result, { ...(g.baseline ? { baseline: g.baseline } : {}), ...(g.moreBaselines ? { moreBaselines: g.moreBaselines } : {}), ...(g.expectations ? { expectations: g.expectations } : {}), requires: g.requires, maxDrop: g.maxDrop, rerun: outcome.rerun });
       stop();
     }
     // every report is tried; one that cannot be written is told in one line and the run does not pass
@@ -183,7 +183,9 @@ function addCompare(y: Argv): Argv {
     (a) =>
       guarded(async () => {
         const o = await compareCommandOptions(a);
-        const c = compareResults(await readInputFile(o.old), await readInputFile(o.new), o.rules);
+        const moreBaselines: RunResult[] = [];
+        for (const f of o.alsoOld) moreBaselines.push(await readInputFile(f));
+        const c = compareResults(await readInputFile(o.old), await readInputFile(o.new), { ...o.rules, ...(moreBaselines.length ? { moreBaselines } : {}) });
         say(o.json ? `${comparisonJson(c)}\n` : `${terminalSafe(formatComparison(c, { old: o.old, new: o.new }))}\n`);
         process.exitCode = exitStatus(c);
       }),

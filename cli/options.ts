@@ -63,6 +63,16 @@ export function once(option: string): (v: string | string[]) => string {
   };
 }
 
+/** Files of a repeatable option, each once: the same run twice would count twice in the spread between runs. */
+export function eachOnce(option: string, what: string): (v: string | string[]) => string[] {
+  return (v) => {
+    const all = Array.isArray(v) ? v : [v];
+    const twice = all.find((f, i) => all.indexOf(f) !== i);
+    if (twice !== undefined) throw new UsageError(`${option} ${JSON.stringify(twice)} was given ${all.filter((f) => f === twice).length} times: give each ${what} once`);
+    return all;
+  };
+}
+
 /** A path (or another single text value) given once. */
 const path = (option: string, describe: string) => ({ type: 'string', requiresArg: true, describe, coerce: once(option) }) as const;
 
@@ -125,7 +135,14 @@ export const RUN_OPTIONS = {
   },
   'skips-file': path('--skips-file', 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)'),
   ...OUTPUT_OPTIONS,
-  baseline: path('--baseline', 'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, registered GB/s below --max-drop: exit 1)'),
+  baseline: {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    coerce: eachOnce('--baseline', 'run of the baseline'),
+    describe:
+      'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, a figure down more than --max-drop at the stated confidence: exit 1); repeatable: several runs of the baseline, whose spread between runs the decision on the figures uses (the first is the one of statuses and verdicts)',
+  },
   expectations: path('--expectations', 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does'),
   require: { type: 'string', array: true, requiresArg: true, describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
   'max-drop': maxDropOption('the gate: the largest drop against --baseline that is not a regression (10% or 0.1), of registered / page-locked always, of the registered GB/s where the machine was quiet'),
@@ -181,7 +198,17 @@ export const COMPARE_POSITIONALS = {
   old: { type: 'string', demandOption: true, describe: 'earlier results (JSON)' },
   new: { type: 'string', demandOption: true, describe: 'later results (JSON)' },
 } as const;
-export const COMPARE_COMMAND_OPTIONS = { ...COMPARE_OPTIONS, json: { type: 'boolean', default: false, describe: 'print the comparison as JSON' } } as const;
+export const COMPARE_COMMAND_OPTIONS = {
+  ...COMPARE_OPTIONS,
+  'also-old': {
+    type: 'string',
+    array: true,
+    requiresArg: true,
+    coerce: eachOnce('--also-old', 'run of the old side'),
+    describe: 'another run of the old side (repeatable; results JSON): its figures, and the spread between the old runs, join the decision on registered / page-locked and the registered GB/s',
+  },
+  json: { type: 'boolean', default: false, describe: 'print the comparison as JSON' },
+} as const;
 export const MERGE_OPTIONS = { o: { alias: 'output', ...requiredFile('-o', 'the merged file (- for standard output)') } } as const;
 export const REPORT_OPTIONS = { html: HTML_PAGE } as const;
 export const HISTORY_PATHS = { type: 'string', array: true, demandOption: true, describe: 'results files (JSON) or folders' } as const;
@@ -239,6 +266,8 @@ export type SuiteBase = Readonly<Pick<SuiteOptions, 'scratchDir' | 'sizeMiB' | '
 /** The gate's options, read and checked (the baseline and the expectations already read). */
 export interface GateOptions {
   readonly baseline?: { readonly file: string; readonly result: RunResult };
+  /** The other `--baseline` files: more runs of the baseline, for the decision on the figures. */
+  readonly moreBaselines?: readonly { readonly file: string; readonly result: RunResult }[];
   readonly expectations?: Expectations;
   readonly requires: readonly Requirement[];
   readonly maxDrop: number;
@@ -373,13 +402,16 @@ export async function runCommandOptions(a: RunOrListArgs, listOnly: boolean, env
   const backends = backendsOf(a.backend);
   const scratchDir = checkScratch(a.scratchDir, v.sizeMiB, !listOnly, a.allowTmpfsScratch === true);
   const outputs = checkRunOutputs({ json: a.json, junit: a.junit, metrics: a.metrics }, listOnly, [
-    { option: '--baseline', value: a.baseline },
+    ...(a.baseline ?? []).map((value) => ({ option: '--baseline', value })),
     { option: '--expectations', value: a.expectations },
     { option: '--skips-file', value: a.skipsFile },
   ]);
   const { checkSelection, deselected } = await checksOf(a);
   // the gate's inputs are read and checked before anything runs: a bad one is refused up front
-  const baseline = !listOnly && a.baseline ? Object.freeze({ file: a.baseline, result: await readInputFile(a.baseline) }) : undefined;
+  const baselines: { file: string; result: RunResult }[] = [];
+  for (const file of listOnly ? [] : (a.baseline ?? [])) baselines.push(Object.freeze({ file, result: await readInputFile(file) }));
+  const baseline = baselines[0];
+  const moreBaselines = Object.freeze(baselines.slice(1));
   const expectations = await expectationsOf(a.expectations);
   const requires = (a.require ?? []).map(parseRequirement);
   const selection: Selection = {
@@ -410,7 +442,7 @@ export async function runCommandOptions(a: RunOrListArgs, listOnly: boolean, env
     selection: Object.freeze(selection),
     ...(checkSelection ? { checkSelection: Object.freeze(checkSelection) } : {}),
     suite,
-    gate: Object.freeze({ ...(baseline ? { baseline } : {}), ...(expectations ? { expectations } : {}), requires: Object.freeze(requires), maxDrop: v.maxDrop }),
+    gate: Object.freeze({ ...(baseline ? { baseline } : {}), ...(moreBaselines.length ? { moreBaselines } : {}), ...(expectations ? { expectations } : {}), requires: Object.freeze(requires), maxDrop: v.maxDrop }),
     outputs: Object.freeze(outputs),
   });
 }
@@ -451,7 +483,7 @@ async function compareRules(a: { expectations?: string | undefined; maxDrop?: nu
 /** `compare OLD NEW`. */
 export async function compareCommandOptions(a: Parsed<typeof COMPARE_COMMAND_OPTIONS & typeof COMPARE_POSITIONALS>) {
   const rules = await compareRules(a);
-  return Object.freeze({ old: a.old, new: a.new, json: a.json, rules });
+  return Object.freeze({ old: a.old, new: a.new, alsoOld: Object.freeze([...(a.alsoOld ?? [])]), json: a.json, rules });
 }
 
 /** The one output of merge or report, checked before anything runs against the results files it reads. */

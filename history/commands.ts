@@ -136,7 +136,15 @@ export function formatHistory(h: HistoryComparison): string {
   }
   const missing = missingText(c);
   if (missing) out.push('', `missing (OLD had them, NEW has not): ${missing}`);
-  out.push('', `${countsLine(h.counts)}: ${outcomeWord(h.counts)}`);
+  // each model's population, OLD's driver against NEW's: a shift of all of them is the driver's, however small each one's
+  const shifts = h.populations ?? [];
+  if (shifts.length) out.push('');
+  for (const p of shifts) {
+    const word = p.decision.outcome === 'regression' ? 'REGRESSION' : p.decision.outcome === 'too-noisy' ? 'TOO NOISY (the hosts)' : 'no shift';
+    out.push(`  population ${p.name}, ${p.driver.old} -> ${p.driver.new}, ${plural(p.devices, 'device')}: registered / page-locked ${word}: ${p.decision.why}${p.decision.noiseText ? ` (${p.decision.noiseText})` : ''}`);
+  }
+  const populationRegressed = shifts.some((p) => p.decision.outcome === 'regression');
+  out.push('', `${countsLine(h.counts)}: ${populationRegressed && outcomeWord(h.counts) === 'no regression' ? 'REGRESSION (a population shift)' : outcomeWord(h.counts)}`);
   return `${out.join('\n')}\n`;
 }
 

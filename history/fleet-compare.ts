@@ -20,6 +20,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, hasRegression, regressionList, totalCounts } from '../results/compare.js';
 import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
+import { type DropDecision, decideDrop } from '../results/decision.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
 import { DEVICE_COLUMNS_2 } from './columns.js';
@@ -98,6 +99,47 @@ export interface HistoryComparison {
   /** The devices judged by compare (those where something changed); every other one is unchanged. */
   devices: DeviceComparison[];
   counts: Counts;
+  /**
+   * Each model's registered / page-locked across its devices, per pair of driver versions: the population's shift
+   * (populationShifts). A shift beyond --max-drop is the driver's regression however small each device's own drop.
+   */
+  populations?: PopulationShift[];
+}
+
+/** One model's devices, OLD's driver version against NEW's: each device's registered / page-locked, paired, decided as one. */
+export interface PopulationShift {
+  name: string;
+  driver: { old: string; new: string };
+  devices: number;
+  decision: DropDecision;
+}
+
+/** The fewest devices of a model whose shift is judged as a population (fewer: each device is judged alone). */
+export const POPULATION_MIN = 5;
+
+/**
+ * Each model's shift, paired device by device (the same host and PCI bus id on both sides): the decision of
+ * results/decision.ts on the devices' drops as one run's rounds, its centre their median. So a driver that moved the
+ * whole population is told even where each device's own drop is within its noise, and one noisy device, however far
+ * it fell, moves the median no more than any other (it is judged on its own, as a device).
+ */
+export function populationShifts(rows: readonly { name: string; oldDriver: string; newDriver: string; old: number; neu: number }[], maxDrop: number): PopulationShift[] {
+  const groups = new Map<string, { name: string; driver: { old: string; new: string }; drops: number[] }>();
+  for (const r of rows) {
+    if (!(r.old > 0 && r.neu > 0 && Number.isFinite(r.old) && Number.isFinite(r.neu))) continue;
+    const key = JSON.stringify([r.name, r.oldDriver, r.newDriver]);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { name: r.name, driver: { old: r.oldDriver, new: r.newDriver }, drops: [] }));
+    g.drops.push(Math.log(r.old / r.neu));
+  }
+  const out: PopulationShift[] = [];
+  for (const g of groups.values()) {
+    if (g.drops.length < POPULATION_MIN) continue;
+    // the drops as the baseline's rounds against a candidate of none: the drop of the population is their median
+    const decision = decideDrop({ baseline: [{ logs: g.drops }], candidate: [{ logs: g.drops.map(() => 0) }], maxDrop });
+    if (decision) out.push({ name: g.name, driver: g.driver, devices: g.drops.length, decision });
+  }
+  return out.sort((a, b) => a.name.localeCompare(b.name) || a.driver.old.localeCompare(b.driver.old) || a.driver.new.localeCompare(b.driver.new));
 }
 
 export interface HistoryCompareOptions {
@@ -379,6 +421,10 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
   for (const r of rest) counts[r.kind === 'new' ? 'new' : 'unchanged'] += n(r.entries);
 
   const { hosts, notCompared, gpusGone } = await hostFigures(c);
+  const shifts = (
+    await rows(c, `SELECT o.name, o.dname || ' ' || o.dver AS odrv, n.dname || ' ' || n.dver AS ndrv, o.pl_ratio AS old, n.pl_ratio AS new FROM o_dev o JOIN n_dev n ON o.host = n.host AND o.dkey = n.dkey WHERE o.pl_ratio IS NOT NULL AND n.pl_ratio IS NOT NULL`)
+  ).map((r) => ({ name: s(r.name), oldDriver: s(r.odrv), newDriver: s(r.ndrv), old: n(r.old), neu: n(r.new) }));
+  const populations = populationShifts(shifts, maxDrop);
   const result: HistoryComparison = {
     old: await summary(c, 'old', old.label),
     new: await summary(c, 'new', neu.label),
@@ -389,6 +435,7 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
     ...(o.expectations ? { expectations: o.expectations.file } : {}),
     devices,
     counts,
+    ...(populations.length ? { populations } : {}),
   };
   for (const t of ['sel_host', 'sel_combo', 'side_dev', 'old_run', 'old_backends', 'new_run', 'o_dev', 'n_dev', 'pairs', 'exp_entry', 'exp_combo', 'exp_host', 'exp_check', 'exp_cand']) await c.run(`DROP TABLE IF EXISTS temp.${t}`);
   return result;
@@ -399,7 +446,8 @@ export function asComparison(h: HistoryComparison): Comparison {
   return { new: { hostname: 'history', startedAt: '', finishedAt: '', tool: '', devices: h.new.devices }, matchedByHost: true, maxDrop: h.maxDrop, devices: h.devices, counts: h.counts };
 }
 
-export const historyHasRegression = (h: HistoryComparison): boolean => hasRegression(asComparison(h));
+/** A regression of a device, or of a model's whole population (populationShifts). */
+export const historyHasRegression = (h: HistoryComparison): boolean => hasRegression(asComparison(h)) || (h.populations ?? []).some((p) => p.decision.outcome === 'regression');
 
 /** The `--json` form: compare's regressions (kind, host, pciBusId, check, both sides, line) and the sides. */
 export function historyJson(h: HistoryComparison): string {
@@ -418,6 +466,7 @@ export function historyJson(h: HistoryComparison): string {
       maxDrop: h.maxDrop,
       ...(h.expectations ? { expectations: h.expectations } : {}),
       counts: h.counts,
+      ...(h.populations ? { populations: h.populations } : {}),
     },
     null,
     2,

@@ -199,7 +199,7 @@ function gateCases(d: DeviceResult, gate: GateDecision): [check: string, testcas
 }
 
 /** A gate reason as the gate suite's system-out lists it: the host's marked, so that a mixed failure reads as one. */
-const reasonLine = (r: GateReason): string => `- ${r.host ? `[the host${r.kind === 'busy' ? ': busy' : ''}] ` : ''}${r.text}`;
+const reasonLine = (r: GateReason): string => `- ${r.host ? `[the host${r.kind === 'busy' ? ': busy' : r.kind === 'noisy' ? ': too noisy to judge' : ''}] ` : ''}${r.text}`;
 
 /** A driver that loaded and failed to start, in one line that names its code. */
 function driverStartText(b: NonNullable<RunResult['backends']>[number]): string {

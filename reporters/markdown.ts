@@ -61,7 +61,7 @@ export function markdownSummary(result: RunResult): string {
   const gate = result.gate;
   if (gate && gate.reasons.length > 0) {
     out.push('', `#### ${gate.baseline ? 'Regressions and other reasons' : 'Reasons'} the gate failed (${gate.reasons.length})`, '');
-    for (const r of gate.reasons) out.push(`- ${r.kind === 'busy' ? '**host busy** ' : r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
+    for (const r of gate.reasons) out.push(`- ${r.kind === 'busy' ? '**host busy** ' : r.kind === 'noisy' ? '**host too noisy** ' : r.host ? '**host error** ' : ''}${markdownText(r.text)}`);
   }
   const notAsked = notAskedLine(gate?.notAskedFor);
   if (notAsked) out.push('', markdownText(notAsked));

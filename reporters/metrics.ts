@@ -84,6 +84,17 @@ function families(r: RunResult): Family[] {
   const gatePass = f('gate_pass', '1 when the gate passed, 0 when it failed (absent: the run had no gate, as list)');
   const gateReasons = f('gate_reasons', 'How many reasons the gate gave for failing');
   const gateHostReasons = f('gate_host_reasons', 'How many of the gate\'s reasons are the host\'s, not the driver\'s (a check the host failed, a figure of a busy machine): equal to gate_reasons, the host alone failed the run');
+  const figureOutcome = f('gate_figure_outcome', 'The gate\'s decision on a figure with its noise (value 1): device, figure (registration: registered / page-locked; bandwidth: registered GB/s), outcome (regression, pass, too-noisy: the host\'s), the noise used');
+  const figureDrop = f('gate_figure_drop', 'A figure\'s drop against the baseline, a fraction of it (negative: a rise): the estimate and its interval at the stated confidence (bound estimate, low, high)');
+  for (const x of r.gate?.figures ?? []) {
+    const figure = x.check;
+    figureOutcome.samples.push({ labels: { device: x.device, figure, outcome: x.decision.outcome, noise: x.decision.noise.used }, value: 1 });
+    figureDrop.samples.push({ labels: { device: x.device, figure, bound: 'estimate' }, value: x.decision.drop });
+    if (x.decision.interval) {
+      figureDrop.samples.push({ labels: { device: x.device, figure, bound: 'low' }, value: x.decision.interval.low });
+      figureDrop.samples.push({ labels: { device: x.device, figure, bound: 'high' }, value: x.decision.interval.high });
+    }
+  }
   if (r.gate) {
     gatePass.samples.push({ labels: {}, value: r.gate.pass ? 1 : 0 });
     gateReasons.samples.push({ labels: {}, value: r.gate.reasons.length });
@@ -99,7 +110,7 @@ function families(r: RunResult): Family[] {
   if (t1 !== undefined) finished.samples.push({ labels: {}, value: t1 });
   if (t0 !== undefined && t1 !== undefined) duration.samples.push({ labels: {}, value: Math.round((t1 - t0) * 1000) / 1000 });
   incomplete.samples.push({ labels: {}, value: r.incomplete ? 1 : 0 });
-  return [info, usable, registered, pageLocked, staged, ratio, busy, checks, gatePass, gateReasons, gateHostReasons, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
+  return [info, usable, registered, pageLocked, staged, ratio, busy, checks, gatePass, gateReasons, gateHostReasons, figureOutcome, figureDrop, started, finished, duration, incomplete].filter((x) => x.samples.length > 0);
 }
 
 /** The run as OpenMetrics text for the textfile collector (ends with `# EOF` and a line feed). */

@@ -8,6 +8,7 @@ import { notAskedLine } from '../results/compare.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceLoad, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
 import { plural, twoDecimals as fixed } from '../results/format.js';
+import { DEFAULT_CONFIDENCE } from '../results/decision.js';
 import { hostFaultLines } from './host-faults.js';
 import { interruptedText } from './interrupted.js';
 import { type RunEnd, allCases, junitCases, junitTotals } from './junit-cases.js';
@@ -180,6 +181,7 @@ const NOTE_LABEL: Partial<Record<GateNote['kind'], string>> = { expected: 'known
 /** A reason's label: the host's (HOST BUSY, HOST ERROR, magenta) or the driver's (REGRESSION against a baseline, FAIL), red. */
 function reasonLabel(gate: GateDecision, r: GateDecision['reasons'][number]): [string, Style] {
   if (r.kind === 'busy') return ['HOST BUSY', 'host'];
+  if (r.kind === 'noisy') return ['HOST TOO NOISY', 'host'];
   if (r.host) return ['HOST ERROR', 'host'];
   if (r.kind === 'unexpected-pass') return ['UNEXPECTED PASS', 'fail'];
   return [gate.baseline && !['driver-init', 'requirement', 'run-error'].includes(r.kind) ? 'REGRESSION' : 'FAIL', 'fail'];
@@ -201,7 +203,7 @@ function paintHeadline(gate: GateDecision, line: string, paint: Paint): string {
 export function gateSummary(gate: GateDecision, look: Look = {}): string[] {
   const paint = look.paint ?? plain;
   const against = [
-    gate.baseline ? `baseline ${gate.baseline} (registered / page-locked, and registered GB/s on a quiet machine, may drop ${(gate.maxDrop * 100).toFixed(1)}%)` : 'no baseline',
+    gate.baseline ? `baseline ${gate.baseline} (registered / page-locked, and registered GB/s on a quiet machine, may drop ${(gate.maxDrop * 100).toFixed(1)}%, judged with their noise at ${(DEFAULT_CONFIDENCE * 100).toFixed(1)}%)` : 'no baseline',
     gate.expectations ? `expectations ${gate.expectations}` : '',
     gate.requires.length ? `required ${gate.requires.join(', ')}` : '',
   ].filter(Boolean);

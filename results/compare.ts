@@ -11,6 +11,7 @@ import { findExpectation, type Expectation, type Expectations } from './expectat
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, NotAskedDevice, RegressionKind, RunResult } from './types.js';
 import { checkDetail } from './check-text.js';
+import { type DropDecision, type RunFigure, decideDrop, gbpsLogs, ratioLogs } from './decision.js';
 
 export type { NotAskedDevice } from './types.js';
 import { gbpsText, oneLine, percent, plural } from './format.js';
@@ -50,6 +51,8 @@ export interface Change {
   rerun?: { status: CheckStatus; observed?: string; verdict?: string; registeredGBps?: number };
   /** For `bandwidth`: the figures (GB/s) and the drop, a fraction of OLD (negative: a rise). */
   figures?: BandwidthFigures;
+  /** For `bandwidth` and `registration`: the decision with the figures' noise (results/decision.ts). */
+  decision?: DropDecision;
 }
 
 export type Counts = Record<ChangeKind, number>;
@@ -106,7 +109,43 @@ export interface CompareOptions {
   expectations?: Expectations;
   /** Default DEFAULT_MAX_DROP. */
   maxDrop?: number;
+  /**
+   * More runs of the baseline (OLD's side) beyond OLD itself: their devices, matched as OLD's are, add their figures
+   * (and their spread between runs) to the decision on registered / page-locked and the registered GB/s.
+   */
+  moreBaselines?: readonly RunResult[];
 }
+
+/** The other runs of each side of one device, for the figures' decision: beyond OLD's and NEW's own. */
+export interface MoreRuns {
+  olds?: readonly DeviceWithHost[];
+  news?: readonly DeviceWithHost[];
+}
+
+/** One device's registered / page-locked as the decision takes it: its rounds' pairs, or its figure alone. */
+export function ratioFigure(d: DeviceWithHost): RunFigure {
+  const t = d.timing;
+  const s = t?.samples;
+  return { ...(s ? { logs: ratioLogs(s.registeredMs.map((x) => x ?? NaN), s.pageLockedMs) } : {}), ...(t?.pageLockedRatio !== undefined ? { figure: t.pageLockedRatio } : {}) };
+}
+
+/** One device's registered GB/s as the decision takes it: its rounds, or its figure alone. */
+export function bandwidthFigure(d: DeviceWithHost): RunFigure {
+  const t = d.timing;
+  const s = t?.samples;
+  return { ...(s && t?.bytes ? { logs: gbpsLogs(t.bytes, s.registeredMs) } : {}), ...(t ? { figure: t.registeredGBps } : {}) };
+}
+
+/** The decision on one figure of a device, OLD's runs against NEW's (results/decision.ts). */
+function figureDecision(o: DeviceWithHost, n: DeviceWithHost, of: (d: DeviceWithHost) => RunFigure, maxDrop: number, more: MoreRuns | undefined): DropDecision | undefined {
+  return decideDrop({ baseline: [o, ...(more?.olds ?? [])].map(of), candidate: [n, ...(more?.news ?? [])].map(of), maxDrop });
+}
+
+/** The noise a regression was judged with, for its detail; none for figures without their noise. */
+const noiseDetail = (d: DropDecision): string | undefined => (d.noiseText ? `judged with its noise: ${d.noiseText}${d.advice ? ` (${d.advice})` : ''}` : undefined);
+
+/** The words of a figure that the host was too noisy to judge: the host's, not the driver's, and not a pass. */
+const noisyNote = (d: DropDecision): string => `${d.why}: the host, not the driver${d.advice ? ` (${d.advice})` : ''}`;
 
 const zero = (): Counts => Object.fromEntries(CHANGE_KINDS.map((k) => [k, 0])) as Counts;
 
@@ -178,6 +217,9 @@ export function exceedsDrop(old: number, neu: number, maxDrop: number): boolean 
   return (old - neu) / old - maxDrop > 1e-9;
 }
 
+/** A rise beyond the limit (a fix): the mirror image of a fall, NEW above OLD by more than maxDrop of OLD. */
+const beyondRise = (drop: number, maxDrop: number): boolean => -drop - maxDrop > 1e-9;
+
 const figureText = (x: number | undefined): string | undefined => (x === undefined ? undefined : gbpsText(x));
 const signed = (drop: number): string => `${drop > 0 ? '-' : '+'}${percent(Math.abs(drop))}`;
 
@@ -195,7 +237,7 @@ export function busyText(n: DeviceWithHost): string {
  * machine only makes a figure lower). A fall on a quiet machine is a regression; whether the control copy fell
  * with it says which: registration alone (the driver) or every host-to-device copy (the driver or the platform).
  */
-export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
+export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number, more?: MoreRuns): Change | undefined {
   const of = o?.timing?.registeredGBps;
   const nf = n?.timing?.registeredGBps;
   if (of === undefined && nf === undefined) return undefined;
@@ -208,11 +250,14 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
   });
   // no figure on one side: the verdict (and probe.verdict) already say why; a figure is not judged alone
   if (of === undefined || nf === undefined || !(of > 0)) return summaryOf(of === undefined ? 'new' : 'missing');
-  const drop = 1 - nf / of;
+  const decision = figureDecision(o!, n!, bandwidthFigure, maxDrop, more)!;
+  const drop = decision.drop;
   // a rise beyond the limit (a fix) is judged as the mirror image of a fall: NEW above OLD by more than maxDrop of OLD
-  const falls = exceedsDrop(of, nf, maxDrop);
-  const kind: ChangeKind = falls ? (n?.load?.busy ? 'error' : 'regression') : exceedsDrop(of, 2 * of - nf, maxDrop) ? 'fix' : 'unchanged';
+  const falls = decision.outcome === 'regression';
+  const noisy = decision.outcome === 'too-noisy';
+  const kind: ChangeKind = falls || noisy ? (n?.load?.busy || noisy ? 'error' : 'regression') : beyondRise(drop, maxDrop) ? 'fix' : 'unchanged';
   const ch = summaryOf(kind, ` (${signed(drop)})`);
+  ch.decision = decision;
   const staged = { ...(o?.timing ? { old: o.timing.stagedGBps } : {}), ...(n?.timing ? { new: n.timing.stagedGBps } : {}) };
   const lockedOld = o?.timing?.pageLockedGBps;
   const lockedNew = n?.timing?.pageLockedGBps;
@@ -220,12 +265,12 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
   ch.figures = { old: of, new: nf, drop, maxDrop, staged, ...(lockedOld !== undefined || lockedNew !== undefined ? { pageLocked } : {}) };
   const lockedText = lockedOld !== undefined && lockedNew !== undefined ? `page-locked ${gbpsText(lockedOld)} -> ${gbpsText(lockedNew)} (${signed(1 - lockedNew / lockedOld)})` : undefined;
   if (kind === 'error') {
-    ch.note = busyText(n!);
+    ch.note = n?.load?.busy ? busyText(n!) : noisyNote(decision);
     ch.detail = [`registered ${gbpsText(of)} -> ${gbpsText(nf)} (${signed(drop)})`, lockedText].filter(Boolean).join(', ');
     return ch;
   }
   if (kind === 'regression') {
-    const why = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed`;
+    const why = decision.why;
     if (lockedText && exceedsDrop(lockedOld!, lockedNew!, maxDrop)) {
       const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';
       ch.note = `${why}: every host-to-device copy got slower (${lockedText}), on a quiet machine: the driver or the platform${link}`;
@@ -236,7 +281,8 @@ export function bandwidthChange(o: DeviceWithHost | undefined, n: DeviceWithHost
     }
   }
   const stagedText = staged.old !== undefined && staged.new !== undefined ? `staged ${gbpsText(staged.old)} -> ${gbpsText(staged.new)} (shown, not judged)` : undefined;
-  if (stagedText) ch.detail = stagedText;
+  const detail = [stagedText, kind === 'regression' ? noiseDetail(decision) : undefined].filter(Boolean).join('; ');
+  if (detail) ch.detail = detail;
   return ch;
 }
 
@@ -266,7 +312,7 @@ export function excusesRatio(load: DeviceWithHost['load']): boolean {
  * at once moved the ratio by 23%; but not when CPU pressure alone made it busy (excusesRatio). Undefined when
  * neither side has the figure.
  */
-export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number): Change | undefined {
+export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithHost | undefined, maxDrop: number, more?: MoreRuns): Change | undefined {
   const of = o?.timing?.pageLockedRatio;
   const nf = n?.timing?.pageLockedRatio;
   if (of === undefined && nf === undefined) return undefined;
@@ -279,19 +325,29 @@ export function registrationChange(o: DeviceWithHost | undefined, n: DeviceWithH
     summary: `registered / page-locked ${arrow(text(of), text(nf))}`,
   };
   if (of === undefined || nf === undefined || !(of > 0)) return { ...ch, kind: of === undefined ? 'new' : 'missing' };
-  const drop = 1 - nf / of;
+  const decision = figureDecision(o!, n!, ratioFigure, maxDrop, more)!;
+  const drop = decision.drop;
   ch.summary += ` (${signed(drop)})`;
-  if (exceedsDrop(of, nf, maxDrop) && excusesRatio(n?.load)) {
+  ch.decision = decision;
+  const falls = decision.outcome === 'regression';
+  if (decision.outcome === 'too-noisy') {
+    // the host's own spread is wider than the decision needs: not the driver's, and not a pass
+    ch.kind = 'error';
+    ch.note = noisyNote(decision);
+    ch.detail = ch.summary;
+  } else if (falls && excusesRatio(n?.load)) {
     // on a machine that stayed busy even this may move: 16 host-copy threads and another process on the link
     // together took the H200's from 0.995 to 0.762; the host's, not the driver's (exit 1 all the same)
     ch.kind = 'error';
     ch.note = busyText(n!);
     ch.detail = ch.summary;
-  } else if (exceedsDrop(of, nf, maxDrop)) {
+  } else if (falls) {
     ch.kind = 'regression';
     const pressure = n?.load?.busy ? ` (the machine was busy with CPU pressure alone, which slows both copies alike: ${n.load.why.join('; ')})` : '';
-    ch.note = `a drop of ${percent(drop)}, more than the ${percent(maxDrop)} allowed: registered copies got slower than page-locked ones timed beside them: the driver's registration${pressure}`;
-  } else if (exceedsDrop(of, 2 * of - nf, maxDrop)) ch.kind = 'fix';
+    ch.note = `${decision.why}: registered copies got slower than page-locked ones timed beside them: the driver's registration${pressure}`;
+    const noise = noiseDetail(decision);
+    if (noise) ch.detail = noise;
+  } else if (beyondRise(drop, maxDrop)) ch.kind = 'fix';
   return ch;
 }
 
@@ -343,7 +399,7 @@ function countOf(changes: Change[]): Counts {
   return c;
 }
 
-function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions & { maxDrop: number }, baseline: boolean): DeviceComparison {
+function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: string }, matchedByHost: boolean, o: CompareOptions & { maxDrop: number }, baseline: boolean, more?: MoreRuns): DeviceComparison {
   const e = o.expectations;
   const any = (p.new ?? p.old)!;
   const ov = p.old ? verdictLabel(p.old.verdict) : undefined;
@@ -356,9 +412,9 @@ function compareDevice(key: string, p: Pair, hostname: { old?: string; new?: str
   else if (verdict.kind === 'regression' && p.new.verdict.reason) verdict.detail = oneLineOrNone(p.new.verdict.reason)!;
   // a missing device has no NEW side for the expectations to match: its absence is matched against OLD's device
   changes.push(withExpectations(verdict, p.new ?? p.old, p.new ? hostname.new : hostname.old, e));
-  const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop);
+  const bandwidth = bandwidthChange(p.old, p.new, o.maxDrop, more);
   if (bandwidth) changes.push(withExpectations(bandwidth, p.new, hostname.new, e));
-  const registration = registrationChange(p.old, p.new, o.maxDrop);
+  const registration = registrationChange(p.old, p.new, o.maxDrop, more);
   if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));
   const oldChecks = new Map((p.old?.checks ?? []).map((c) => [c.id, c]));
   const newChecks = new Map((p.new?.checks ?? []).map((c) => [c.id, c]));
@@ -436,9 +492,12 @@ export function compareResults(old: RunResult | undefined, neu: RunResult, optio
     notAskedFor.push({ id: p.old!.id, name: p.old!.name, backend: p.old!.backend, pciBusId: p.old!.pciBusId, asked });
     return false;
   });
-  const devices = ps.map(([key, p]) =>
-    compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined),
-  );
+  // the baseline's other runs, their devices matched as OLD's are
+  const others = (options.moreBaselines ?? []).map((r) => keyed(r, matchedByHost));
+  const devices = ps.map(([key, p]) => {
+    const olds = others.flatMap((m) => (m.has(key) ? [m.get(key)!] : []));
+    return compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined, olds.length ? { olds } : undefined);
+  });
   return {
     ...(old ? { old: fileSummary(old) } : {}),
     new: fileSummary(neu),
@@ -479,7 +538,7 @@ export function exitStatus(c: Comparison): 0 | 1 {
 // One failing change as a line, and the readable form of a whole comparison.
 
 export function regressionKind(d: DeviceComparison, ch: Change): RegressionKind {
-  if (ch.kind === 'error' && (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK)) return 'busy';
+  if (ch.kind === 'error' && (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK)) return ch.decision?.outcome === 'too-noisy' ? 'noisy' : 'busy';
   if (ch.kind === 'unexpected-pass' || ch.kind === 'error') return ch.kind;
   if (ch.check === VERDICT_CHECK) return d.presence === 'missing' ? 'missing' : 'verdict';
   if (ch.check === BANDWIDTH_CHECK) return 'bandwidth';
@@ -501,7 +560,7 @@ export function changeLine(d: DeviceComparison, ch: Change): string {
       ? `missing: the baseline had it (${d.verdict.old ?? 'no verdict'}, ${d.driver.old ?? 'no driver'}), this run has not`
       : kind === 'error'
         ? `${ch.check} could not be judged: the host failed it, not the driver`
-        : kind === 'busy'
+        : kind === 'busy' || kind === 'noisy'
           ? `${ch.check === REGISTRATION_CHECK ? 'registered / page-locked' : 'registered GB/s'} not judged: the host, not the driver`
           : ch.summary;
   const why = [kind === 'missing' || kind === 'error' ? undefined : ch.note, ch.detail].filter(Boolean).join(': ');

@@ -13,7 +13,8 @@
 // figures that fell on a busy machine are the host's (`busy`, exit 1: a gate that could not measure never passes),
 // while registered / page-locked (`registration`), which a busy machine moves far less, is judged always; a
 // fall seen on a machine that stayed busy is the host's too.
-import { type Change, type Comparison, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { MAX_RETIMES } from './decision.js';
+import { type Change, type Comparison, type MoreRuns, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
@@ -22,7 +23,7 @@ import { gbpsText, percent, plural } from './format.js';
 /** What keeps the gate red, in the words --help prints them (docs/gate.md tells each at length). */
 export const GATE_FAILS_ON: readonly string[] = [
   'a failed check (unless a known failure, or failed in the baseline too)',
-  'with --baseline, on a device gone, a status more severe, a verdict that left Usable, a registered GB/s down more than --max-drop',
+  'with --baseline, on a device gone, a status more severe, a verdict that left Usable, a registered / page-locked or registered GB/s down more than --max-drop at the stated confidence, or a host too noisy to judge it',
   'on a GPU driver that loads and then fails to start',
   'an unmet --require',
   'a host error',
@@ -59,6 +60,8 @@ export function parseRequirement(spec: string): Requirement {
 
 export interface GateOptions {
   baseline?: { file: string; result: RunResult };
+  /** More runs of the baseline (several `--baseline` files): their figures and spread join the decision on the figures. */
+  moreBaselines?: readonly { file: string; result: RunResult }[];
   expectations?: Expectations;
   requires?: readonly Requirement[];
   /** Default DEFAULT_MAX_DROP. */
@@ -71,7 +74,7 @@ const verdictOf = (r: CheckResult | undefined): { kind: string; refusal?: string
 
 /** What a re-run of probe.verdict measured: its figures and what it saw of the machine. */
 interface RerunTiming {
-  timing?: { registeredGBps?: number; pageLockedGBps?: number | null; pageLockedRatio?: number | null };
+  timing?: { registeredGBps?: number; pageLockedGBps?: number | null; pageLockedRatio?: number | null; samples?: NonNullable<DeviceWithHost['timing']>['samples'] };
   load?: DeviceLoad;
 }
 const rerunTiming = (r: CheckResult | undefined): RerunTiming | undefined => r?.data as RerunTiming | undefined;
@@ -83,6 +86,9 @@ function asRerun(neu: DeviceWithHost, data: RerunTiming | undefined): DeviceWith
   const timing = { ...neu.timing, registeredGBps: t.registeredGBps };
   if (t.pageLockedGBps != null) timing.pageLockedGBps = t.pageLockedGBps;
   if (t.pageLockedRatio != null) timing.pageLockedRatio = t.pageLockedRatio;
+  // the re-run's own rounds, or none: never the first run's rounds beside the re-run's figures
+  if (t.samples) timing.samples = t.samples;
+  else delete timing.samples;
   return { ...neu, timing, ...(data?.load ? { load: data.load } : {}) };
 }
 
@@ -93,9 +99,12 @@ const still = (ch: Change, rerunInfo: Change['rerun'] | undefined, what: string)
 interface Suspect {
   ch: Change;
   old: DeviceWithHost | undefined;
+  /** The same device in the baseline's other runs. */
+  olds: DeviceWithHost[];
   neu: DeviceWithHost;
   maxDrop: number;
-  once: (checkId: string) => Promise<CheckResult | undefined>;
+  /** The check's re-run; `attempt` 1 and more: the figure's further timings (MAX_RETIMES), each shared by the figures. */
+  once: (checkId: string, attempt?: number) => Promise<CheckResult | undefined>;
 }
 
 async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
@@ -106,21 +115,50 @@ async function rerunVerdict({ ch, old, neu, once }: Suspect): Promise<Change> {
 }
 
 /**
- * A registered GB/s or a registered / page-locked that fell: judged again as the first was, with the re-run's
- * figures, control copy and look at the machine. A re-run that fell again on a busy machine is the host's.
+ * A registered GB/s or a registered / page-locked that fell, or that the decision could not tell from the limit
+ * (results/decision.ts, `retime`): judged again with the first run and the re-run as the candidate's two runs (their
+ * rounds and their spread), the re-run's control copy and look at the machine. A re-run that fell again on a busy
+ * machine is the host's.
  */
-async function rerunFigure({ ch, old, neu, maxDrop, once }: Suspect): Promise<Change> {
-  const r = await once('probe.verdict');
+async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Promise<Change> {
+  const registration = ch.check === REGISTRATION_CHECK;
+  const judge = (again: DeviceWithHost, more: MoreRuns): Change | undefined => (registration ? registrationChange(old, again, maxDrop, more) : bandwidthChange(old, again, maxDrop, more));
+  // the candidate's runs so far: with their rounds, the runs are judged together (their spread shows the host's
+  // between runs); figures without their noise are judged on the last re-run alone, as before the rounds were kept
+  const runs: DeviceWithHost[] = [neu];
+  let r: CheckResult | undefined;
+  let judged: Change | undefined;
+  let together = false;
+  for (let t = 0; t < MAX_RETIMES; t++) {
+    r = await once('probe.verdict', t);
+    const again = asRerun(neu, rerunTiming(r));
+    if (!again) {
+      if (t === 0) judged = undefined;
+      break;
+    }
+    together = again.timing?.samples !== undefined && runs.every((x) => x.timing?.samples !== undefined);
+    judged = judge(again, together ? { olds, news: [...runs] } : { olds });
+    // timed again only while the runs so far cannot tell the figure from the limit (never for a busy machine)
+    if (!together || !judged?.decision?.retime || again.load?.busy) break;
+    runs.push(again);
+  }
   const data = rerunTiming(r);
   const figure = data?.timing?.registeredGBps;
   const ratio = data?.timing?.pageLockedRatio ?? undefined;
-  const registration = ch.check === REGISTRATION_CHECK;
   const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
   const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-  const again = asRerun(neu, data);
-  const judged = again ? (registration ? registrationChange(old, again, maxDrop) : bandwidthChange(old, again, maxDrop)) : undefined;
-  if (judged?.kind === 'error') return { ...judged, rerun: info! };
-  if (judged && judged.kind !== 'regression' && shown !== undefined) return flaky(ch, info!, shown);
+  // the runs judged together are counted in the decision's noise (`1+2 runs`)
+  const timed = together;
+  const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}`;
+  if (judged?.kind === 'error') return { ...judged, ...(timed ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
+  if (judged?.kind === 'regression' && timed) return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  if (judged?.kind === 'regression') return still(ch, info, rerunText);
+  if (ch.kind !== 'regression') {
+    // re-timed because the first run alone was near the limit, or too noisy to judge: the runs decide
+    if (judged) return { ...judged, ...(judged.note ? {} : { note: rerunText }), rerun: info! };
+    return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
+  }
+  if (judged && shown !== undefined) return { ...flaky(ch, info!, shown), ...(judged.decision ? { decision: judged.decision } : {}) };
   return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
 }
 
@@ -142,11 +180,11 @@ function rerunOf(ch: Change, tooSlow: boolean): ((s: Suspect) => Promise<Change>
 }
 
 /** Each regression that may be a flake is re-run once; one that no longer regresses becomes `flaky`. */
-async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun): Promise<void> {
+async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | undefined, maxDrop: number, rerun: Rerun, moreBaselines?: readonly RunResult[]): Promise<void> {
   const byId = new Map(run.devices.map((d) => [d.id, d as DeviceWithHost]));
   const cache = new Map<string, Promise<CheckResult | undefined>>();
-  const once = (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
-    const k = `${deviceId}\u0000${checkId}`;
+  const once = (deviceId: string, checkId: string, attempt = 0): Promise<CheckResult | undefined> => {
+    const k = `${deviceId}\u0000${checkId}\u0000${attempt}`;
     let p = cache.get(k);
     if (!p) {
       p = rerun(deviceId, checkId).catch(() => undefined);
@@ -161,8 +199,11 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
     const tooSlow = neu.verdict.kind === 'Too_slow';
     for (let i = 0; i < d.changes.length; i++) {
       const ch = d.changes[i]!;
-      const again = ch.kind === 'regression' ? rerunOf(ch, tooSlow) : undefined;
-      if (again) d.changes[i] = await again({ ch, old, neu, maxDrop, once: (checkId) => once(neu.id, checkId) });
+      // a figure the decision could not tell from the limit, or too noisy to judge, is re-timed too (`retime`)
+      const figure = (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) && ch.decision?.retime === true && (ch.kind === 'unchanged' || ch.decision.outcome === 'too-noisy');
+      const again = ch.kind === 'regression' || figure ? rerunOf(ch, tooSlow) : undefined;
+      const olds = (moreBaselines ?? []).flatMap((b) => (b.devices as DeviceWithHost[]).filter((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name).slice(0, 1));
+      if (again) d.changes[i] = await again({ ch, old, olds, neu, maxDrop, once: (checkId, attempt) => once(neu.id, checkId, attempt) });
     }
     recount(d);
   }
@@ -192,7 +233,8 @@ function headlineOf(pass: boolean, reasons: GateReason[], run: RunResult, o: Gat
     const kinds = new Map<string, number>();
     for (const d of run.devices) kinds.set(d.verdict.kind, (kinds.get(d.verdict.kind) ?? 0) + 1);
     const verdicts = [...kinds].map(([k, n]) => `${n} ${k}`).join(', ');
-    const against = o.baseline ? `no regression against ${o.baseline.file} (registered GB/s within ${percent(c.maxDrop)})` : 'no check failed';
+    const runs = o.moreBaselines?.length ? ` and ${plural(o.moreBaselines.length, 'more run')}` : '';
+    const against = o.baseline ? `no regression against ${o.baseline.file}${runs} (registered GB/s within ${percent(c.maxDrop)})` : 'no check failed';
     const extra = [c.counts.expected ? `${c.counts.expected} known failure(s)` : '', c.counts.flaky ? `${c.counts.flaky} flaky, passed on re-run` : ''].filter(Boolean).join(', ');
     return `PASS: ${plural(run.devices.length, 'device')}${verdicts ? ` (${verdicts})` : ''}, ${against}${extra ? `; ${extra}` : ''}`;
   }
@@ -223,8 +265,9 @@ function failLine(reasons: readonly GateReason[]): string {
 /** The run compared with its baseline (or with nothing), after re-running once what may be a flake. */
 export async function judge(run: RunResult, o: GateOptions = {}): Promise<Comparison> {
   // compare applies the default limit, for a caller that names none
-  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), ...(o.maxDrop !== undefined ? { maxDrop: o.maxDrop } : {}) });
-  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, c.maxDrop, o.rerun);
+  const more = o.moreBaselines?.map((b) => b.result);
+  const c = compareResults(o.baseline?.result, run, { ...(o.expectations ? { expectations: o.expectations } : {}), ...(o.maxDrop !== undefined ? { maxDrop: o.maxDrop } : {}), ...(more?.length ? { moreBaselines: more } : {}) });
+  if (o.rerun) await rerunFlakes(c, run, o.baseline?.result, c.maxDrop, o.rerun, more);
   return c;
 }
 
@@ -260,7 +303,7 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
       ...(ch.check !== VERDICT_CHECK ? { check: ch.check } : {}),
       ...(ch.old !== undefined ? { old: ch.old } : {}),
       ...(ch.new !== undefined ? { new: ch.new } : {}),
-      ...(kind === 'error' || kind === 'busy' ? { host: true } : {}),
+      ...(kind === 'error' || kind === 'busy' || kind === 'noisy' ? { host: true } : {}),
       text: changeLine(d, ch),
     });
   }
@@ -277,9 +320,11 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
         ...(ch.detail ? { detail: ch.detail } : {}),
         ...(ch.expectation ? { expectation: ch.expectation } : {}),
         ...(ch.figures ? { figures: ch.figures } : {}),
+        ...(ch.decision ? { decision: ch.decision } : {}),
       })),
   );
   const pass = reasons.length === 0;
+  const figures = c.devices.flatMap((d) => d.changes.flatMap((ch) => (ch.decision ? [{ device: (d.id.new ?? d.id.old)!, check: ch.check, decision: ch.decision }] : [])));
   return {
     pass,
     headline: headlineOf(pass, reasons, run, o, c),
@@ -292,5 +337,6 @@ export async function decide(run: RunResult, o: GateOptions = {}): Promise<GateD
     missing,
     ...(c.notAskedFor ? { notAskedFor: c.notAskedFor } : {}),
     counts: c.counts,
+    ...(figures.length ? { figures } : {}),
   };
 }

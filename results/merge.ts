@@ -23,9 +23,10 @@ export function mergeResults(files: RunResult[], names?: string[]): MergedResult
   const name = (i: number): string => names?.[i] ?? `file ${i + 1}`;
   if (files.length === 0) throw new InputError('merge: no results file given');
   files.forEach((f, i) => {
-    if (!READ_VERSIONS.includes(f.schemaVersion)) throw new InputError(`${name(i)}: unknown schemaVersion ${JSON.stringify(f.schemaVersion)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(' and ')})`);
+    if (!READ_VERSIONS.includes(f.schemaVersion)) throw new InputError(`${name(i)}: unknown schemaVersion ${JSON.stringify(f.schemaVersion)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(', ')})`);
   });
-  const version: RunResult['schemaVersion'] = files.some((f) => f.schemaVersion === 2) ? 2 : 1;
+  // the highest version of the inputs: a field a version adds is optional in the ones it reads
+  const version = Math.max(...files.map((f) => f.schemaVersion)) as RunResult['schemaVersion'];
   const parts = files.flatMap((f) => ((f as Partial<MergedResult>).merged ? (f as MergedResult).merged : [{ ...f.host, startedAt: f.startedAt, finishedAt: f.finishedAt, tool: `${f.tool.name} ${f.tool.version}`, devices: f.devices.length, ...(f.incomplete ? { incomplete: true } : {}) }]));
   const hosts: Machine[] = parts.map((p) => ({ hostname: p.hostname, kernel: p.kernel, platform: p.platform }));
   const byTime = (key: 'startedAt' | 'finishedAt', pick: (a: number, b: number) => boolean): string =>

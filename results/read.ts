@@ -25,9 +25,12 @@ export class InputError extends Error {
 }
 
 /** The schemaVersion this tool writes. */
-export const SCHEMA_VERSION = 2;
-/** The schemaVersions it reads: 1 is 2 without the control copy and the look at the machine (those fields absent). */
-export const READ_VERSIONS: readonly number[] = [1, 2];
+export const SCHEMA_VERSION = 3;
+/**
+ * The schemaVersions it reads: 2 is 3 without each figure's rounds (timing.samples: figures without their noise), 1 is
+ * 2 without the control copy and the look at the machine (those fields absent).
+ */
+export const READ_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** Where the schema is: the package ships it as results/results.schema.json, beside dist/. */
 export function schemaPath(): string {
@@ -89,7 +92,7 @@ export function parseResults(text: string, file: string): RunResult {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new InputError(`${file}: not a results file (the top level is not a JSON object)`);
   const version = (data as { schemaVersion?: unknown }).schemaVersion;
   if ('schemaVersion' in data && !READ_VERSIONS.includes(version as number)) {
-    throw new InputError(`${file}: unknown schemaVersion ${JSON.stringify(version)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(' and ')})`);
+    throw new InputError(`${file}: unknown schemaVersion ${JSON.stringify(version)} (this version of mapped-reg-conformance reads schemaVersion ${READ_VERSIONS.join(', ')})`);
   }
   const problems = schemaProblems(data);
   if (problems) throw new InputError(`${file}: not a valid results file: ${problems}`);

@@ -65,6 +65,15 @@ export interface DeviceTiming {
   pageLockedRatio?: number;
   /** The host's memcpy of the window, timed in the same rounds. */
   hostCopyGBps?: number;
+  /**
+   * Every round's durations (ms), paired as taken (schemaVersion 3): index i of each list is round i; the staged and
+   * host copies are null in the extra rounds of the pair. A figure with these is judged with its noise
+   * (results/decision.ts); one without them (schemaVersion 1 and 2) is a figure without its noise.
+   */
+  // null: a duration the clock did not give (JSON writes NaN so)
+  samples?: { registeredMs: (number | null)[]; pageLockedMs: (number | null)[]; stagedMs: (number | null)[]; hostCopyMs: (number | null)[] };
+  /** The extra rounds of the pair (after --runs), and why: the ratio's own interval was wider than the decision needs. */
+  extraRounds?: { rounds: number; why: string };
 }
 
 /** Another process with a context on the device. */
@@ -163,8 +172,11 @@ export interface Machine {
 export type DeviceWithHost = DeviceResult & { host?: Machine };
 
 export interface RunResult {
-  /** 2 since the control copy and the look at the machine; files of 1 are still read (their new fields absent). */
-  schemaVersion: 1 | 2;
+  /**
+   * 3 since each timed figure keeps its rounds (timing.samples); 2 since the control copy and the look at the
+   * machine; files of 1 and 2 are still read (their new fields absent: figures without their noise).
+   */
+  schemaVersion: 1 | 2 | 3;
   tool: { name: string; version: string };
   host: Machine;
   startedAt: string;
@@ -200,8 +212,12 @@ export interface BandwidthFigures {
   pageLocked?: { old?: number; new?: number };
 }
 
-/** What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an `unexpected-pass`, a host `error`. */
-export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'registration' | 'missing' | 'unexpected-pass' | 'error' | 'busy';
+/**
+ * What a failing change is: a check's `status`, the `verdict`, the `bandwidth`, a `missing` device, an
+ * `unexpected-pass`, a host `error`, a machine that stayed `busy`, or a host too `noisy` to judge a figure at
+ * --max-drop (results/decision.ts): the last three the host's.
+ */
+export type RegressionKind = 'status' | 'verdict' | 'bandwidth' | 'registration' | 'missing' | 'unexpected-pass' | 'error' | 'busy' | 'noisy';
 
 export type GateReasonKind = RegressionKind | 'requirement' | 'driver-init' | 'run-error';
 
@@ -233,6 +249,23 @@ export interface GateNote {
   detail?: string;
   expectation?: { source: string; line: string };
   figures?: BandwidthFigures;
+  /** For `bandwidth` and `registration`: the decision with the figures' noise (results/decision.ts). */
+  decision?: FigureDecision;
+}
+
+/** The decision on a figure with its noise, as the results record it (results/decision.ts, DropDecision). */
+export interface FigureDecision {
+  outcome: 'regression' | 'pass' | 'too-noisy';
+  drop: number;
+  interval?: { low: number; high: number };
+  confidence: number;
+  maxDrop: number;
+  runs: { baseline: number; candidate: number; withSamples: number };
+  noise: { used: string; sigma: number; withinRun: number; betweenRuns: number | null };
+  why: string;
+  noiseText?: string;
+  advice?: string;
+  retime: boolean;
 }
 
 /** A device of the baseline that this run does not have. */
@@ -274,4 +307,6 @@ export interface GateDecision {
   /** The devices of the baseline this run did not ask for (--backend, --device): not compared, never missing; absent when none. */
   notAskedFor?: NotAskedDevice[];
   counts: Record<ChangeKind, number>;
+  /** Every figure the gate decided with its noise (registration, bandwidth), of every device, passes too (schemaVersion 3). */
+  figures?: { device: string; check: string; decision: FigureDecision }[];
 }

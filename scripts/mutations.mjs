@@ -62,6 +62,10 @@ const runtimeMatrixModel = 'results/runtime-matrix.ts';
 const runtimesCommand = 'cli/runtimes.ts';
 const runtimeReporters = 'reporters/runtime-matrix.ts';
 const storeFiles = 'history/store.ts';
+const DECISION = ['test/decision.test.ts'];
+const GATE_NOISE = ['test/gate-noise.test.ts'];
+const DOUBLE_RATES = ['test/double-rates.test.ts'];
+const decision = 'results/decision.ts';
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -370,6 +374,19 @@ const mutations = [
   ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
   ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],
   ['reference: a size of 0 kept unreleased does not keep its mapping', 'reference: negatives', refNegatives, edits(['if (!succeeded(un) && o.keep) {', 'if (!succeeded(un) && o.keep && o.length > 0) {']), REFERENCE],
+  // ---- a figure judged with its noise (issue 37)
+  ['noise: a host too noisy judged all the same', 'noise: the decision', decision, edits(['  const judgeable = half <= L;', '  const judgeable = true;']), DECISION],
+  ['noise: the spread between runs ignored', 'noise: the decision', decision, edits(['  if (df > 0) {', '  if (df < 0) {']), DECISION],
+  ['noise: a regression at 60% of --max-drop', 'noise: the decision', decision, edits(['  const over = beyond(drop, maxDrop);', '  const over = beyond(drop, maxDrop * 0.6);']), DECISION],
+  ["noise: a round's registered copy paired with the next round's page-locked one", 'noise: the pairs', decision, edits(['.map((i) => Math.log(valid[i]![1] / valid[i]![0]));', '.map((i) => Math.log(valid[(i + 1) % valid.length]![1] / valid[i]![0]));']), DECISION],
+  ['noise: every round kept, the slow ones too', 'noise: the pairs', decision, edits(['Math.max(MIN_ROUNDS, Math.ceil(times.length / 2))', 'Math.max(MIN_ROUNDS, times.length)']), DECISION],
+  ['noise: the gate re-times once at most', 'noise: re-timing', decision, edits(['export const MAX_RETIMES = 2;', 'export const MAX_RETIMES = 1;']), DECISION],
+  ['noise: a figure near the limit never re-timed', 'noise: re-timing', decision, edits(["retime: outcome === 'too-noisy' || straddles };", "retime: outcome === 'too-noisy' };"]), DECISION],
+  ['noise: too noisy told as the driver', 'noise: attribution', compareRules, edits(["return ch.decision?.outcome === 'too-noisy' ? 'noisy' : 'busy';", "return ch.decision?.outcome === 'too-noisy' ? 'registration' : 'busy';"]), DECISION],
+  ['noise: no extra rounds of the pair', 'noise: adaptive rounds', measure, edits(['    most: ADAPTIVE_MOST_FACTOR * runs,', '    most: 0,']), DECISION],
+  ['noise: the rounds not kept in the results', 'noise: samples kept', 'cli/assemble.ts', edits(['      ...(t.samples ? { samples: t.samples } : {}),\n', '']), GATE_NOISE],
+  ['noise: a population of any size', 'noise: the fleet', historyCompare, edits(['    if (g.drops.length < POPULATION_MIN) continue;', '    if (g.drops.length < 1) continue;']), ['test/population.test.ts']],
+  ["noise: the double's noise never applied", "noise: the double", 'test/double/common.c', edits(['  if (!n->on) return 1.0;', '  if (n->on) return 1.0;']), DOUBLE_RATES],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and

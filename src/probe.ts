@@ -67,8 +67,31 @@ export interface CopyTimes {
   staged: Timed;
   /** The staged copy's memcpy, timed on its own: the host's memory, no device. */
   hostCopy: Timed;
-  /** How many rounds were timed (best of that many each). */
+  /** How many rounds were timed (best of that many each), the extra pairs included. */
   rounds: number;
+  /** Every round's durations (ms), as taken: index i of each is round i; the staged and host copies are null in the extra rounds. */
+  samples: RoundSamples;
+  /** Rounds of the registered and page-locked pair taken after the first `runs`, and why (absent: none). */
+  extra?: { rounds: number; why: string };
+}
+
+/** Each round's durations (ms), paired as taken: the registered copy beside the page-locked copy of the same round. */
+export interface RoundSamples {
+  registeredMs: number[];
+  pageLockedMs: number[];
+  stagedMs: (number | null)[];
+  hostCopyMs: (number | null)[];
+}
+
+/**
+ * More rounds of the registered and page-locked pair while the run's own interval on their ratio is wider than the
+ * gate's decision needs (results/decision.ts): `wanted` says how many more from the pairs' logs so far; at most `most`.
+ */
+export interface AdaptiveRounds {
+  most: number;
+  wanted: (registeredMs: readonly number[], pageLockedMs: readonly number[]) => number;
+  /** Why, for the results: the target the interval was held to. */
+  target: string;
 }
 
 /**
@@ -87,6 +110,8 @@ export interface ProbeOptions {
   minRelativeSpeed?: number;
   /** Timed runs of each copy; the best of each is compared (default 7). */
   runs?: number;
+  /** More rounds of the pair while the ratio's interval is too wide (default: none). */
+  adaptive?: AdaptiveRounds;
   /** The clock, in milliseconds (default performance.now). */
   now?: () => number;
   /** Where registrations are recorded (default: the process table). */
@@ -131,6 +156,10 @@ export interface TimingReport {
   readonly hostCopyMs: number;
   readonly hostCopyMedianMs: number;
   readonly hostCopyGBps: number | null;
+  /** Every round's durations, paired as taken (results/decision.ts judges a figure with them). */
+  readonly samples: RoundSamples;
+  /** The rounds of the pair taken after the first `runs`, and why (absent: none). */
+  readonly extra?: { rounds: number; why: string };
 }
 
 export interface ProbeReport {
@@ -232,14 +261,14 @@ interface RoundCopies {
  * rather than N runs of one copy then N of the next, so that a change of load during the timing falls on every
  * copy alike; tinybench times one task's runs back to back, so this loop is written here.
  */
-function timeRounds(c: RoundCopies, runs: number, now: () => number): CopyTimes {
-  const samples = { registered: [] as number[], pageLocked: [] as number[], staged: [] as number[], hostCopy: [] as number[] };
+function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: AdaptiveRounds): CopyTimes {
+  const samples: RoundSamples = { registeredMs: [], pageLockedMs: [], stagedMs: [], hostCopyMs: [] };
   const timed = (f: () => void): number => {
     const t0 = now();
     f();
     return now() - t0;
   };
-  for (let r = 0; r < runs; r++) {
+  const pair = (r: number): void => {
     let registered: number;
     let pageLocked: number;
     if (r % 2 === 0) {
@@ -249,24 +278,39 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number): CopyTimes 
       pageLocked = timed(c.pageLocked);
       registered = timed(c.registered);
     }
+    samples.registeredMs.push(registered);
+    samples.pageLockedMs.push(pageLocked);
+  };
+  for (let r = 0; r < runs; r++) {
+    pair(r);
     const t0 = now();
     c.stageCopy();
     const t1 = now();
     c.stageUpload();
     const t2 = now();
-    samples.registered.push(registered);
-    samples.pageLocked.push(pageLocked);
-    samples.staged.push(t2 - t0);
-    samples.hostCopy.push(t1 - t0);
+    samples.stagedMs.push(t2 - t0);
+    samples.hostCopyMs.push(t1 - t0);
   }
+  // the pair alone (a few ms at 128 MiB), while the ratio's own interval is wider than the decision needs
+  let extra = 0;
+  while (adaptive && extra < adaptive.most && adaptive.wanted(samples.registeredMs, samples.pageLockedMs) > 0) {
+    pair(runs + extra);
+    samples.stagedMs.push(null);
+    samples.hostCopyMs.push(null);
+    extra++;
+  }
+  const valid = (xs: (number | null)[]): number[] => xs.filter((x): x is number => x !== null);
   return {
-    registered: reduce(samples.registered),
-    pageLocked: reduce(samples.pageLocked),
-    staged: reduce(samples.staged),
-    hostCopy: reduce(samples.hostCopy),
-    rounds: runs,
+    registered: reduce(samples.registeredMs),
+    pageLocked: reduce(samples.pageLockedMs),
+    staged: reduce(valid(samples.stagedMs)),
+    hostCopy: reduce(valid(samples.hostCopyMs)),
+    rounds: runs + extra,
+    samples,
+    ...(extra > 0 ? { extra: { rounds: extra, why: `${extra} more round${extra === 1 ? '' : 's'} of the registered and page-locked pair: ${adaptive!.target}${extra === adaptive!.most ? ` (the most allowed, ${adaptive!.most})` : ''}` } } : {}),
   };
 }
+
 
 /** How the log names each copy. */
 const COPY_NAMES: Record<'registered' | 'pageLocked' | 'staged' | 'hostCopy', string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
@@ -501,7 +545,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
     log: plog.lines,
   };
   const t = trackedOps(ops, table);
-  const run = registerAndTest(t, windows, refs, result, plog, { runs, minRelativeSpeed, now: options.now, log: plog.log, timingSection: options.timingSection });
+  const run = registerAndTest(t, windows, refs, result, plog, { runs, minRelativeSpeed, now: options.now, log: plog.log, timingSection: options.timingSection, adaptive: options.adaptive });
 
   // Release whatever happened: windows in reverse order of registration, then the buffers.
   const released = releaseWindows(t, windows, result, run, plog);
@@ -525,6 +569,7 @@ interface SelfTestOptions {
   now: (() => number) | undefined;
   log: (message: string) => void;
   timingSection: TimingSection | undefined;
+  adaptive: AdaptiveRounds | undefined;
 }
 
 /**
@@ -566,6 +611,7 @@ function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): Cop
       },
       rounds,
       o.now ?? (() => performance.now()),
+      o.adaptive,
     );
   return o.timingSection ? o.timingSection(time, bytes) : time();
 }
@@ -595,6 +641,8 @@ function timingReport(bytes: number, times: CopyTimes, minRelativeSpeed: number)
     hostCopyMs: hostCopy.best,
     hostCopyMedianMs: hostCopy.median,
     hostCopyGBps: figure(hostCopy),
+    samples: times.samples,
+    ...(times.extra ? { extra: times.extra } : {}),
   };
 }
 

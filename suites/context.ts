@@ -15,7 +15,7 @@ import { makeLockedFolder } from '../bindings/scratch-lock.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
 import { type SuiteOptions, writeEvent } from './protocol.js';
-import { measureSection } from './measure.js';
+import { adaptiveRounds, measureSection } from './measure.js';
 import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
 import type { DeviceLoad } from '../results/types.js';
 
@@ -118,6 +118,7 @@ export function probeOnce(ctx: CheckContext): Probed {
       runs: ctx.options.runs,
       minRelativeSpeed: ctx.options.minRelativeSpeed,
       timingSection: measured.section,
+      adaptive: adaptiveRounds(ctx.options.runs, ctx.options.quiet.maxDrop),
     });
     // the timing lock held past its wait, or not a lock of ours: the host's, never the probe's Inconclusive
     const fault = measured.fault();

@@ -9,7 +9,8 @@ import { HostFault, isHostFault } from '../bindings/host-fault.js';
 import { TimingLockTimeout, acquireTimingLock } from '../bindings/timing-lock.js';
 import { CPU_PRESSURE_REASON, exceedsDrop, excusesRatio } from '../results/compare.js';
 import type { DeviceLoad, GpuUser } from '../results/types.js';
-import { type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
+import { type AdaptiveRounds, type CopyTimes, type TimingSection, gbps } from '../src/probe.js';
+import { ADAPTIVE_MOST_FACTOR, DEFAULT_CONFIDENCE, adaptiveTarget, roundsWanted } from '../results/decision.js';
 
 /** From what the machine counts as busy around the timed copies (docs/measurement.md says why these thresholds). */
 export const BUSY_THRESHOLDS = {
@@ -68,6 +69,19 @@ export interface QuietOptions {
   maxDrop: number;
   /** The baseline's figures of this device, when it has them. */
   baseline?: { registeredGBps: number; hostCopyGBps?: number; pageLockedRatio?: number };
+}
+
+/**
+ * More rounds of the registered and page-locked pair while the run's own interval on their ratio is wider than the
+ * gate's decision at --max-drop needs (results/decision.ts, adaptiveTarget), at most ADAPTIVE_MOST_FACTOR x --runs.
+ */
+export function adaptiveRounds(runs: number, maxDrop: number): AdaptiveRounds {
+  const target = adaptiveTarget(maxDrop);
+  return {
+    most: ADAPTIVE_MOST_FACTOR * runs,
+    wanted: (registered, pageLocked) => roundsWanted(registered, pageLocked, target),
+    target: `the ratio's own interval held within ±${((Math.exp(target) - 1) * 100).toFixed(1)}% at ${DEFAULT_CONFIDENCE * 100}% (a quarter of --max-drop ${(maxDrop * 100).toFixed(1)}%)`,
+  };
 }
 
 /** One look at the machine: the GPU's other users (when it can be looked at) and the kernel's pressure figures. */

@@ -169,7 +169,7 @@ describe('against a baseline of a quiet machine', () => {
 
   it('the baseline carries the control copy, the host copy and what it saw of the machine', () => {
     const d = base.devices[0]!;
-    expect(base.schemaVersion).toBe(2);
+    expect(base.schemaVersion).toBe(3);
     expect(d.timing!.pageLockedGBps).toBeGreaterThan(1.8);
     expect(d.timing!.pageLockedGBps).toBeLessThanOrEqual(2);
     expect(d.timing!.pageLockedRatio).toBeGreaterThan(0.9);

@@ -27,7 +27,7 @@ describe('with no GPU', () => {
     expect(r.stdout).toMatch(/^vulkan:\d+ .*Refused \(Kernel_hazard/m);
     expect(r.stdout).toMatch(/^cpu .*Not_needed/m);
     const result = JSON.parse(readFileSync(json, 'utf8'));
-    expect(result.schemaVersion).toBe(2);
+    expect(result.schemaVersion).toBe(3);
     expect(result.gpuDriverFound).toBe(false);
     expect(result.devices.map((d: { id: string }) => d.id)).toEqual(expect.arrayContaining(['cpu', 'opencl:0', 'vulkan:0']));
     const vk = result.devices.find((d: { id: string }) => d.id === 'vulkan:0');

@@ -50,7 +50,7 @@ describe('compare', () => {
 
   const bad: [string, string, RegExp][] = [
     ['not JSON', 'this is not json', /not valid JSON/],
-    ['an unknown schemaVersion', JSON.stringify({ schemaVersion: 3, devices: [] }), /unknown schemaVersion 3/],
+    ['an unknown schemaVersion', JSON.stringify({ schemaVersion: 4, devices: [] }), /unknown schemaVersion 4/],
     ['required fields missing', JSON.stringify({ schemaVersion: 1 }), /not a valid results file/],
   ];
   for (const [what, text, reason] of bad) {

@@ -347,10 +347,12 @@ describe('merge', () => {
     expect(validate(again)).toBe(true);
   });
 
-  it('refuses a schemaVersion it does not read, and nothing at all; files of 1 and 2 merge into 2', () => {
-    const three = { ...clone(load('cuda')), schemaVersion: 3 } as unknown as RunResult;
-    expect(() => mergeResults([load('cuda'), three], ['one.json', 'three.json'])).toThrow(InputError);
-    expect(() => mergeResults([load('cuda'), three], ['one.json', 'three.json'])).toThrow(/^three\.json: unknown schemaVersion 3/);
+  it('refuses a schemaVersion it does not read, and nothing at all; files of 1 and 2 merge into 2, with a 3 into 3', () => {
+    const four = { ...clone(load('cuda')), schemaVersion: 4 } as unknown as RunResult;
+    expect(() => mergeResults([load('cuda'), four], ['one.json', 'four.json'])).toThrow(InputError);
+    expect(() => mergeResults([load('cuda'), four], ['one.json', 'four.json'])).toThrow(/^four\.json: unknown schemaVersion 4/);
+    const three = { ...clone(load('cuda')), schemaVersion: 3, host: { ...load('cuda').host, hostname: 'node-three' } } as RunResult;
+    expect(mergeResults([load('cuda'), three], ['one.json', 'three.json']).schemaVersion).toBe(3);
     expect(() => mergeResults([])).toThrow(InputError);
     expect(load('cuda').schemaVersion).toBe(1);
     const two = { ...clone(load('cuda')), schemaVersion: 2 } as RunResult;
@@ -379,7 +381,7 @@ describe('merge', () => {
 describe('readResults: bad input is an InputError, one line naming the file', () => {
   const cases: [string, string, RegExp][] = [
     ['not JSON', '{"schemaVersion": 1, ', /not valid JSON/],
-    ['schemaVersion 3', JSON.stringify({ ...load('cuda'), schemaVersion: 3 }), /unknown schemaVersion 3/],
+    ['schemaVersion 4', JSON.stringify({ ...load('cuda'), schemaVersion: 4 }), /unknown schemaVersion 4/],
     ['no devices', JSON.stringify((({ devices: _d, ...rest }) => rest)(load('cuda'))), /\/devices is required/],
     ['a bad status', JSON.stringify(((r) => ((r.devices[0]!.checks[0]!.status = 'great' as 'pass'), r))(clone(load('cuda')))), /\/devices\/0\/checks\/0\/status must be equal to one of the allowed values/],
     ['an array', '[]', /not a results file/],

@@ -145,6 +145,20 @@ for (const backend of ['cuda', 'hip'] as const) {
     });
   });
 
+  describe(`${backend} double: MAPPED_REG_DOUBLE_NOISE`, () => {
+    // only lower bounds and counts again: a paced copy with noise ends at its noisy deadline, never before
+    it('seeded noise moves each paced copy: the same seed, the same deadlines; no noise, every copy on its deadline or after', () => {
+      // copies of 84 ms: a loaded machine's late wake-up is far less than the noise's 20% and more
+      const bytes = 8 * MiB;
+      const exact = deadlineMs(bytes, 0.1);
+      const quiet = uploads(loaded(backend, { rates: 'registered=0.1' }).devices[0]!, 'registered', bytes, 9);
+      expect(Math.min(...quiet)).toBeGreaterThanOrEqual(exact);
+      // a spread of 30% and a drift of 30%: some copies end before the noiseless deadline (a factor under 1)
+      const noisy = uploads(loaded(backend, { rates: 'registered=0.1', noise: 'sd=30%,drift=30%,seed=11' }).devices[0]!, 'registered', bytes, 9);
+      expect(Math.min(...noisy)).toBeLessThan(exact);
+    });
+  });
+
   describe(`${backend} double: MAPPED_REG_DOUBLE_ORDER`, () => {
     it('API ordinal i is physical device ORDER[i]: its bus id, its device id, its rates', () => {
       const { devices: found, double } = loaded(backend, { devices: 3, order: '2,0', ratesOf: { 2: 'pinned=0.02' } });
@@ -197,6 +211,10 @@ describe('bad configuration is told on stderr, one line', () => {
       ['cuda', { rates: 'registered=fast' }, 'MAPPED_REG_DOUBLE_RATES'],
       ['hip', { ratesOf: { 1: 'pinned' } }, 'MAPPED_REG_DOUBLE_RATES_1'],
       ['cuda', { devices: 2, order: '1,1' }, 'MAPPED_REG_DOUBLE_ORDER'],
+      ['cuda', { noise: 'sd=2.6' }, 'MAPPED_REG_DOUBLE_NOISE'],
+      ['hip', { noise: 'sd=2%,jitter=1%' }, 'MAPPED_REG_DOUBLE_NOISE'],
+      ['cuda', { noise: 'seed=-1' }, 'MAPPED_REG_DOUBLE_NOISE'],
+      ['cuda', { noise: 'drift' }, 'MAPPED_REG_DOUBLE_NOISE'],
     ] as const) {
       const { result, stderr } = initIn(backend, config);
       expect(result, variable).toBe('1');
@@ -206,5 +224,6 @@ describe('bad configuration is told on stderr, one line', () => {
     }
     // and a good configuration says nothing
     expect(initIn('cuda', { rates: 'registered=1,pinned=2.5,pageable=.5', devices: 2, order: '1,0', ratesOf: { 0: 'pinned=3' } })).toEqual({ result: '0', stderr: '' });
+    expect(initIn('hip', { noise: 'sd=2.6%, drift=0.022,load=5%,seed=12345678901' })).toEqual({ result: '0', stderr: '' });
   });
 });

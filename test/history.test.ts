@@ -167,7 +167,7 @@ describe('history add', () => {
     cpSync(join(A, 'old'), dir, { recursive: true });
     const bad: [string, string, RegExp][] = [
       ['not-json.json', 'this is not json', /not valid JSON/],
-      ['schema-3.json', JSON.stringify({ schemaVersion: 3, devices: [] }), /unknown schemaVersion 3/],
+      ['schema-4.json', JSON.stringify({ schemaVersion: 4, devices: [] }), /unknown schemaVersion 4/],
       ['invalid.json', JSON.stringify({ schemaVersion: 1 }), /not a valid results file/],
     ];
     for (const [name, text] of bad) writeFileSync(join(dir, name), text);

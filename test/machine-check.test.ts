@@ -62,6 +62,7 @@ function measure(f: Figures, o: { bytes?: number; baseline?: QuietOptions['basel
       staged: { best: reg * 4, median: reg * 4 },
       hostCopy: { best: ms(bytes, f.hostCopy ?? 10), median: ms(bytes, f.hostCopy ?? 10) },
       rounds: r,
+      samples: { registeredMs: [reg], pageLockedMs: [reg * f.ratio], stagedMs: [reg * 4], hostCopyMs: [ms(bytes, f.hostCopy ?? 10)] },
     };
   };
   const baseline = o.baseline === null ? undefined : (o.baseline ?? BASELINE);

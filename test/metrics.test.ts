@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { escapeLabelValue, metricsText } from '../reporters/metrics.js';
 import type { RunResult } from '../results/types.js';
+import { decide } from '../results/gate.js';
 import { MAIN, ROOT, cleanEnv } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-metrics-'));
@@ -243,13 +244,18 @@ describe('docs/fleet.md', () => {
   // the H200's run of schemaVersion 2: the control copy and the look at the machine, where a run has them
   const written = new Set(parse(metricsText(JSON.parse(readFileSync(join(ROOT, 'docs', 'results', 'h200-cuda13.0-580.159.04.json'), 'utf8')) as RunResult)).families.keys());
 
-  it('the collector path, and every metric the page names is one the reporter writes', () => {
+  it('the collector path, and every metric the page names is one the reporter writes', async () => {
     expect(text).toMatch(/--collector\.textfile\.directory=\/var\/lib\/node_exporter\/textfile/);
     expect(text).toMatch(/--metrics \/var\/lib\/node_exporter\/textfile\/mapped-reg\.prom/);
+    // and the same run gated against itself: the figures the gate decided with their noise
+    const h200 = JSON.parse(readFileSync(join(ROOT, 'docs', 'results', 'h200-cuda13.0-580.159.04.json'), 'utf8')) as RunResult;
+    const gated = parse(metricsText({ ...h200, gate: await decide(h200, { baseline: { file: 'h200.json', result: h200 } }) })).families;
+    expect(gated.has('mapped_reg_gate_figure_outcome')).toBe(true);
+    const all = new Set([...written, ...gated.keys()]);
     const named = new Set(text.match(/mapped_reg_[a-z_]+/g));
     expect(named.size).toBeGreaterThan(8);
-    for (const m of named) expect(written, m).toContain(m);
-    for (const m of written) expect(named, m).toContain(m);
+    for (const m of named) expect(all, m).toContain(m);
+    for (const m of all) expect(named, m).toContain(m);
   });
 
   it('the alerting rule is a Prometheus rule file in YAML with one alert', async () => {

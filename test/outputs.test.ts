@@ -100,7 +100,7 @@ describe('item 3: standard output and other targets that are not regular files a
     const r = cli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--json', link]);
     expect(r.code).toBe(0);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
-    expect(JSON.parse(r.stdout).schemaVersion).toBe(2);
+    expect(JSON.parse(r.stdout).schemaVersion).toBe(3);
     expect(r.stderr).toMatch(/checks \(/);
   });
 
@@ -167,7 +167,7 @@ describe('item 3: standard output and other targets that are not regular files a
     // 233 bytes: its temporary file is 255, which the file system takes
     const r = cli(['--backend', 'cpu', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--json', join(work, longest)]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(readFileSync(join(work, longest), 'utf8'))).toMatchObject({ schemaVersion: 2 });
+    expect(JSON.parse(readFileSync(join(work, longest), 'utf8'))).toMatchObject({ schemaVersion: 3 });
   });
 
   it('the atomic write: an exclusive temporary file with a random name (a prepared link at the old predictable name is not followed), the mode of the file it replaces', () => {

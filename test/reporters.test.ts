@@ -246,7 +246,8 @@ function expectMarkdownMatches(result: RunResult, md: string): string[] {
  * a different depth of the result's JSON, past what its type allows).
  */
 const SCHEMA_BREAKS: [string, (r: Record<string, any>) => void][] = [
-  ['schemaVersion 3', (r) => (r.schemaVersion = 3)],
+  ['schemaVersion 4', (r) => (r.schemaVersion = 4)],
+  ['a round of timing.samples that is not a number', (r) => (r.devices[0].timing = { registeredGBps: 1, stagedGBps: 1, ratio: 1, minRelativeSpeed: 0.8, runs: 1, samples: { registeredMs: ['x'], pageLockedMs: [], stagedMs: [], hostCopyMs: [] } })],
   ['a backend not known', (r) => (r.devices[0].backend = 'metal')],
   ['a verdict kind not known', (r) => (r.devices[0].verdict.kind = 'Fine')],
   ['Refused without a refusal', (r) => (r.devices[0].verdict = { kind: 'Refused', text: 'Refused' })],

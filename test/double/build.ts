@@ -56,9 +56,10 @@ interface Target {
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
+  // libm: the noise's log, exp, sqrt and cos (MAPPED_REG_DOUBLE_NOISE)
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
@@ -212,13 +213,14 @@ export interface RuntimeDoublePaths {
   cudaCompat: string;
 }
 
-const HIP_SOURCES = { sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] };
+// the same sources and libraries as the HIP and CUDA doubles above: each runtime differs only by its defines
+const HIP_SOURCES = { sources: TARGETS.hip.sources, headers: TARGETS.hip.headers, libs: TARGETS.hip.libs };
 const RUNTIME_TARGETS: Record<keyof RuntimeDoublePaths, Target> = {
   hipOld: { ...HIP_SOURCES, output: 'libamdhip64_runtime_6.4.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=60400000L'] },
   hipFixed: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.3.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=70300000L'] },
   hip724: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.2.4.so', defines: ['-DDBL_BUILD_PROFILE="rocm724"', '-DDBL_BUILD_HIP_VERSION=70200004L'] },
   hipBroken: { ...HIP_SOURCES, output: 'libamdhip64_runtime_broken.so', defines: ['-DDBL_BUILD_HIP_VERSION=70100000L'], missingDependency: 'libhsa-runtime64.so.1' },
-  cudaCompat: { output: 'libcuda_compat_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [], defines: ['-DDBL_BUILD_INIT_MISMATCH=1', '-DDBL_BUILD_CUDA_VERSION=13000'] },
+  cudaCompat: { output: 'libcuda_compat_double.so', sources: TARGETS.cuda.sources, headers: TARGETS.cuda.headers, libs: TARGETS.cuda.libs, defines: ['-DDBL_BUILD_INIT_MISMATCH=1', '-DDBL_BUILD_CUDA_VERSION=13000'] },
 };
 
 /** Compiles the runtime doubles (when their sources, flags or defines changed) and returns their paths. */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -543,6 +544,91 @@ static int parse_rates(const char *var, const char *spec, rates_t *r) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- noise (MAPPED_REG_DOUBLE_NOISE) */
+
+/* splitmix64: a seeded generator that needs no state beyond one word (the same seed, the same copies). */
+static unsigned long long noise_next(unsigned long long *x) {
+  unsigned long long z = (*x += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+/* A standard normal draw (Box-Muller). */
+static double noise_gauss(unsigned long long *x) {
+  double u1 = ((double)(noise_next(x) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+  double u2 = (double)(noise_next(x) >> 11) / 9007199254740992.0;
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* A spread: a decimal, a fraction (0.026) or a percentage (2.6%), from 0 to 1. -1 when it is not one. */
+static double parse_spread(const char *val) {
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(val, &end);
+  if (errno || end == val) return -1;
+  if (*end == '%') {
+    v /= 100;
+    end++;
+  }
+  return *end || !(v >= 0) || v > 1 ? -1 : v;
+}
+
+/*
+ * MAPPED_REG_DOUBLE_NOISE syntax: comma-separated sd=S, drift=S, load=S (S a fraction or a percentage) and seed=N.
+ * Each paced copy's duration is multiplied by exp(sd / sqrt(2) * g), g a fresh normal draw, so one round's
+ * registered / page-locked spreads by sd; the registered copies of the whole run by exp(drift * g0), g0 drawn once
+ * at init (the noise between runs that one run's rounds cannot show); and every copy alike by exp(load * s), s an
+ * AR(1) of 0.95 a copy (a host whose load comes and goes, which a pair timed back to back shares). The same seed
+ * gives the same copies. Returns -1 on bad syntax, with one line on stderr.
+ */
+static int read_noise(noise_t *n) {
+  memset(n, 0, sizeof *n);
+  const char *spec = getenv("MAPPED_REG_DOUBLE_NOISE");
+  if (!spec || !*spec) return 0;
+  char buf[256];
+  if (strlen(spec) >= sizeof buf) {
+    fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_NOISE is too long (see test/double/README.md)\n");
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", spec);
+  char *rest = buf, *val = NULL;
+  for (char *tok; (tok = next_item(&rest, &val));) {
+    int ok = val != NULL;
+    if (ok && strcmp(tok, "seed") == 0) {
+      char *end = NULL;
+      errno = 0;
+      unsigned long long v = strtoull(val, &end, 10);
+      ok = !errno && *val && !*end && *val != '-';
+      n->seed = v;
+    } else if (ok) {
+      double v = parse_spread(val);
+      double *slot = strcmp(tok, "sd") == 0 ? &n->sd : strcmp(tok, "drift") == 0 ? &n->drift : strcmp(tok, "load") == 0 ? &n->load : NULL;
+      ok = slot && v >= 0;
+      if (ok) *slot = v;
+    }
+    if (!ok) {
+      fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_NOISE '%s' is not known: comma-separated sd=S, drift=S, load=S (S a fraction such as 0.026 or a percentage such as 2.6%%, at most 1) and seed=N (see test/double/README.md)\n", spec);
+      return -1;
+    }
+  }
+  n->on = 1;
+  n->rng = n->seed;
+  n->run_offset = n->drift * noise_gauss(&n->rng);
+  n->load_state = noise_gauss(&n->rng);
+  return 0;
+}
+
+/* The factor of one paced copy's duration (1 with no noise); kind 0 registered, 1 pinned, 2 pageable. */
+static double noise_factor(int kind) {
+  noise_t *n = &g.noise;
+  if (!n->on) return 1.0;
+  n->load_state = 0.95 * n->load_state + 0.3122498999 * noise_gauss(&n->rng); /* sqrt(1 - 0.95^2) */
+  double x = n->sd / 1.4142135623730951 * noise_gauss(&n->rng) + n->load * n->load_state;
+  if (kind == 0) x += n->run_offset;
+  return exp(x);
+}
+
 /* The rates of every physical device: MAPPED_REG_DOUBLE_RATES, then MAPPED_REG_DOUBLE_RATES_<N> over it. */
 static int read_rates(rates_t out[DBL_MAX_DEVICES]) {
   rates_t base = {0, 0, 0};
@@ -772,6 +858,8 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (napi < 0) return g.last_init_result = DR_INVALID_VALUE;
   rates_t rates[DBL_MAX_DEVICES];
   if (read_rates(rates) != 0) return g.last_init_result = DR_INVALID_VALUE;
+  noise_t noise;
+  if (read_noise(&noise) != 0) return g.last_init_result = DR_INVALID_VALUE;
   double link_gbps;
   link_file_t *link;
   if (read_link(&link_gbps, &link) != 0) return g.last_init_result = DR_INVALID_VALUE;
@@ -791,6 +879,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   memset(g.reset_seen, 0, sizeof g.reset_seen);
   memcpy(g.order, order, sizeof order);
   memcpy(g.rates, rates, sizeof rates);
+  g.noise = noise;
   g.hip_version = hipv;
   link_unmap();
   g.link = link;
@@ -1092,7 +1181,7 @@ static int fast_check(uintptr_t ps, uintptr_t pe) {
 static void pace(int device, int kind, double entry, size_t n, double gbps) {
   if (gbps <= 0) return;
   if (device >= 0 && device < DBL_MAX_DEVICES) g_paced[device][kind]++;
-  pace_wait_until(entry + (double)n / (gbps * 1e9));
+  pace_wait_until(entry + (double)n / (gbps * 1e9) * noise_factor(kind));
 }
 
 static int kind_index(const char *kind) {

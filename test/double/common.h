@@ -120,6 +120,19 @@ typedef struct {
   double pageable;   /* any other host memory */
 } rates_t;
 
+/* MAPPED_REG_DOUBLE_NOISE: seeded noise on the paced copies (test/double/README.md, "Noise"). */
+typedef struct {
+  int on;
+  double sd;       /* the spread (log sd) of one round's registered / page-locked: each copy sd / sqrt(2) */
+  double drift;    /* the spread (log sd) between runs of the registered copies against the others: drawn once at init */
+  double load;     /* a host load (log sd) that moves every copy alike, slowly (an AR(1) of 0.95 a copy) */
+  unsigned long long seed;
+  /* state */
+  unsigned long long rng;
+  double run_offset;  /* the run's drift of the registered copies, log */
+  double load_state;  /* the load's AR(1) state, N(0, 1) */
+} noise_t;
+
 /* The shared link (MAPPED_REG_DOUBLE_LINK_FILE, MAPPED_REG_DOUBLE_LINK_GBPS): a file mapped MAP_SHARED by every
  * process naming it, holding one 64-bit word per process that copies: its pid (high 32 bits) and how many of its
  * host-to-device copies are in flight (low 32 bits), changed only with atomics. */
@@ -171,6 +184,7 @@ typedef struct {
   int ndevices;                      /* API ordinals: MAPPED_REG_DOUBLE_DEVICES, or the length of the order */
   int order[DBL_MAX_DEVICES];        /* MAPPED_REG_DOUBLE_ORDER: the physical device of each API ordinal */
   rates_t rates[DBL_MAX_DEVICES];    /* by physical device, MAPPED_REG_DOUBLE_RATES_<N> over MAPPED_REG_DOUBLE_RATES */
+  noise_t noise;                     /* MAPPED_REG_DOUBLE_NOISE */
   long hip_version;
   double link_gbps;                  /* MAPPED_REG_DOUBLE_LINK_GBPS: 0 when no shared link */
   link_file_t *link;                 /* MAPPED_REG_DOUBLE_LINK_FILE mapped (NULL when no shared link) */
