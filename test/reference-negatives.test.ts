@@ -61,7 +61,8 @@ function junitFailing(r: Ran, kind: 'failure' | 'error' = 'failure'): string[] {
   const v = validateJunit(r.junit);
   expect(v.ok, v.output).toBe(true);
   const suite = allElements(parseXml(r.junit), 'testsuite').find((s) => s.attrs.name?.startsWith('cuda:0') || s.attrs.name?.startsWith('hip:0'))!;
-  return allElements(suite, 'testcase').filter((t) => childElement(t, kind)).map((t) => t.attrs.name!);
+  // each title names the device first (`cuda:0 > hazard.zero_size_refused`): the check is what follows it
+  return allElements(suite, 'testcase').filter((t) => childElement(t, kind)).map((t) => { expect(t.attrs.name).toMatch(/^(cuda|hip):0 > /); return t.attrs.name!.replace(/^(cuda|hip):0 > /, ''); });
 }
 
 it('the catalog holds the reference checks in their order, in suite hazards, before hazard.context_reset', () => {
