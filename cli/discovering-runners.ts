@@ -71,9 +71,11 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported; so do the other GPUs chosen of each group that has reported, each
   // in a process of its own (eight GPUs of one driver need not wait for PoCL's start).
+  const over = new Set<Started>(); // the groups that reported, or ended without a report
   const goEarly = (): void => {
     const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
-    if (o.stop.aborted || !choice.validSoFar(so)) return;
+    // a group that ended without its report fails the run: nothing more is started
+    if (o.stop.aborted || [...over].some((g) => g.event === undefined) || !choice.validSoFar(so)) return;
     for (const g of groups) {
       if (g.offer && isGpuDriver(g.offer)) g.answer([choice.optionsOf(g.offer)]);
       for (const d of g.event ? earlyOthers(choice.chosen(g.event.discovery), g.offer) : []) {
@@ -81,7 +83,14 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
       }
     }
   };
-  await Promise.all(groups.map((g) => g.reported.then(goEarly)));
+  await Promise.all(
+    groups.map((g) =>
+      g.reported.then(() => {
+        over.add(g);
+        goEarly();
+      }),
+    ),
+  );
   const failed = groups.find((g) => g.event === undefined);
   if (failed || o.stop.aborted) {
     await stopGroups(groups, choice.base.scratchDir); // a GPU that started early is stopped too: the run cannot go on
