@@ -132,9 +132,11 @@ export type BackendModule = BackendFacts &
         readonly driver: RegisteringDriver;
         /**
          * Its discovery's report when no candidate of its library can be found (bindings/library-search.ts), told
-         * without loading anything: the same report its discover() gives then. Undefined when one may be found.
+         * without loading anything: the same report its discover() gives then; or, for a library found under a
+         * default name, when the device node its driver needs is missing under `root` (no device, nothing loaded).
+         * Undefined when a process must load it to tell.
          */
-        readonly notFound?: (env?: NodeJS.ProcessEnv) => BackendReport | undefined;
+        readonly notFound?: (env?: NodeJS.ProcessEnv, root?: string) => BackendReport | undefined;
       }
   );
 

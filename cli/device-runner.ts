@@ -12,6 +12,7 @@ import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
 import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
+import { discoveryHookFor } from '../suites/hooks.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
@@ -66,10 +67,11 @@ if (spec.discover) {
   // valid): the devices it checks, or none. The suites' own lookup of a CUDA or HIP device then finds the driver
   // already initialized in this process.
   const selection = spec.discover;
-  // test hook: a driver that never returns while the process discovers (MAPPED_REG_FORCE_HANG=@discovery)
-  if (selection.forceHang === '@discovery') blockForever();
-  // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery)
-  if (selection.forceCrash === '@discovery') {
+  // test hook: a driver that never returns while the process discovers (MAPPED_REG_FORCE_HANG=@discovery, or
+  // @discovery:<backend> for the process of that backend's group alone)
+  if (discoveryHookFor(selection.forceHang, selection.backends)) blockForever();
+  // test hook: a driver that kills the process while it discovers (MAPPED_REG_FORCE_CRASH=@discovery[:<backend>])
+  if (discoveryHookFor(selection.forceCrash, selection.backends)) {
     process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
   }
   // Vitest loads on this thread while the driver starts on another (cli/discovery-thread.ts): a process that

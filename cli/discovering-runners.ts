@@ -3,15 +3,17 @@
 // in the process that checks it. Each process reports what it found and offers a device (cli/select-devices.ts
 // pickDevice), then waits for the command's answer: the devices it checks, or none (it exits). The command
 // answers once every group has reported and the selection is valid; a GPU earlier, as soon as the groups that
-// could make the selection invalid have reported (validSoFar). A group of GPU drivers none of whose libraries
+// could make the selection invalid have reported (validSoFar): then the other GPUs its process found are started
+// too, each in a process of its own, without waiting for a slower group (an OpenCL ICD). A group of GPU drivers none of whose libraries
 // can be found (bindings/library-search.ts) is answered here, without a process: it would find nothing.
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { backendModule } from '../bindings/registry.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import type { BackendReport } from '../results/types.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
-import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
-import { type DeviceChoice, isGpuDriver, mergeDiscoveries } from './select-devices.js';
+import { type DeviceRun, type OrchestrateOptions, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
+import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries } from './select-devices.js';
+import { discoveryHookFor } from '../suites/hooks.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -28,6 +30,11 @@ export interface Group {
   started: boolean;
   /** The runs of the devices it checked (none when it checked nothing); its errors when it ended before its report. */
   runs: Promise<DeviceRun[]>;
+  /**
+   * The other GPUs it found, started by the discovery each in a process of its own (by device id), as soon as
+   * the selection could be judged: their runs.
+   */
+  readonly others: Map<string, Promise<DeviceRun>>;
   /** Why it ended before it reported (its errors, and the last line it printed). */
   failure: Promise<string | undefined>;
 }
@@ -62,13 +69,28 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
 export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
   const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, o));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
-  // slower group (an OpenCL ICD) has reported.
+  // slower group (an OpenCL ICD) has reported; so do the other GPUs chosen of each group that has reported, each
+  // in a process of its own (eight GPUs of one driver need not wait for PoCL's start).
+  const over = new Set<Started>(); // the groups that reported, or ended without a report
   const goEarly = (): void => {
     const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
-    if (o.stop.aborted || !choice.validSoFar(so)) return;
-    for (const g of groups) if (g.offer && isGpuDriver(g.offer)) g.answer([choice.optionsOf(g.offer)]);
+    // a group that ended without its report fails the run: nothing more is started
+    if (o.stop.aborted || [...over].some((g) => g.event === undefined) || !choice.validSoFar(so)) return;
+    for (const g of groups) {
+      if (g.offer && isGpuDriver(g.offer)) g.answer([choice.optionsOf(g.offer)]);
+      for (const d of g.event ? earlyOthers(choice.chosen(g.event.discovery), g.offer) : []) {
+        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(choice.optionsOf(d), o));
+      }
+    }
   };
-  await Promise.all(groups.map((g) => g.reported.then(goEarly)));
+  await Promise.all(
+    groups.map((g) =>
+      g.reported.then(() => {
+        over.add(g);
+        goEarly();
+      }),
+    ),
+  );
   const failed = groups.find((g) => g.event === undefined);
   if (failed || o.stop.aborted) {
     await stopGroups(groups, choice.base.scratchDir); // a GPU that started early is stopped too: the run cannot go on
@@ -83,10 +105,10 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
  * (a GPU that went early) are killed, and what the killed ones left in the scratch folders is removed.
  */
 export async function stopGroups(groups: readonly Group[], scratchDir: string): Promise<void> {
-  const early = groups.some((g) => g.started);
+  const early = groups.some((g) => g.started || g.others.size > 0);
   if (early) interruptAll();
   for (const g of groups) g.answer([]);
-  await Promise.all(groups.map((g) => g.runs));
+  await Promise.all([...groups.map((g) => g.runs), ...groups.flatMap((g) => [...g.others.values()])]);
   if (early) removeScratchOfTheDead(scratchDir);
 }
 
@@ -99,10 +121,10 @@ interface Started extends Group {
  * The discovery of a group of GPU drivers none of whose libraries can be found, made here: the reports their
  * processes would have sent (each "not found"), no device, no offer. Undefined (a process is started) when any
  * library may be found, when a backend of the group is not a GPU driver, or for the test hooks of the discovering
- * process (MAPPED_REG_FORCE_CRASH / _HANG=@discovery), which need one.
+ * process (MAPPED_REG_FORCE_CRASH / _HANG=@discovery[:<backend>]), which need one.
  */
 export function withoutProcess(backends: readonly Backend[], selection: Readonly<Selection>, env: NodeJS.ProcessEnv = process.env): Started | undefined {
-  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;
+  if (discoveryHookFor(selection.forceCrash, backends) || discoveryHookFor(selection.forceHang, backends)) return undefined;
   const reports: BackendReport[] = [];
   for (const b of backends) {
     const m = backendModule(b);
@@ -111,7 +133,7 @@ export function withoutProcess(backends: readonly Backend[], selection: Readonly
     reports.push(report);
   }
   const event: DiscoveryEvent = { type: 'discovery', durationMs: 0, discovery: { devices: [], backends: reports, gpuDriverFound: false }, device: null };
-  return { backends: [...backends], event, answer: () => {}, started: false, runs: Promise.resolve([]), failure: Promise.resolve(undefined), reported: Promise.resolve() };
+  return { backends: [...backends], event, answer: () => {}, started: false, runs: Promise.resolve([]), others: new Map(), failure: Promise.resolve(undefined), reported: Promise.resolve() };
 }
 
 function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions): Started {
@@ -127,6 +149,7 @@ function startGroup(backends: Backend[], selection: Readonly<Selection>, o: Orch
       tell = () => {}; // the first answer counts
     },
     runs: Promise.resolve([]),
+    others: new Map(),
     failure: Promise.resolve(undefined),
   };
   const run = runDiscovering(

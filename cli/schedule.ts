@@ -1,5 +1,6 @@
 // Which process checks which device, and when. The GPUs their discovering processes offered are checked there
-// (their driver initialized once); the other GPUs start at once, each in a process of its own (devices run in
+// (their driver initialized once); the other GPUs start at once, each in a process of its own (those the discovery
+// started already, as soon as their group reported and the selection could be judged, are not started again; devices run in
 // parallel); the devices that never register (OpenCL, Vulkan, the CPU) are checked together, in one process, once
 // every GPU's probe is over, so that nothing else lives beside a probe's region and page-locked window. With no
 // GPU, the discovering process that offered one of them checks them all at once.
@@ -61,8 +62,9 @@ export function checkDevices(groups: readonly Group[], chosen: readonly PlainDev
   const restHere = groups.findIndex((g, i) => keep[i] && g.offer && !isGpuDriver(g.offer));
   const answers = groups.map((g, i): SuiteOptions[] => (i === restHere ? rest : keep[i] ? gpus.filter((d) => d.device === g.offer?.id) : []));
   groups.forEach((g, i) => g.answer(answers[i]!));
-  const firstRuns = groups.map((g) => g.runs);
-  const started = new Set(answers.flat().map((d) => d.device));
+  // each group's runs: its process's, and those of the GPUs the discovery started in processes of their own
+  const firstRuns = groups.map((g) => Promise.all([g.runs, Promise.all(g.others.values())]).then(([own, others]) => [...own, ...others]));
+  const started = new Set([...answers.flat().map((d) => d.device), ...groups.flatMap((g) => [...g.others.keys()])]);
 
   // the others wait for every GPU's probe (none reports before this returns: a report is an event of a process)
   const afterProbes = probes.allOver(gpus.map((d) => d.device), o.stop);

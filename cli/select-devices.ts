@@ -92,6 +92,14 @@ export function validSoFar(groups: readonly { backends: readonly Backend[]; disc
   return selectionProblem(partial, s, env) === undefined;
 }
 
+/**
+ * The GPUs of a group's discovery that the discovery starts in processes of their own once the selection can be
+ * judged: the chosen GPUs other than the one its process offered (which that process checks).
+ */
+export function earlyOthers(chosen: readonly PlainDevice[], offer: PlainDevice | undefined): PlainDevice[] {
+  return chosen.filter((d) => isGpuDriver(d) && d.id !== offer?.id);
+}
+
 /** The discoveries of the groups as one, in the registry's order. */
 export function mergeDiscoveries(parts: readonly PlainDiscovery[]): PlainDiscovery {
   const rank = backendRank;

@@ -35,6 +35,7 @@ const options = 'cli/options.ts';
 const usageHints = 'cli/usage-hints.ts';
 const librarySearch = 'bindings/library-search.ts';
 const discoveringRunners = 'cli/discovering-runners.ts';
+const registering = 'bindings/backends/registering.ts';
 const benchScaling = 'bench/scaling.ts';
 const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
@@ -352,7 +353,12 @@ const mutations = [
   ['speed: a host whose loader cache cannot be read told the library is not there', 'speed: a missing driver answered without a process', librarySearch, edits(['  return bytes === null || bytes.includes(', '  return bytes !== null && bytes.includes(']), LIBRARY_SEARCH],
   ['speed: LD_LIBRARY_PATH not searched', 'speed: a missing driver answered without a process', librarySearch, edits(["...(env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== ''), ", '']), LIBRARY_SEARCH],
   ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', discoveringRunners, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
-  ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;\n", '']), LIBRARY_SEARCH],
+  ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (discoveryHookFor(selection.forceCrash, backends) || discoveryHookFor(selection.forceHang, backends)) return undefined;\n", '']), LIBRARY_SEARCH],
+  ['speed h32b: HIP found with no AMD device node loaded anyway', 'speed: a missing driver answered without a process', registering, edits(['if (env[s.libraryEnv] || nodes.length === 0 || nodes.some(', 'if (env[s.libraryEnv] || nodes.length >= 0 || nodes.some(']), LIBRARY_SEARCH],
+  ['speed h32b: a library the variable names not loaded for want of a device node', 'speed: a missing driver answered without a process', registering, edits(['if (env[s.libraryEnv] || nodes.length === 0 ||', 'if (nodes.length === 0 ||']), LIBRARY_SEARCH],
+  ['speed h32b: every device node needed, not one of them', 'speed: a missing driver answered without a process', registering, edits(['nodes.some((n) => existsSync(join(root, n)))', 'nodes.every((n) => existsSync(join(root, n)))']), LIBRARY_SEARCH],
+  ["speed h32b: a group's other GPUs wait for every group's discovery", "speed: each driver's GPUs start when its discovery is in", discoveringRunners, edits(['        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(choice.optionsOf(d), o));\n', '']), ['test/signals.test.ts']],
+  ["speed h32b: the offered GPU started twice by the discovery", "speed: each driver's GPUs start when its discovery is in", selectDevices, edits(["isGpuDriver(d) && d.id !== offer?.id", 'isGpuDriver(d)']), SELECTION],
   ['speed: the scaling runs take no device alone', 'speed: the bench of the GPU count', benchScaling, edits(['  if (most && most.gpus > 1) {', '  if (most && most.gpus > 99) {']), BENCH],
   ['speed: the most GPUs over one turned over', 'speed: the bench of the GPU count', benchScaling, edits(['{ mostOverOne: most.wallMs / one.wallMs }', '{ mostOverOne: one.wallMs / most.wallMs }']), BENCH],
   ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],

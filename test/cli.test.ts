@@ -250,6 +250,20 @@ describe('bad input: one line on stderr, exit 2, nothing written', () => {
     expect(existsSync(json)).toBe(false);
   });
 
+  it("a group that dies while it discovers, beside a driver whose two GPUs may have started with its own discovery: one line, exit 2, nothing written, no scratch left", () => {
+    const json = join(work, 'discovery-crash-early.json');
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const r = cli(['--backend', 'cuda', '--backend', 'cpu', '--device', 'cuda:0', '--device', 'cuda:1', '--size', '8', '--json', json, '--scratch-dir', scratch], {
+      MAPPED_REG_CUDA_LIBRARY: doubles.cuda,
+      MAPPED_REG_DOUBLE_DEVICES: '2',
+      MAPPED_REG_FORCE_CRASH: '@discovery:cpu',
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^mapped-reg-conformance: discovery failed: the discovering process \(cpu\) was killed by SIGSEGV before it reported/)]);
+    expect(existsSync(json)).toBe(false);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
   it('a process that hangs while it discovers is killed after --timeout plus the grace: one line, exit 2', () => {
     const json = join(work, 'discovery-hang.json');
     const r = cli(['--json', json, '--scratch-dir', mkdtempSync(join(work, 'scratch-')), '--timeout', '1', '--backend', 'cpu'], { MAPPED_REG_FORCE_HANG: '@discovery' });

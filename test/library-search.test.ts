@@ -1,7 +1,7 @@
 // A GPU driver that is not installed is answered by the command without a process (bindings/library-search.ts,
 // cli/discovering-runners.ts withoutProcess): found only where the dynamic loader would not find the library
 // either, and then with the very report the discovering process would have sent.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -56,9 +56,26 @@ describe("a GPU driver's group answered without a process", () => {
     expect([g.event!.device, g.offer, g.started, await g.runs, await g.failure]).toEqual([null, undefined, false, [], undefined]);
     expect(cuda.registers && cuda.notFound!(env)!.note).toBe(`CUDA: ${env.MAPPED_REG_CUDA_LIBRARY} not found (tried ${env.MAPPED_REG_CUDA_LIBRARY})`);
   });
-  it('HIP: a library found under any one of its default names is enough for a process', () => {
+  it('HIP: a library found under any one of its default names is enough for a process, where an AMD kernel driver is there', () => {
     writeFileSync(join(work, 'libamdhip64.so.6'), '');
-    expect(hip.registers && hip.notFound!({ LD_LIBRARY_PATH: work })).toBeUndefined();
+    for (const node of ['kfd', 'dxg']) {
+      const root = mkdtempSync(join(work, 'root-'));
+      mkdirSync(join(root, 'dev'));
+      writeFileSync(join(root, 'dev', node), '');
+      expect(hip.registers && hip.notFound!({ LD_LIBRARY_PATH: work }, root)).toBeUndefined();
+    }
+  });
+  it('HIP: a library found under a default name with neither /dev/kfd nor /dev/dxg (a ROCm package on an NVIDIA host, as on the H200): no device, nothing loaded, no process', () => {
+    writeFileSync(join(work, 'libamdhip64.so.6'), '');
+    const root = mkdtempSync(join(work, 'root-'));
+    mkdirSync(join(root, 'dev'));
+    writeFileSync(join(root, 'dev', 'nvidia0'), '');
+    const report = hip.registers ? hip.notFound!({ LD_LIBRARY_PATH: work }, root) : undefined;
+    expect(report).toEqual({ backend: 'hip', library: null, devices: 0, note: 'HIP: no device here: no /dev/kfd or /dev/dxg (its kernel driver is not loaded); libamdhip64.so.6 not loaded' });
+    // a library the variable names is loaded as asked, device node or not
+    expect(hip.registers && hip.notFound!({ MAPPED_REG_HIP_LIBRARY: join(work, 'libamdhip64.so.6') }, root)).toBeUndefined();
+    // CUDA states no device node: its library found is always loaded
+    expect(cuda.registers && cuda.notFound!({ MAPPED_REG_CUDA_LIBRARY: join(work, 'libamdhip64.so.6') }, root)).toBeUndefined();
   });
   it('never when the library is there, for a group that is not only GPU drivers, or for the discovering process\'s test hooks', () => {
     const there = { MAPPED_REG_CUDA_LIBRARY: buildDoubles().cuda };

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { deviceFromPlain } from '../bindings/discovery.js';
-import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar } from '../cli/select-devices.js';
+import { DISCOVERY_GROUPS, deviceOptions, discoveryGroups, earlyOthers, hookFor, keeps, mergeDiscoveries, pickDevice, selectDevices, selectionProblem, validSoFar } from '../cli/select-devices.js';
 import type { Selection } from '../suites/protocol.js';
 import { staticVerdict } from '../src/index.js';
 
@@ -41,6 +41,15 @@ describe('the device a discovering runner keeps', () => {
     expect(pickDevice(rest, { ...all, devices: ['cpu', 'cuda:0'] })?.id).toBe('cpu');
     expect(pickDevice(gpu, { ...all, devices: ['cpu'] })).toBeUndefined();
     expect(pickDevice({ devices: [], backends: [], gpuDriverFound: false }, all)).toBeUndefined();
+  });
+});
+
+describe('earlyOthers: the GPUs a group\'s discovery starts in processes of their own', () => {
+  it('every chosen GPU but the one its process offered; never a device that does not register', () => {
+    expect(earlyOthers(selectDevices(gpu, all), gpu.devices[0]).map((d) => d.id)).toEqual(['cuda:1']);
+    expect(earlyOthers(selectDevices(gpu, { ...all, devices: ['cuda:1'] }), gpu.devices[1])).toEqual([]);
+    expect(earlyOthers(selectDevices(gpu, all), undefined).map((d) => d.id)).toEqual(['cuda:0', 'cuda:1']);
+    expect(earlyOthers(selectDevices(rest, all), rest.devices[0])).toEqual([]);
   });
 });
 

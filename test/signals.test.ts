@@ -251,3 +251,40 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     expect(code).toBe(1);
   });
 });
+
+/** What each runner of the command was started to do: the backends it discovers, or the devices it checks. */
+function runnerSpecs(c: Started): { pid: number; discover?: string[]; devices: string[] }[] {
+  return runners(c).flatMap((pid) => {
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      const raw = env.find((e) => e.startsWith('MAPPED_REG_SUITE_OPTIONS='));
+      if (!raw) return [];
+      const spec = JSON.parse(raw.slice('MAPPED_REG_SUITE_OPTIONS='.length)) as { discover?: { backends: string[] }; devices: { device: string }[] };
+      return [{ pid, ...(spec.discover ? { discover: spec.discover.backends } : {}), devices: spec.devices.map((d) => d.device) }];
+    } catch {
+      return []; // gone
+    }
+  });
+}
+
+describe("a driver's GPUs start as soon as its own discovery is in", () => {
+  it('two CUDA GPUs while the CPU group still discovers (hung there): the second GPU gets its own process at once; SIGTERM then stops every process, exit 143, no scratch left', async () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const json = join(work, 'early.json');
+    const c = startCli(
+      ['--backend', 'cuda', '--backend', 'cpu', '--device', 'cuda:0', '--device', 'cuda:1', '--size', '8', '--timeout', '60', '--scratch-dir', scratch, '--json', json],
+      { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_DEVICES: '2', MAPPED_REG_FORCE_HANG: '@discovery:cpu' },
+      work,
+    );
+    // the CPU group's discovering process hangs (as a slow OpenCL ICD starts); the CUDA group's reported both GPUs
+    await waitUntil(() => runnerSpecs(c).some((r) => !r.discover && r.devices.includes('cuda:1')), 60_000, "cuda:1's own process");
+    const specs = runnerSpecs(c);
+    expect(specs.some((r) => r.discover?.includes('cpu'))).toBe(true); // still discovering
+    expect(specs.filter((r) => r.devices.includes('cuda:1'))).toHaveLength(1);
+    c.child.kill('SIGTERM');
+    const { code } = await c.exit;
+    expect(code).toBe(143);
+    await waitUntil(() => specs.every((r) => !running(r.pid)), 10_000, 'every runner to end');
+    await waitUntil(() => readdirSync(scratch).length === 0, 10_000, 'the scratch folder to be empty');
+  });
+});

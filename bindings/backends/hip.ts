@@ -78,7 +78,7 @@ function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: strin
 }
 
 export const hip = registeringBackend({
-  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV, libraries: HIP_LIBRARIES,
+  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV, libraries: HIP_LIBRARIES, deviceNodes: ['/dev/kfd', '/dev/dxg'],
   codes: { notRegistered: [HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, 'hipErrorHostMemoryNotRegistered'], invalidValue: [HIP_ERROR_INVALID_VALUE, 'hipErrorInvalidValue'] },
   // HIP counts a failed query as an integrated device
   failedQuery: 'integrated',

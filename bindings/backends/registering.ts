@@ -17,6 +17,8 @@ import {
   replay,
 } from '../backend.js';
 import type { DeviceOps, WithOpsOptions } from '../device-ops.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { LibraryNotFoundError } from '../errors.js';
 import { mayBeFound } from '../library-search.js';
 
@@ -112,6 +114,13 @@ export interface RegisteringBackendSpec<I extends Backend, D extends { readonly 
   readonly libraryEnv: string;
   /** The library's names, tried in order when libraryEnv is not set (as its loader tries them). */
   readonly libraries: readonly string[];
+  /**
+   * The device nodes without one of which its library finds no device (HIP: /dev/kfd, the interface of AMD's
+   * kernel driver that the HIP runtime opens, or /dev/dxg, ROCm's under WSL): where none exists, a library found
+   * under a default name is not loaded, and no process is started for it (HIP's start alone took 0.42 s on the
+   * H200, which had a ROCm package's libamdhip64.so.5 and no AMD GPU).
+   */
+  readonly deviceNodes?: readonly string[];
   /** [code, name] of "host memory not registered" and of "invalid value". */
   readonly codes: { readonly notRegistered: readonly [number, string]; readonly invalidValue: readonly [number, string] };
   readonly failedQuery: RegistrationPolicy['failedQuery'];
@@ -134,11 +143,15 @@ export function registeringBackend<I extends Backend, D extends { readonly path:
     registers: true,
     driver: { api: s.framework, notRegistered: code(s.codes.notRegistered), invalidValue: code(s.codes.invalidValue), policy: { failedQuery: s.failedQuery } },
     discover: () => discoverRegistering(s.id, s.load, s.list),
-    notFound: (env = process.env) => {
+    notFound: (env = process.env, root = '/') => {
       // the candidates of its loader (bindings/driver-kit.ts driverLoader): the variable's path, else the names
       const candidates = env[s.libraryEnv] ? [env[s.libraryEnv]!] : [...s.libraries];
-      if (candidates.some((c) => mayBeFound(c, env))) return undefined;
-      return notLoaded(s.id, new LibraryNotFoundError(s.framework, candidates)).report;
+      const found = candidates.find((c) => mayBeFound(c, env));
+      if (found === undefined) return notLoaded(s.id, new LibraryNotFoundError(s.framework, candidates)).report;
+      // a library the variable names is loaded as asked; a default one with no device node to drive is not
+      const nodes = s.deviceNodes ?? [];
+      if (env[s.libraryEnv] || nodes.length === 0 || nodes.some((n) => existsSync(join(root, n)))) return undefined;
+      return { backend: s.id, library: null, devices: 0, note: `${s.framework}: no device here: no ${nodes.join(' or ')} (its kernel driver is not loaded); ${found} not loaded` };
     },
   };
 }
