@@ -6,6 +6,7 @@ import type { Device, DeviceType, RegistrationPolicy } from '../src/device.js';
 import type { Backend, BackendReport } from '../results/types.js';
 import type { DeviceOps, WithOpsOptions } from './device-ops.js';
 import { DriverError, type DriverApi } from './errors.js';
+import type { ReferenceKit } from './reference-ops.js';
 
 export interface DiscoveredDevice {
   readonly id: string;
@@ -73,6 +74,8 @@ export interface NativeKit {
   readonly readOnlyFlag?: number;
   /** One cheap driver call for the bench's call cost: its C name and the call (the integrated attribute), made ready. */
   attributeCall(): { readonly call: string; readonly query: () => number };
+  /** What the reference checks use beyond the ops (bindings/reference-ops.ts); absent where a backend offers none. */
+  readonly reference?: ReferenceKit;
 }
 
 /** A device of a driver that registers, as the hazard checks, the truncation child and the bench use it. */

@@ -9,6 +9,9 @@ import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './
 import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
+import type { LibraryHandle } from 'koffi';
+import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -21,6 +24,7 @@ export const CU_DEVICE_ATTRIBUTE = {
   INTEGRATED: 18,
   CAN_MAP_HOST_MEMORY: 19,
   PAGEABLE_MEMORY_ACCESS: 88,
+  CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 91,
   HOST_REGISTER_SUPPORTED: 99,
   READ_ONLY_HOST_REGISTER_SUPPORTED: 113,
 } as const;
@@ -28,6 +32,7 @@ export const CU_DEVICE_ATTRIBUTE = {
 /** cuMemHostRegister flags (cuda.h: CU_MEMHOSTREGISTER_*). */
 export const CU_MEMHOSTREGISTER = {
   PORTABLE: 0x01,
+  DEVICEMAP: 0x02,
   /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
   READ_ONLY: 0x08,
 } as const;
@@ -109,6 +114,37 @@ const PROTOTYPES = {
   cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
 } as const;
 
+/**
+ * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a driver without them still loads.
+ * CUstream is an opaque pointer.
+ */
+const REFERENCE_PROTOTYPES = {
+  cuCtxCreate_v2: 'int cuCtxCreate_v2(_Out_ void **pctx, unsigned int flags, int dev)',
+  cuCtxDestroy_v2: 'int cuCtxDestroy_v2(void *ctx)',
+  cuStreamCreate: 'int cuStreamCreate(_Out_ void **phStream, unsigned int flags)',
+  cuStreamSynchronize: 'int cuStreamSynchronize(void *hStream)',
+  cuStreamDestroy_v2: 'int cuStreamDestroy_v2(void *hStream)',
+  cuMemcpyHtoDAsync_v2: 'int cuMemcpyHtoDAsync_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount, void *hStream)',
+  cuMemHostGetDevicePointer_v2: 'int cuMemHostGetDevicePointer_v2(_Out_ unsigned long long *pdptr, void *p, unsigned int flags)',
+  cuMemcpyDtoD_v2: 'int cuMemcpyDtoD_v2(unsigned long long dstDevice, unsigned long long srcDevice, size_t byteCount)',
+  cuPointerGetAttribute: 'int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)',
+} as const;
+
+/** cuda.h CUpointer_attribute: CU_POINTER_ATTRIBUTE_DEVICE_POINTER. */
+const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+
+interface CudaReferenceFunctions {
+  cuCtxCreate_v2(out: Out<Pointer>, flags: number, dev: number): number;
+  cuCtxDestroy_v2(ctx: bigint): number;
+  cuStreamCreate(out: Out<Pointer>, flags: number): number;
+  cuStreamSynchronize(stream: bigint): number;
+  cuStreamDestroy_v2(stream: bigint): number;
+  cuMemcpyHtoDAsync_v2(dst: bigint, src: bigint, bytes: number, stream: bigint): number;
+  cuMemHostGetDevicePointer_v2(out: Out<IntLike>, p: bigint, flags: number): number;
+  cuMemcpyDtoD_v2(dst: bigint, src: bigint, bytes: number): number;
+  cuPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
+}
+
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface CudaFunctions {
   cuInit(flags: number): number;
@@ -158,6 +194,10 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after memFreeHost. */
   memHostAlloc(bytes: number, flags?: number): Host;
   memFreeHost(host: Host): void;
+  /** The reference checks' calls (streams, device pointers, the pointer query), or why the driver has none. */
+  readonly reference: ReferenceCalls | string;
+  /** cuCtxCreate_v2 (the context made current) and cuCtxDestroy_v2, or why the driver has none. */
+  readonly createdContexts: { create(ordinal: number): bigint; destroy(ctx: bigint): void } | string;
 }
 
 /**
@@ -167,7 +207,7 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
  */
 export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunctions, CudaDriver>(
   { api: 'CUDA', env: CUDA_LIBRARY_ENV, defaults: [CUDA_LIBRARY], prototypes: PROTOTYPES },
-  (path, c) => makeDriver(path, c),
+  (path, c, lib) => makeDriver(path, c, lib),
 );
 
 /** cuGetErrorName, else the table, else `UNKNOWN_<code>`; and cuGetErrorString. */
@@ -218,7 +258,35 @@ function contextCalls(c: CudaFunctions, checks: Checker, ready: () => void, dev:
   };
 }
 
-function makeDriver(path: string, c: CudaFunctions): CudaDriver {
+/** The reference calls of `r`, each result checked; `dev` gives a device's CUdevice. */
+function cudaReferenceCalls(r: CudaReferenceFunctions, checks: Checker, ready: () => void): ReferenceCalls {
+  const { check } = checks;
+  const call = readyCall(checks, ready);
+  return {
+    streamCreate: () => {
+      ready();
+      return outPointer('CUDA', checks, 'cuStreamCreate', (out) => r.cuStreamCreate(out, 0), 'stream');
+    },
+    streamSynchronize: (stream) => call('cuStreamSynchronize', () => r.cuStreamSynchronize(stream)),
+    streamDestroy: (stream) => call('cuStreamDestroy_v2', () => r.cuStreamDestroy_v2(stream)),
+    memcpyHtoDAsync: (dst, src, stream) => call('cuMemcpyHtoDAsync_v2', () => r.cuMemcpyHtoDAsync_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoDAsync_v2', src), src.bytes.length, stream)),
+    hostDevicePointer(host) {
+      ready();
+      const out: Out<IntLike> = [0];
+      check('cuMemHostGetDevicePointer_v2', r.cuMemHostGetDevicePointer_v2(out, hostAddress('CUDA', 'cuMemHostGetDevicePointer_v2', host), 0));
+      return BigInt(out[0]);
+    },
+    memcpyDtoD: (dst, src, bytes) => call('cuMemcpyDtoD_v2', () => r.cuMemcpyDtoD_v2(dst, src, checkSize('cuMemcpyDtoD_v2 size', bytes))),
+    pointerDevicePointer(address) {
+      ready();
+      const out = pointerOut();
+      check('cuPointerGetAttribute', r.cuPointerGetAttribute(out.buffer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
+      return out.read();
+    },
+  };
+}
+
+function makeDriver(path: string, c: CudaFunctions, lib: LibraryHandle): CudaDriver {
   const base = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
   const { checks, ready } = base;
   const dev = deviceHandles(c, checks, ready);
@@ -242,6 +310,21 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     ...contextCalls(c, checks, ready, dev),
     memHostAlloc: host.alloc,
     memFreeHost: host.free,
+    ...referenceDriver(lib, checks, ready, dev),
+  };
+}
+
+/** The reference calls and the created contexts of the driver in `lib`, or why it has none. */
+function referenceDriver(lib: LibraryHandle, checks: Checker, ready: () => void, dev: (ordinal: number) => number): Pick<CudaDriver, 'reference' | 'createdContexts'> {
+  const declared = declareOptional<CudaReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
+  if ('missing' in declared) return { reference: declared.missing, createdContexts: declared.missing };
+  const r = declared.functions;
+  return {
+    reference: cudaReferenceCalls(r, checks, ready),
+    createdContexts: {
+      create: (ordinal) => outPointer('CUDA', checks, 'cuCtxCreate_v2', (out) => r.cuCtxCreate_v2(out, 0, dev(ordinal)), 'context'),
+      destroy: (ctx) => readyCall(checks, ready)('cuCtxDestroy_v2', () => r.cuCtxDestroy_v2(ctx)),
+    },
   };
 }
 
@@ -286,18 +369,60 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
         driver.ctxSetCurrent(ctx);
         return held;
       },
-      registerFlags(ordinal) {
-        try {
-          if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
-        } catch (e) {
-          // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
-          if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
-        }
-        return 0;
-      },
+      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
       malloc: (n) => driver.memAlloc(n),
       free: (buffer) => driver.memFree(buffer),
-      calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize()),
+      calls: cudaOpsCalls(driver),
+    },
+    ordinal,
+    bytes,
+    f,
+    options,
+  );
+}
+
+/** READ_ONLY when the device reports READ_ONLY_HOST_REGISTER_SUPPORTED = 1, else 0. */
+function cudaRegisterFlags(driver: CudaDriver, ordinal: number): number {
+  try {
+    if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
+  } catch (e) {
+    // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
+    if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
+  }
+  return 0;
+}
+
+function cudaOpsCalls(driver: CudaDriver) {
+  return driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference);
+}
+
+/**
+ * withCudaOps in a context of its own on device `ordinal` (cuCtxCreate_v2), destroyed when f returns (cuCtxDestroy_v2):
+ * for the reference checks, which copy from it what the device's primary context registered. Registrations are
+ * not made here. Throws when the driver cannot create contexts (driver.createdContexts says why).
+ */
+export function withCudaCreatedContextOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
+  const contexts = driver.createdContexts;
+  if (typeof contexts === 'string') throw new Error(`CUDA: no created context: ${contexts}`);
+  return withDriverOps(
+    {
+      api: 'CUDA',
+      owner: 'withCudaCreatedContextOps',
+      open(ordinal, hold) {
+        const ctx = contexts.create(ordinal);
+        const held: Held = {
+          makeCurrent: () => driver.ctxSetCurrent(ctx),
+          currentWhat: `making the created context on CUDA device ${ordinal} current`,
+          release: () => ({ what: `the context created on CUDA device ${ordinal}`, run: () => contexts.destroy(ctx) }),
+        };
+        hold(held);
+        driver.ctxSetCurrent(ctx);
+        return held;
+      },
+      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
+      malloc: (n) => driver.memAlloc(n),
+      free: (buffer) => driver.memFree(buffer),
+      calls: cudaOpsCalls(driver),
     },
     ordinal,
     bytes,

@@ -9,6 +9,9 @@ import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './
 import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
+import type { LibraryHandle } from 'koffi';
+import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -19,9 +22,20 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
+export const HOST_REGISTER_PORTABLE = 0x1;
+export const HOST_REGISTER_MAPPED = 0x2;
+
+/**
+ * hipDeviceAttributeCanUseHostPointerForRegisteredMem in the HIP 5.x-7.x layout (the fifth of the enum that opens
+ * hipDeviceAttributeCudaCompatibleBegin = 0: EccEnabled 0, AccessPolicyMaxWindowSize 1, AsyncEngineCount 2,
+ * CanMapHostMemory 3, CanUseHostPointerForRegisteredMem 4); 4.x has none we read (asked only of 5 and later).
+ */
+export const HIP_CAN_USE_HOST_POINTER_ATTRIBUTE = 4;
+/** hipDeviceAttributePageableMemoryAccess in the same layout (the double's ATTR_PAGEABLE_MEMORY_ACCESS). */
+export const HIP_PAGEABLE_MEMORY_ACCESS_ATTRIBUTE = 65;
 
 /** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
-const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2 } as const;
+const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2, DEVICE_TO_DEVICE: 3 } as const;
 
 export const HIP_ERROR_INVALID_VALUE = 1;
 const HIP_ERROR_NO_DEVICE = 100;
@@ -124,6 +138,32 @@ const PROTOTYPES = {
   hipGetErrorString: 'const char *hipGetErrorString(int hipError)',
 } as const;
 
+/**
+ * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a runtime without them still
+ * loads. hipStream_t is an opaque pointer, hipDeviceptr_t a void *. The pointer query is hipPointerGetAttribute
+ * (one attribute, as CUDA's), not hipPointerGetAttributes, whose struct changed its layout in HIP 6.
+ */
+const REFERENCE_PROTOTYPES = {
+  hipStreamCreate: 'int hipStreamCreate(_Out_ void **stream)',
+  hipStreamSynchronize: 'int hipStreamSynchronize(void *stream)',
+  hipStreamDestroy: 'int hipStreamDestroy(void *stream)',
+  hipMemcpyAsync: 'int hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, int kind, void *stream)',
+  hipHostGetDevicePointer: 'int hipHostGetDevicePointer(_Out_ void **devPtr, void *hstPtr, unsigned int flags)',
+  hipPointerGetAttribute: 'int hipPointerGetAttribute(void *data, int attribute, void *ptr)',
+} as const;
+
+/** hip_runtime_api.h hipPointer_attribute: HIP_POINTER_ATTRIBUTE_DEVICE_POINTER. */
+const HIP_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+
+interface HipReferenceFunctions {
+  hipStreamCreate(out: Out<Pointer>): number;
+  hipStreamSynchronize(stream: bigint): number;
+  hipStreamDestroy(stream: bigint): number;
+  hipMemcpyAsync(dst: bigint, src: bigint, bytes: number, kind: number, stream: bigint): number;
+  hipHostGetDevicePointer(out: Out<Pointer>, p: bigint, flags: number): number;
+  hipPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
+}
+
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface HipFunctions {
   hipRuntimeGetVersion(out: Out<number>): number;
@@ -172,6 +212,8 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after hostFree. */
   hostMalloc(bytes: number, flags?: number): Host;
   hostFree(host: Host): void;
+  /** The reference checks' calls (streams, device pointers, the pointer query), or why the runtime has none. */
+  readonly reference: ReferenceCalls | string;
 }
 
 /**
@@ -181,7 +223,7 @@ export interface HipDriver extends DriverCommon<'HIP'> {
  */
 export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, HipDriver>(
   { api: 'HIP', env: HIP_LIBRARY_ENV, defaults: HIP_LIBRARIES, prototypes: PROTOTYPES },
-  (path, c) => makeDriver(path, c),
+  (path, c, lib) => makeDriver(path, c, lib),
 );
 
 /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
@@ -211,7 +253,37 @@ function deviceCalls(c: HipFunctions, checks: Checker, ready: () => void, dev: (
   };
 }
 
-function makeDriver(path: string, c: HipFunctions): HipDriver {
+/** The reference calls of the runtime in `lib` (hipMemcpy for the device-to-device copy), or why it has none. */
+function hipReferenceCalls(lib: LibraryHandle, c: HipFunctions, checks: Checker, ready: () => void): ReferenceCalls | string {
+  const declared = declareOptional<HipReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
+  if ('missing' in declared) return declared.missing;
+  const r = declared.functions;
+  const { check } = checks;
+  const call = readyCall(checks, ready);
+  return {
+    streamCreate: () => {
+      ready();
+      return outPointer('HIP', checks, 'hipStreamCreate', (out) => r.hipStreamCreate(out), 'stream');
+    },
+    streamSynchronize: (stream) => call('hipStreamSynchronize', () => r.hipStreamSynchronize(stream)),
+    streamDestroy: (stream) => call('hipStreamDestroy', () => r.hipStreamDestroy(stream)),
+    memcpyHtoDAsync: (dst, src, stream) =>
+      call('hipMemcpyAsync', () => r.hipMemcpyAsync(dst, hostAddress('HIP', 'hipMemcpyAsync', src), src.bytes.length, HIP_MEMCPY_KIND.HOST_TO_DEVICE, stream)),
+    hostDevicePointer: (host) => {
+      ready();
+      return outPointer('HIP', checks, 'hipHostGetDevicePointer', (out) => r.hipHostGetDevicePointer(out, hostAddress('HIP', 'hipHostGetDevicePointer', host), 0), 'device pointer');
+    },
+    memcpyDtoD: (dst, src, bytes) => call('hipMemcpy', () => c.hipMemcpy(dst, src, checkSize('hipMemcpy size', bytes), HIP_MEMCPY_KIND.DEVICE_TO_DEVICE)),
+    pointerDevicePointer(address) {
+      ready();
+      const out = pointerOut();
+      check('hipPointerGetAttribute', r.hipPointerGetAttribute(out.buffer, HIP_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
+      return out.read();
+    },
+  };
+}
+
+function makeDriver(path: string, c: HipFunctions, lib: LibraryHandle): HipDriver {
   const base = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
   const { checks, ready } = base;
   // HIP's calls take the ordinal itself
@@ -246,6 +318,7 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     ...deviceCalls(c, checks, ready, dev),
     hostMalloc: host.alloc,
     hostFree: host.free,
+    reference: hipReferenceCalls(lib, c, checks, ready),
   };
 }
 
@@ -263,6 +336,6 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
  * hipDeviceReset is never called here. The ops must not be used after f returns.
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize());
+  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize(), driver.reference);
   return withDriverOps(setDeviceOpsDriver('HIP', 'withHipOps', 'HIP device', driver, HOST_REGISTER_DEFAULT, calls), ordinal, bytes, f, options);
 }

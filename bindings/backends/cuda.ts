@@ -11,8 +11,10 @@ import {
   CU_MEMHOSTREGISTER,
   type CudaDriver,
   loadCuda,
+  withCudaCreatedContextOps,
   withCudaOps,
 } from '../cuda.js';
+import type { ReferenceKit } from '../reference-ops.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 /** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
@@ -49,6 +51,33 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
   return attributes;
 }
 
+/** An attribute's value, or the error its query gave. */
+function attributeOrWhy(driver: CudaDriver, ordinal: number, attribute: number): number | string {
+  try {
+    return driver.attribute(ordinal, attribute);
+  } catch (e) {
+    return errorText(e);
+  }
+}
+
+/** The reference checks' kit of CUDA device `ordinal`: its second context is one created on it (cuCtxCreate_v2). */
+function cudaReferenceKit(driver: CudaDriver, ordinal: number): ReferenceKit {
+  return {
+    ...(typeof driver.reference === 'string' ? { missing: driver.reference } : {}),
+    portableFlag: CU_MEMHOSTREGISTER.PORTABLE,
+    deviceMapFlag: CU_MEMHOSTREGISTER.DEVICEMAP,
+    names: { async: 'cuMemcpyHtoDAsync_v2', devicePointer: 'cuMemHostGetDevicePointer_v2', deviceToDevice: 'cuMemcpyDtoD_v2', pointerQuery: 'cuPointerGetAttribute' },
+    canUseHostPointer: () => attributeOrWhy(driver, ordinal, CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM),
+    pageableMemoryAccess: () => attributeOrWhy(driver, ordinal, CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS),
+    deviceCount: () => driver.devices().count,
+    secondContext: () =>
+      typeof driver.createdContexts === 'string'
+        ? `no second context can be made on CUDA device ${ordinal}: ${driver.createdContexts}`
+        : { what: `a context created with cuCtxCreate_v2 on CUDA device ${ordinal}`, withOps: (bytes, f, options) => withCudaCreatedContextOps(driver, ordinal, bytes, f, options) },
+    withDeviceOps: (other, bytes, f, options) => withCudaOps(driver, other, bytes, f, options),
+  };
+}
+
 function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredDevice {
   const attributes = cudaAttributes(driver, i);
   const integrated = ask(() => driver.attribute(i, CU_DEVICE_ATTRIBUTE.INTEGRATED) !== 0);
@@ -66,6 +95,7 @@ function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredD
       },
       readOnlyFlag: CU_MEMHOSTREGISTER.READ_ONLY,
       attributeCall: () => ({ call: 'cuDeviceGetAttribute', query: () => driver.attribute(i, CU_DEVICE_ATTRIBUTE.INTEGRATED) }),
+      reference: cudaReferenceKit(driver, i),
     },
     withOps: (bytes, f, options) => withCudaOps(driver, i, bytes, f, options),
     keepContext: keepCudaContext(driver, i),

@@ -5,13 +5,14 @@
 // ROCm 7.2.4 behaviours in the spec.
 //
 // The harness is ./harness.ts, the truncation child's protocol ./truncate.ts; the checks live by family:
-// ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reset.ts.
+// ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reference.ts, ./reset.ts.
 import type { Check } from '../check.js';
 import { coherentAfterWrite, truncateContainedCheck } from './file-changes.js';
 import { protNoneRefused, readonlyMapping } from './flags.js';
 import { memfdBytes, privateMappingBytes, tmpfsBytes } from './mappings.js';
 import { doubleRegistrationRefused, overlapRefused, releaseAfterDoubleRegistration } from './overlaps.js';
 import { contextResetCheck } from './reset.js';
+import { referenceChecks } from './reference.js';
 import { unmapThenUnregister, unregisterAfterRegister, unregisterInterior, unregisterUnknown } from './release.js';
 
 export { TRUNCATE_CHILD_TIMEOUT_MS } from './truncate.js';
@@ -44,6 +45,8 @@ export const hazardChecks: readonly Check[] = [
   truncateContainedCheck,
   // release of an unmapped registration
   unmapThenUnregister,
+  // the promises the reference suites test: another context, a stream, the device pointer, every GPU (./reference.ts)
+  ...referenceChecks,
   // last: it resets the device's context, which the other checks use
   contextResetCheck,
 ];

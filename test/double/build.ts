@@ -49,9 +49,9 @@ interface Target {
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },

@@ -52,6 +52,7 @@ typedef int hipError_t;
 
 #define hipMemcpyHostToDevice 1
 #define hipMemcpyDeviceToHost 2
+#define hipMemcpyDeviceToDevice 3
 
 /* hipDeviceAttribute_t of HIP 4.x (ROCm/HIP 746dcac4: the members before Integrated, which are stable) */
 #define ATTR4_MAX_THREADS_PER_BLOCK 0
@@ -66,6 +67,7 @@ typedef int hipError_t;
 
 /* hipDeviceAttribute_t (HIP 5.x, 6.x, 7.x: see the header comment) */
 #define ATTR_CAN_MAP_HOST_MEMORY 3
+#define ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM 4
 #define ATTR_INTEGRATED 16
 #define ATTR_COMPUTE_CAPABILITY_MAJOR 23
 #define ATTR_COMPUTE_CAPABILITY_MINOR 61
@@ -83,6 +85,9 @@ static const char *const NAMES[] = {
     "hipDeviceGetPCIBusId", "hipDeviceTotalMem", "hipDeviceGetAttribute", "hipSetDevice",
     "hipDeviceSynchronize", "hipDeviceReset", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
     "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
+    /* the reference checks' calls (reference.c) */
+    "hipStreamCreate", "hipStreamSynchronize", "hipStreamDestroy", "hipMemcpyAsync", "hipHostGetDevicePointer",
+    "hipPointerGetAttribute",
 };
 
 /* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
@@ -91,7 +96,9 @@ static const profile_t HIP_BASE = {
     .api = API_HIP, .readonly_flag = hipHostRegisterReadOnly, .readonly_needs_flag = 0,
     .valid_flags = hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory | hipHostRegisterReadOnly |
                    hipExtHostRegisterUncached,
-    .unregister_fault_result = DR_NOT_REGISTERED, .integrated_fail_result = DR_INVALID_VALUE};
+    .unregister_fault_result = DR_NOT_REGISTERED, .integrated_fail_result = DR_INVALID_VALUE,
+    /* a registration's device pointer is another address than its host pointer (attribute 4 says 0) */
+    .devptr_offset = (uintptr_t)1 << 52};
 
 /* Profiles of the HIP double: rocm724 (with its bugs) the default, rocm-fixed, nodevice. "cuda" names the CUDA
  * double's profile: set for a CUDA double in the same process, it leaves this one on its default. Anything else is
@@ -185,6 +192,7 @@ static int attribute(int *value, int attr, int dev) {
   switch (attr) {
     case ATTR_INTEGRATED: return dbl_integrated(value);
     case ATTR_CAN_MAP_HOST_MEMORY: *value = 1; return DR_OK;
+    case ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *value = 0; return DR_OK;
     case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return DR_OK; /* gfx1100 (RX 7900 XTX) */
     case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return DR_OK;
     case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return DR_OK;
@@ -271,8 +279,60 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
   switch (kind) {
     case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
     case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
-    default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device only */
+    case hipMemcpyDeviceToDevice: return code(dbl_dtod((uintptr_t)dst, (uintptr_t)src, size));
+    default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device and device<->device only */
   }
+}
+
+/* ---------------------------------------------------------------- streams, device pointers (reference.c) */
+
+DBL_API hipError_t hipStreamCreate(void **stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_create(g.current_device, g.current_device, stream));
+}
+
+DBL_API hipError_t hipStreamSynchronize(void *stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_sync(stream));
+}
+
+DBL_API hipError_t hipStreamDestroy(void *stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_destroy(stream));
+}
+
+/* Host to device only (the double's async copies); other kinds: hipErrorInvalidMemcpyDirection. */
+DBL_API hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int kind, void *stream) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (kind != hipMemcpyHostToDevice) return code(DR_INVALID_MEMCPY_DIRECTION);
+  return code(dbl_htod_async((uintptr_t)dst, (uintptr_t)src, size, stream, g.current_device, g.current_device));
+}
+
+DBL_API hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned int flags) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!devPtr) return code(DR_INVALID_VALUE);
+  uintptr_t d = 0;
+  r = dbl_host_device_pointer((uintptr_t)hstPtr, flags, &d);
+  if (r == DR_OK) *devPtr = (void *)d;
+  return code(r);
+}
+
+#define HIP_POINTER_ATTRIBUTE_DEVICE_POINTER 3
+
+/* HIP_POINTER_ATTRIBUTE_DEVICE_POINTER only; any other attribute is hipErrorInvalidValue here. */
+DBL_API hipError_t hipPointerGetAttribute(void *data, int attribute, void *ptr) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!data || attribute != HIP_POINTER_ATTRIBUTE_DEVICE_POINTER) return code(DR_INVALID_VALUE);
+  uintptr_t d = 0;
+  r = dbl_pointer_device_pointer((uintptr_t)ptr, &d);
+  if (r == DR_OK) *(void **)data = (void *)d;
+  return code(r);
 }
 
 /* ---------------------------------------------------------------- errors */
