@@ -6,7 +6,7 @@ import type { Device, DeviceType, RegistrationPolicy } from '../src/device.js';
 import type { Backend, BackendReport } from '../results/types.js';
 import type { DeviceOps, WithOpsOptions } from './device-ops.js';
 import { DriverError, type DriverApi } from './errors.js';
-import type { ReferenceKit } from './reference-ops.js';
+import type { ReferenceKit } from './reference-kit.js';
 
 export interface DiscoveredDevice {
   readonly id: string;

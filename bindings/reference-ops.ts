@@ -2,10 +2,10 @@
 // context: a copy on a created stream, the device pointer of a registration and a device-to-device copy read
 // through it, the driver's pointer query, a second context and the other devices of this process. Their calls are
 // declared apart from the driver's own table (declareOptional): a driver that lacks one still loads, and the
-// checks that need them say what is missing instead.
+// checks that need them say what is missing instead. What a device offers the checks beyond its ops (a second
+// context, the other devices, the attributes): ./reference-kit.ts.
 import type { LibraryHandle } from 'koffi';
 import type { Host } from '../src/ops.js';
-import type { DeviceOps, WithOpsOptions } from './device-ops.js';
 
 /** One driver's reference calls, made in whatever context (device) is current: the ops make theirs current first. */
 export interface ReferenceCalls {
@@ -79,33 +79,6 @@ export function referenceOps(api: string, enter: (what: string) => void, calls: 
       return calls.pointerDevicePointer(address);
     },
   };
-}
-
-/** Ops of another context or device of this process, and what it is ('a context created with cuCtxCreate_v2 on CUDA device 0'). */
-export interface OtherContext {
-  readonly what: string;
-  withOps<T>(bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T;
-}
-
-/** What a registering device offers the reference checks (NativeKit.reference). */
-export interface ReferenceKit {
-  /** Why the driver has no reference calls (it lacks some); absent when it has them all. */
-  readonly missing?: string;
-  /** The register flags: PORTABLE (every context), DEVICEMAP / hipHostRegisterMapped (a device pointer). */
-  readonly portableFlag: number;
-  readonly deviceMapFlag: number;
-  /** The C calls, for the checks' texts. */
-  readonly names: { readonly async: string; readonly devicePointer: string; readonly deviceToDevice: string; readonly pointerQuery: string };
-  /** CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: its value, or why there is none. */
-  canUseHostPointer(): number | string;
-  /** PAGEABLE_MEMORY_ACCESS: its value, or why there is none. */
-  pageableMemoryAccess(): number | string;
-  /** The devices of this driver in this process. */
-  deviceCount(): number;
-  /** A second context to copy from (CUDA: one created on this device; HIP: another device), or why none can be made. */
-  secondContext(): OtherContext | string;
-  /** Ops of device `ordinal` of this driver, in its own (primary) context. */
-  withDeviceOps<T>(ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T;
 }
 
 /**

@@ -14,7 +14,7 @@ import {
   withCudaCreatedContextOps,
   withCudaOps,
 } from '../cuda.js';
-import type { ReferenceKit } from '../reference-ops.js';
+import type { ReferenceKit } from '../reference-kit.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 /** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */

@@ -13,7 +13,7 @@ import {
   withHipOps,
 } from '../hip.js';
 import { errorText } from '../../src/fatal.js';
-import type { ReferenceKit } from '../reference-ops.js';
+import type { ReferenceKit } from '../reference-kit.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 
 /** An attribute of the HIP 5.x-7.x layout, or why there is none (a 4.x runtime numbers them otherwise). */

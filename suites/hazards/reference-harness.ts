@@ -2,7 +2,8 @@
 // read through a device pointer, the pointer query, and ops held open on several devices at once. No check is
 // defined here. The discipline is the harness's (./harness.ts): registrations through Held, released at the end.
 import type { DeviceOps } from '../../bindings/device-ops.js';
-import type { OtherContext, ReferenceKit, ReferenceOps } from '../../bindings/reference-ops.js';
+import type { OtherContext, ReferenceKit } from '../../bindings/reference-kit.js';
+import type { ReferenceOps } from '../../bindings/reference-ops.js';
 import { type Host, firstDifference } from '../../src/index.js';
 import type { CheckContext } from '../check.js';
 import { hasRegistration } from './harness.js';

@@ -25,7 +25,7 @@ import {
   withDevicesOps,
   withSecondContext,
 } from './reference-harness.js';
-import type { ReferenceKit } from '../../bindings/reference-ops.js';
+import type { ReferenceKit } from '../../bindings/reference-kit.js';
 
 /** A reference check: suite `hazards`, applies where the device's driver registers and has the reference calls (and `more` says yes). */
 function referenceCheck(id: string, title: string, run: (ctx: CheckContext, kit: ReferenceKit) => Observation, more?: (ctx: CheckContext, kit: ReferenceKit) => true | string): Check {
@@ -69,8 +69,15 @@ export const portableSecondContext = referenceCheck(
           withSecondContext(second, size, ctx.log, (other) => {
             const served = serveCopy(other, m, bytes);
             const runs = Math.max(3, ctx.options.runs);
-            const [first, fromSecond, stagedGBps] =
-              served.diff === -1 ? interleavedGBps(size, runs, [() => ops.upload(m), () => other.upload(m), () => other.upload(staged)]) : [undefined, undefined, undefined];
+            const measure = (): number[] => interleavedGBps(size, runs, [() => ops.upload(m), () => other.upload(m), () => other.upload(staged)]);
+            let [first, fromSecond, stagedGBps] = served.diff === -1 ? measure() : [undefined, undefined, undefined];
+            // a slow second context is measured once more before it counts (a moment's load on the host is not the driver's)
+            let measuredTwice = false;
+            if (first !== undefined && fromSecond !== undefined && fromSecond / first < margin) {
+              measuredTwice = true;
+              const again = measure();
+              if (again[1]! / again[0]! > fromSecond / first) [first, fromSecond, stagedGBps] = again;
+            }
             const unregister = held.unregister(m);
             const ratio = first !== undefined && fromSecond !== undefined ? fromSecond / first : undefined;
             const fast = ratio !== undefined && ratio >= margin;
@@ -95,7 +102,7 @@ export const portableSecondContext = referenceCheck(
                 secondContext: second.what,
                 copy: served.copy.code,
                 firstDifference: served.diff,
-                ...(first !== undefined ? { firstGBps: first, secondGBps: fromSecond, stagedGBps, ratio, minRelativeSpeed: margin, runs } : {}),
+                ...(first !== undefined ? { firstGBps: first, secondGBps: fromSecond, stagedGBps, ratio, minRelativeSpeed: margin, runs, measuredTwice } : {}),
                 unregister: unregister.code,
               },
             };
