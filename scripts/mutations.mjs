@@ -46,6 +46,10 @@ const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 const LOCK = ['test/timing-lock.test.ts'];
 const LOCK_WAIT = ['test/lock-wait.test.ts'];
+const REFERENCE = ['test/reference-checks.test.ts'];
+const referenceChecks = 'suites/hazards/reference.ts';
+const referenceHarness = 'suites/hazards/reference-harness.ts';
+const cudaBinding = 'bindings/cuda.ts';
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -288,6 +292,17 @@ const mutations = [
   ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
   ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
   ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
+
+  // ---- the reference checks (suites/hazards/reference.ts, docs/reference-checks.md)
+  ['reference: a second context at the pageable speed passes (PORTABLE ignored)', 'reference judgement', referenceChecks, edits(['            const fast = ratio !== undefined && ratio >= margin;', '            const fast = ratio !== undefined;']), REFERENCE],
+  ['reference: wrong bytes from the copy on a stream pass', 'reference judgement', referenceChecks, edits(['        const right = got?.diff === -1;', '        const right = got !== undefined;']), REFERENCE],
+  ['reference: the copy on a stream made synchronously instead', 'reference machinery', referenceHarness, edits(['  const copy = driverCall(() => ref.uploadAsync(host, stream));', '  const copy = driverCall(() => ops.upload(host));']), REFERENCE],
+  ['reference: wrong bytes read through the device pointer pass', 'reference judgement', referenceChecks, edits(['        const right = seen?.diff === -1;', '        const right = seen !== undefined;']), REFERENCE],
+  ['reference: a device pointer other than the host pointer passes where the attribute says equal', 'reference judgement', referenceChecks, edits(['        const differs = canUse === 1 && pointer !== undefined && pointer !== m.address;', '        const differs = false;']), REFERENCE],
+  ['reference: the pointer query answering after the release passes', 'reference judgement', referenceChecks, edits(['        const stillKnown = after !== undefined && after.code.code === 0;', '        const stillKnown = false;']), REFERENCE],
+  ['reference: every GPU at once copies to its own device only', 'reference machinery', referenceChecks, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE],
+  ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', referenceChecks, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE],
+  ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE],
 ];
 
 const dry = process.argv.includes('--dry');
