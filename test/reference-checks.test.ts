@@ -2,6 +2,7 @@
 // honest double passes every one that applies (and names why the others do not), and each fault of the double
 // breaks exactly its check: in the checks' own results, then in a run of the command, by name in JUnit and in the
 // gate against a baseline of the honest double.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,7 @@ import { hazardChecks } from '../suites/hazards/index.js';
 import { referenceChecks } from '../suites/hazards/reference.js';
 import { type DoubleConfig, loadDouble } from './support/drivers.js';
 import { diskTempDir } from './support/temp-dir.js';
-import { MAIN } from './support/command.js';
+import { MAIN, ROOT, cleanEnv } from './support/command.js';
 import { runScript, workspace } from './support/workspace.js';
 import { allElements, childElement, parseXml } from './support/xml.js';
 
@@ -197,4 +198,30 @@ describe('in a run of the command: the fault is its check, by name, in JUnit and
       expect(r.stdout.split('\n').filter((l) => l.includes('REGRESSION'))).toEqual([expect.stringContaining(`cuda:0 Double CUDA Device (0000:00:00.0): ${b.check} pass -> fail`)]);
     }, 120_000);
   }
+});
+
+describe('scripts/h200/reference.sh, with the double behind the shim', () => {
+  const { work, doubles } = workspace('mapped-reg-reference-sh-');
+
+  it('the honest run passes; the shim\'s pointer lie fails hazard.device_pointer alone; its PORTABLE lie is recorded (the double copies as pageable: fail); exit 0', () => {
+    const out = join(work, 'out');
+    const r = spawnSync('bash', [join(ROOT, 'scripts', 'h200', 'reference.sh'), out, '--device', 'cuda:0', '--size', '4'], {
+      cwd: work,
+      encoding: 'utf8',
+      env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_SHIM_REAL: doubles.cuda, MAPPED_REG_DOUBLE_RATES: RATES, TMPDIR: work }),
+      timeout: 240_000,
+    });
+    expect(r.stderr).toBe('');
+    const txt = readFileSync(join(out, 'reference.txt'), 'utf8');
+    expect(r.status, txt).toBe(0);
+    const lines = txt.trim().split('\n');
+    expect(lines[0]).toMatch(/^honest\texit 0\tportable_second_context pass\tasync_stream_copy pass\tdevice_pointer pass\tevery_gpu_at_once skip\tportable GB\/s first \d+\.\d\d second \d+\.\d\d staged \d+\.\d\d ratio \d\.\d\d$/);
+    expect(lines[1]).toMatch(/^shim-pointer-still\texit 1\tportable_second_context pass\tasync_stream_copy pass\tdevice_pointer fail\tevery_gpu_at_once skip\t/);
+    expect(lines[2]).toMatch(/^shim-portable-ignored\texit 1\tportable_second_context fail\t/);
+    expect(lines[3]).toBe('recorded: without PORTABLE, hazard.portable_second_context is fail on this driver');
+    expect(lines).toHaveLength(4);
+    expect(existsSync(join(out, 'reference.tgz'))).toBe(true);
+    // its temporary folder is gone
+    expect(readdirSync(work).filter((f) => f.startsWith('mapped-reg-reference.'))).toEqual([]);
+  }, 240_000);
 });
