@@ -9,7 +9,8 @@
 #                                                                           fails where the driver copies a registration
 #                                                                           without PORTABLE as pageable from another
 #                                                                           context; a pass says the driver makes every
-#                                                                           registration portable (not an error here)
+#                                                                           registration portable (not an error here; the
+#                                                                           H200 does: docs/results/h200-reference-probe.txt)
 # On the GPU machine, from the project's root:
 #   bash scripts/h200/reference.sh "$OUT" [run options...]
 # It writes reference.txt (a line a run: its exit, each reference check's status, the portable check's three speeds)

@@ -1110,9 +1110,10 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   return dbl_htod_in(dst, src, n, device, dbl_context(), entry);
 }
 
-/* A registration of another context counts as registered there only when PORTABLE (and not under portable_ignored). */
+/* A registration of another context counts as registered there when it is PORTABLE, or when the profile makes every
+ * registration portable; never under the fault portable_ignored. */
 static int registered_in(const reg_t *r, int context) {
-  return r->context == context || ((r->flags & DBL_PORTABLE_FLAG) && !g.faults.portable_ignored);
+  return r->context == context || ((g.prof.registrations_portable || (r->flags & DBL_PORTABLE_FLAG)) && !g.faults.portable_ignored);
 }
 
 int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context, double entry) {

@@ -60,6 +60,9 @@ typedef struct {
   size_t cpu_copy_max;
   /* The device pointer of a registration is its host pointer plus this (CUDA 0: the same address; HIP: another). */
   uintptr_t devptr_offset;
+  /* 1: every registration counts as registered in every context, PORTABLE or not (CUDA: measured on the H200, a
+   * created context copied a registration without PORTABLE at the registered speed); 0: only a PORTABLE one does. */
+  int registrations_portable;
 } profile_t;
 
 /* Single faults, from MAPPED_REG_DOUBLE_FAULTS. */

@@ -41,7 +41,10 @@ static const char *const NAMES[] = {
 static const profile_t CUDA_BASE = {
     .api = API_CUDA, .readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY, .readonly_needs_flag = 1, .cpu_copy_max = 64 * 1024,
     .valid_flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY,
-    .unregister_fault_result = DR_UNKNOWN, .integrated_fail_result = DR_NOT_SUPPORTED};
+    .unregister_fault_result = DR_UNKNOWN, .integrated_fail_result = DR_NOT_SUPPORTED,
+    /* docs/results/h200-reference-probe.txt: a created context copied a registration without PORTABLE at the
+     * registered speed */
+    .registrations_portable = 1};
 
 /* The CUDA double knows one profile of its own, "cuda", and "nodevice". The HIP profile names
  * (rocm724, rocm-fixed) describe the HIP library: when a process sets one for its HIP double, the CUDA
@@ -133,7 +136,7 @@ static int attribute(int *value, int attrib, CUdevice dev) {
     case 75: *value = 9; return DR_OK;      /* COMPUTE_CAPABILITY_MAJOR (not measured) */
     case 76: *value = 0; return DR_OK;      /* COMPUTE_CAPABILITY_MINOR (not measured) */
     case 88: *value = 0; return DR_OK;      /* PAGEABLE_MEMORY_ACCESS: facts 0 */
-    case 91: *value = 1; return DR_OK;      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM (not measured) */
+    case 91: *value = 1; return DR_OK;      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: docs/results/h200-reference-probe.txt 1 */
     case 99: *value = 1; return DR_OK;      /* HOST_REGISTER_SUPPORTED: facts 1 */
     case 100: *value = 0; return DR_OK;     /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
     case 113: *value = 1; return DR_OK;     /* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
