@@ -17,6 +17,8 @@ import { conformanceRun } from './conformance.js';
 import { benchDevice } from './device.js';
 import { buildNative } from './native/native.js';
 import { nodeStart } from './node-start.js';
+import { repeatRuns } from './repeats.js';
+import { scalingRuns } from './scaling.js';
 import { type Options, UsageError, parseOptions } from './bench-options.js';
 import { pkg } from './package.js';
 import { say } from './progress.js';
@@ -70,6 +72,10 @@ async function main(argv: string[]): Promise<number> {
   // a default run (every device the command finds) unless --device chose some
   const conformance = await conformanceRun(o, o.devices);
   if (conformance.error) errors.push(`conformance run: ${conformance.error}`);
+  const repeats = o.repeat > 1 || o.against ? await repeatRuns(o, o.devices, conformance, o.repeat, o.against) : undefined;
+  // every GPU found (not only --device's): the counts are of GPUs
+  const scaling = o.scale ? await scalingRuns(o, gpus.map((d) => d.id), o.scale) : undefined;
+  if (scaling?.skipped) errors.push(`scaling: ${scaling.skipped}`);
   // the suite's registered copy against the native reference of the same device, both measured in this run
   for (const k of conformance.devices) {
     const native = devices.find((d) => d.id === k.id)?.native.registeredGBps;
@@ -83,11 +89,13 @@ async function main(argv: string[]): Promise<number> {
     host: { hostname: hostname(), kernel: release(), platform: `${process.platform}-${process.arch}`, node: process.version, root: process.getuid?.() === 0 },
     startedAt,
     finishedAt: new Date().toISOString(),
-    options: { runs: o.runs, sizeMiB: o.sizeMiB, scratchDir: o.scratchDir, devices: o.devices, dropCaches: o.dropCaches },
+    options: { runs: o.runs, sizeMiB: o.sizeMiB, scratchDir: o.scratchDir, devices: o.devices, dropCaches: o.dropCaches, repeat: o.repeat, ...(o.against ? { against: o.against } : {}), ...(o.scale ? { scale: o.scale } : {}) },
     targets: { nativeRatio: TARGETS.nativeRatio, peakMiB: TARGETS.peakMiB(o.sizeMiB), noGpuRunOverNodeStart: TARGETS.noGpuRunOverNodeStart, gpuRunWallMs: TARGETS.gpuRunWallMs },
     gpu: { found: selected.length > 0, ...(selected.length ? {} : { message: notes.join('; ') }), backends: found.backends },
     devices,
     conformance,
+    ...(repeats ? { repeats } : {}),
+    ...(scaling ? { scaling } : {}),
     nodeStart: start,
     runOverNodeStart: conformance.wallMs / start.medianMs,
     errors,

@@ -24,12 +24,12 @@ interface Spawned {
   memory: ReturnType<TreeSampler['stop']>;
 }
 
-/** Runs the command with `args`, its tree's memory sampled, and waits for its exit. */
-async function runCommand(args: string[]): Promise<Spawned> {
+/** Runs the command with `args` (and `extraEnv`), its tree's memory sampled, and waits for its exit. */
+async function runCommand(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Spawned> {
   let output = '';
   const t0 = performance.now();
   // The bench measures, it does not report: no Markdown summary appended to a CI job's page.
-  const env = { ...process.env };
+  const env = { ...process.env, ...extraEnv };
   delete env.GITHUB_STEP_SUMMARY;
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const sampler = child.pid !== undefined ? new TreeSampler(child.pid) : undefined;
@@ -110,14 +110,24 @@ function nameProcesses(memory: Conformance['memory'], ids: string[]): void {
   });
 }
 
-export async function conformanceRun(o: Options, devices: string[]): Promise<Conformance> {
+/** Where a conformance run comes from: another build of the command (--against), extra arguments and environment. */
+export interface RunFrom {
+  /** The command's file: this package's dist/cli/main.js unless given. */
+  main?: string;
+  args?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** What the progress line calls it. */
+  label?: string;
+}
+
+export async function conformanceRun(o: Options, devices: string[], from: RunFrom = {}): Promise<Conformance> {
   const dir = mkdtempSync(join(tmpdir(), 'mapped-reg-bench-run-'));
   const json = join(dir, 'results.json');
-  const main = join(root, 'dist', 'cli', 'main.js');
-  const args = [main, '--json', json, '--size', String(o.sizeMiB), '--scratch-dir', o.scratchDir, '--runs', String(o.runs), ...devices.flatMap((id) => ['--device', id])];
-  const shown = ['node', ...args.map((a) => (a === main ? 'dist/cli/main.js' : a === json ? '<tmp>/results.json' : a))];
-  say(`conformance run: ${shown.join(' ')}`);
-  const { code, signal, wallMs, output, memory } = await runCommand(args);
+  const main = from.main ?? join(root, 'dist', 'cli', 'main.js');
+  const args = [main, '--json', json, '--size', String(o.sizeMiB), '--scratch-dir', o.scratchDir, '--runs', String(o.runs), ...devices.flatMap((id) => ['--device', id]), ...(from.args ?? [])];
+  const shown = ['node', ...args.map((a) => (a === main && !from.main ? 'dist/cli/main.js' : a === json ? '<tmp>/results.json' : a))];
+  say(`${from.label ?? 'conformance run'}: ${shown.join(' ')}`);
+  const { code, signal, wallMs, output, memory } = await runCommand(args, from.env);
   const result: Conformance = { command: shown, exitCode: code, ...(signal ? { signal } : {}), wallMs, devices: [], memory: memoryAgainstTarget(memory, o.sizeMiB) };
   try {
     const r = JSON.parse(readFileSync(json, 'utf8')) as Pick<RunResult, 'phasesMs' | 'devices'>;

@@ -101,17 +101,56 @@ export interface Conformance {
   outputTail?: string;
 }
 
+/** One run of --repeat / --against: which build, its place in the call, and what it took. */
+export interface RepeatRun {
+  /** This package's build, or the one --against named. */
+  build: 'this' | 'against';
+  /** 1 for the first run of the call (the detailed `conformance` run), and so on. */
+  order: number;
+  wallMs: number;
+  exitCode: number | null;
+  peakPssKiB?: number;
+  phasesMs?: { discovery: number; checks: number; reports: number };
+}
+
+/** The conformance run repeated (--repeat N), alternating with another build (--against DIR). */
+export interface Repeats {
+  rounds: number;
+  runs: RepeatRun[];
+  this: { medianMs: number; bestMs: number; maxPeakPssKiB?: number };
+  against?: { main: string; medianMs: number; bestMs: number; maxPeakPssKiB?: number };
+}
+
+/** The run's time against the GPU count (--scale). */
+export interface Scaling {
+  counts: number[];
+  /** Counts larger than the GPUs found, not run. */
+  skipped?: string;
+  runs: { gpus: number; wallMs: number; exitCode: number | null; phasesMs?: { discovery: number; checks: number; reports: number }; peakPssKiB?: number; registeredGBps: Record<string, number> }[];
+  /** Each GPU of the largest run, its registered GB/s in a run of its own. */
+  alone: Record<string, number>;
+  /** wallMs of the run over the most GPUs / that of the run over one. */
+  mostOverOne?: number;
+  /** The largest |figure in the largest run / figure alone - 1| of its devices. */
+  maxAloneDeviation?: number;
+  targets: { overOne: number; aloneDeviation: number };
+}
+
 export interface BenchResult {
   schemaVersion: 1;
   tool: { name: string; version: string; tinybench?: string };
   host: { hostname: string; kernel: string; platform: string; node: string; root: boolean };
   startedAt: string;
   finishedAt: string;
-  options: { runs: number; sizeMiB: number; scratchDir: string; devices: string[]; dropCaches: boolean };
+  options: { runs: number; sizeMiB: number; scratchDir: string; devices: string[]; dropCaches: boolean; repeat: number; against?: string; scale?: number[] };
   targets: { nativeRatio: number; peakMiB: number; noGpuRunOverNodeStart: number; gpuRunWallMs: number };
   gpu: { found: boolean; message?: string; backends: { backend: string; library: string | null; devices: number; note?: string }[] };
   devices: DeviceBench[];
   conformance: Conformance;
+  /** With --repeat N (N > 1) or --against DIR. */
+  repeats?: Repeats;
+  /** With --scale. */
+  scaling?: Scaling;
   nodeStart: Stat;
   /** conformance.wallMs / nodeStart.medianMs. */
   runOverNodeStart: number;

@@ -8,7 +8,7 @@ export const TARGETS = {
    */
   peakMiB: (regionMiB: number): number => 2 * regionMiB + 48,
   /** No GPU: the conformance run's wall time against `node -e 0`'s. */
-  noGpuRunOverNodeStart: 15,
+  noGpuRunOverNodeStart: 10,
   /** With a GPU: the conformance run's wall time, spawn to exit, in ms (one GPU, the default 256 MiB). */
   gpuRunWallMs: 2000,
 } as const;

@@ -74,7 +74,7 @@ export interface NativeKit {
   readonly readOnlyFlag?: number;
   /** One cheap driver call for the bench's call cost: its C name and the call (the integrated attribute), made ready. */
   attributeCall(): { readonly call: string; readonly query: () => number };
-  /** What the reference checks use beyond the ops (bindings/reference-ops.ts); absent where a backend offers none. */
+  /** What the reference checks ask beyond the ops (attributes, free memory, device addresses, a second context, the other devices): bindings/reference-kit.ts; absent where a module states none (the reference checks are then skipped). */
   readonly reference?: ReferenceKit;
 }
 
@@ -124,7 +124,19 @@ interface BackendFacts {
  * A backend, as the registry holds it: one module per backend (bindings/backends/). One whose driver registers
  * host memory (CUDA, HIP) says how (`driver`): its devices carry native ops and are probed.
  */
-export type BackendModule = BackendFacts & ({ readonly registers: false } | { readonly registers: true; readonly driver: RegisteringDriver });
+export type BackendModule = BackendFacts &
+  (
+    | { readonly registers: false }
+    | {
+        readonly registers: true;
+        readonly driver: RegisteringDriver;
+        /**
+         * Its discovery's report when no candidate of its library can be found (bindings/library-search.ts), told
+         * without loading anything: the same report its discover() gives then. Undefined when one may be found.
+         */
+        readonly notFound?: (env?: NodeJS.ProcessEnv) => BackendReport | undefined;
+      }
+  );
 
 // ---- what the modules' discoveries share ----
 

@@ -16,7 +16,7 @@ import { hostAddress } from './device-ops.js';
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
-const CUDA_LIBRARY = 'libcuda.so.1';
+export const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
 
 /** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */
@@ -26,12 +26,14 @@ export const CU_DEVICE_ATTRIBUTE = {
   PAGEABLE_MEMORY_ACCESS: 88,
   CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 91,
   HOST_REGISTER_SUPPORTED: 99,
+  PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: 100,
   READ_ONLY_HOST_REGISTER_SUPPORTED: 113,
 } as const;
 
 /** cuMemHostRegister flags (cuda.h: CU_MEMHOSTREGISTER_*). */
 export const CU_MEMHOSTREGISTER = {
   PORTABLE: 0x01,
+  /** Maps the range into the device's address space: cuMemHostGetDevicePointer gives its device address. */
   DEVICEMAP: 0x02,
   /** Required for read-only file mappings: without it the driver asks for a writable pin and gets 1 (measured, H200). */
   READ_ONLY: 0x08,
@@ -111,12 +113,15 @@ const PROTOTYPES = {
   cuMemcpyHtoD_v2: 'int cuMemcpyHtoD_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount)',
   cuMemcpyDtoH_v2: 'int cuMemcpyDtoH_v2(void *dstHost, unsigned long long srcDevice, size_t byteCount)',
   cuGetErrorName: 'int cuGetErrorName(int error, _Out_ const char **pStr)',
+  // the reference checks (suites/hazards/reference-*.ts): the device's free memory and a registration's device address
+  cuMemGetInfo_v2: 'int cuMemGetInfo_v2(_Out_ size_t *free, _Out_ size_t *total)',
+  cuMemHostGetDevicePointer_v2: 'int cuMemHostGetDevicePointer_v2(_Out_ unsigned long long *pdptr, void *p, unsigned int flags)',
   cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
 } as const;
 
 /**
  * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a driver without them still loads.
- * CUstream is an opaque pointer.
+ * CUstream is an opaque pointer. cuMemHostGetDevicePointer_v2 is in the driver's own table (PROTOTYPES): one binding.
  */
 const REFERENCE_PROTOTYPES = {
   cuCtxCreate_v2: 'int cuCtxCreate_v2(_Out_ void **pctx, unsigned int flags, int dev)',
@@ -125,7 +130,6 @@ const REFERENCE_PROTOTYPES = {
   cuStreamSynchronize: 'int cuStreamSynchronize(void *hStream)',
   cuStreamDestroy_v2: 'int cuStreamDestroy_v2(void *hStream)',
   cuMemcpyHtoDAsync_v2: 'int cuMemcpyHtoDAsync_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount, void *hStream)',
-  cuMemHostGetDevicePointer_v2: 'int cuMemHostGetDevicePointer_v2(_Out_ unsigned long long *pdptr, void *p, unsigned int flags)',
   cuMemcpyDtoD_v2: 'int cuMemcpyDtoD_v2(unsigned long long dstDevice, unsigned long long srcDevice, size_t byteCount)',
   cuPointerGetAttribute: 'int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)',
 } as const;
@@ -140,7 +144,6 @@ interface CudaReferenceFunctions {
   cuStreamSynchronize(stream: bigint): number;
   cuStreamDestroy_v2(stream: bigint): number;
   cuMemcpyHtoDAsync_v2(dst: bigint, src: bigint, bytes: number, stream: bigint): number;
-  cuMemHostGetDevicePointer_v2(out: Out<IntLike>, p: bigint, flags: number): number;
   cuMemcpyDtoD_v2(dst: bigint, src: bigint, bytes: number): number;
   cuPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
 }
@@ -169,6 +172,8 @@ interface CudaFunctions {
   cuMemcpyHtoD_v2(dst: bigint, src: bigint, bytes: number): number;
   cuMemcpyDtoH_v2(dst: bigint, src: bigint, bytes: number): number;
   cuGetErrorName(error: number, out: Out<string | null>): number;
+  cuMemGetInfo_v2(free: Out<IntLike>, total: Out<IntLike>): number;
+  cuMemHostGetDevicePointer_v2(out: Out<IntLike>, p: bigint, flags: number): number;
   cuGetErrorString(error: number, out: Out<string | null>): number;
 }
 
@@ -198,6 +203,16 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   readonly reference: ReferenceCalls | string;
   /** cuCtxCreate_v2 (the context made current) and cuCtxDestroy_v2, or why the driver has none. */
   readonly createdContexts: { create(ordinal: number): bigint; destroy(ctx: bigint): void } | string;
+  /** cuMemGetInfo_v2 in the current context: the device's free and total memory, in bytes. */
+  memGetInfo(): MemInfo;
+  /** cuMemHostGetDevicePointer_v2 (flags 0) in the current context: the device address of a registered host address. */
+  memHostGetDevicePointer(address: bigint): bigint;
+}
+
+/** What cuMemGetInfo / hipMemGetInfo say of the current device. */
+export interface MemInfo {
+  free: number;
+  total: number;
 }
 
 /**
@@ -258,8 +273,8 @@ function contextCalls(c: CudaFunctions, checks: Checker, ready: () => void, dev:
   };
 }
 
-/** The reference calls of `r`, each result checked; `dev` gives a device's CUdevice. */
-function cudaReferenceCalls(r: CudaReferenceFunctions, checks: Checker, ready: () => void): ReferenceCalls {
+/** The reference calls of `r`, each result checked; `devicePointer` is the driver's cuMemHostGetDevicePointer_v2. */
+function cudaReferenceCalls(r: CudaReferenceFunctions, devicePointer: (address: bigint) => bigint, checks: Checker, ready: () => void): ReferenceCalls {
   const { check } = checks;
   const call = readyCall(checks, ready);
   return {
@@ -270,12 +285,7 @@ function cudaReferenceCalls(r: CudaReferenceFunctions, checks: Checker, ready: (
     streamSynchronize: (stream) => call('cuStreamSynchronize', () => r.cuStreamSynchronize(stream)),
     streamDestroy: (stream) => call('cuStreamDestroy_v2', () => r.cuStreamDestroy_v2(stream)),
     memcpyHtoDAsync: (dst, src, stream) => call('cuMemcpyHtoDAsync_v2', () => r.cuMemcpyHtoDAsync_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoDAsync_v2', src), src.bytes.length, stream)),
-    hostDevicePointer(host) {
-      ready();
-      const out: Out<IntLike> = [0];
-      check('cuMemHostGetDevicePointer_v2', r.cuMemHostGetDevicePointer_v2(out, hostAddress('CUDA', 'cuMemHostGetDevicePointer_v2', host), 0));
-      return BigInt(out[0]);
-    },
+    hostDevicePointer: (host) => devicePointer(hostAddress('CUDA', 'cuMemHostGetDevicePointer_v2', host)),
     memcpyDtoD: (dst, src, bytes) => call('cuMemcpyDtoD_v2', () => r.cuMemcpyDtoD_v2(dst, src, checkSize('cuMemcpyDtoD_v2 size', bytes))),
     pointerDevicePointer(address) {
       ready();
@@ -310,17 +320,40 @@ function makeDriver(path: string, c: CudaFunctions, lib: LibraryHandle): CudaDri
     ...contextCalls(c, checks, ready, dev),
     memHostAlloc: host.alloc,
     memFreeHost: host.free,
-    ...referenceDriver(lib, checks, ready, dev),
+    ...referenceCalls(c, checks, ready),
+    ...referenceDriver(c, lib, checks, ready, dev),
   };
 }
 
+/** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
+function referenceCalls(c: CudaFunctions, { check }: Checker, ready: () => void): Pick<CudaDriver, 'memGetInfo' | 'memHostGetDevicePointer'> {
+  return {
+    memGetInfo(): MemInfo {
+      ready();
+      const free: Out<IntLike> = [0];
+      const total: Out<IntLike> = [0];
+      check('cuMemGetInfo_v2', c.cuMemGetInfo_v2(free, total));
+      return { free: Number(free[0]), total: Number(total[0]) };
+    },
+    memHostGetDevicePointer: (address: bigint): bigint => memHostGetDevicePointer(c, check, ready, address),
+  };
+}
+
+/** cuMemHostGetDevicePointer_v2 (flags 0), the one binding of it: the device address of registered host memory. */
+function memHostGetDevicePointer(c: CudaFunctions, check: Checker['check'], ready: () => void, address: bigint): bigint {
+  ready();
+  const out: Out<IntLike> = [0];
+  check('cuMemHostGetDevicePointer_v2', c.cuMemHostGetDevicePointer_v2(out, address, 0));
+  return BigInt(out[0]);
+}
+
 /** The reference calls and the created contexts of the driver in `lib`, or why it has none. */
-function referenceDriver(lib: LibraryHandle, checks: Checker, ready: () => void, dev: (ordinal: number) => number): Pick<CudaDriver, 'reference' | 'createdContexts'> {
+function referenceDriver(c: CudaFunctions, lib: LibraryHandle, checks: Checker, ready: () => void, dev: (ordinal: number) => number): Pick<CudaDriver, 'reference' | 'createdContexts'> {
   const declared = declareOptional<CudaReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
   if ('missing' in declared) return { reference: declared.missing, createdContexts: declared.missing };
   const r = declared.functions;
   return {
-    reference: cudaReferenceCalls(r, checks, ready),
+    reference: cudaReferenceCalls(r, (address) => memHostGetDevicePointer(c, checks.check, ready, address), checks, ready),
     createdContexts: {
       create: (ordinal) => outPointer('CUDA', checks, 'cuCtxCreate_v2', (out) => r.cuCtxCreate_v2(out, 0, dev(ordinal)), 'context'),
       destroy: (ctx) => readyCall(checks, ready)('cuCtxDestroy_v2', () => r.cuCtxDestroy_v2(ctx)),

@@ -104,6 +104,23 @@ export function openLibrary(api: DriverApi, candidates: readonly string[]): { pa
   throw new LibraryNotFoundError(api, [...candidates]);
 }
 
+/** Libraries another thread of this process loaded, held open by this thread (holdLibrary). */
+const heldLibraries: LibraryHandle[] = [];
+
+/**
+ * Opens `path` once more and never lets it go: a library that another thread loaded (cli/discovery-thread.ts) stays
+ * loaded when that thread ends, which unloads the libraries it alone held (koffi's dlclose as its heap is torn
+ * down) — a driver initialized there, its own threads running, must never be unloaded. Best effort: a library
+ * that cannot be opened here is left to the other thread.
+ */
+export function holdLibrary(path: string): void {
+  try {
+    heldLibraries.push(koffi.load(path));
+  } catch {
+    // the library loaded on the other thread is what the run uses; holding it is only insurance
+  }
+}
+
 /**
  * Declares every prototype of `prototypes` (name -> C prototype string) in `lib`: the functions, or, when one
  * cannot be declared, why (`no symbol X`, or koffi's message), `lib` then unloaded. For a caller that reports

@@ -22,17 +22,18 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
+/** hipHostRegisterPortable: the registration is seen by every context (every device) of the process. */
 export const HOST_REGISTER_PORTABLE = 0x1;
+/** hipHostRegisterMapped: the range is mapped into the device's address space (hipHostGetDevicePointer). */
 export const HOST_REGISTER_MAPPED = 0x2;
 
 /**
- * hipDeviceAttributeCanUseHostPointerForRegisteredMem in the HIP 5.x-7.x layout (the fifth of the enum that opens
- * hipDeviceAttributeCudaCompatibleBegin = 0: EccEnabled 0, AccessPolicyMaxWindowSize 1, AsyncEngineCount 2,
- * CanMapHostMemory 3, CanUseHostPointerForRegisteredMem 4); 4.x has none we read (asked only of 5 and later).
+ * The hipDeviceAttribute_t numbers the reference checks read (HIP 5.x, 6.x and 7.x number them alike; 4.x
+ * numbered them otherwise and is not asked): CanUseHostPointerForRegisteredMem 4 (hipDeviceAttributeCudaCompatibleBegin
+ * = 0: EccEnabled 0, AccessPolicyMaxWindowSize 1, AsyncEngineCount 2, CanMapHostMemory 3, then it),
+ * PageableMemoryAccess 65, PageableMemoryAccessUsesHostPageTables 66, HostRegisterSupported 90 (new in HIP 6.0).
  */
-export const HIP_CAN_USE_HOST_POINTER_ATTRIBUTE = 4;
-/** hipDeviceAttributePageableMemoryAccess in the same layout (the double's ATTR_PAGEABLE_MEMORY_ACCESS). */
-export const HIP_PAGEABLE_MEMORY_ACCESS_ATTRIBUTE = 65;
+export const HIP_REFERENCE_ATTRIBUTE = { CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 4, PAGEABLE_MEMORY_ACCESS: 65, PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: 66, HOST_REGISTER_SUPPORTED: 90 } as const;
 
 /** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
 const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2, DEVICE_TO_DEVICE: 3 } as const;
@@ -136,11 +137,15 @@ const PROTOTYPES = {
   hipMemcpy: 'int hipMemcpy(void *dst, const void *src, size_t sizeBytes, int kind)',
   hipGetErrorName: 'const char *hipGetErrorName(int hip_error)',
   hipGetErrorString: 'const char *hipGetErrorString(int hipError)',
+  // the reference checks (suites/hazards/reference-*.ts): the device's free memory and a registration's device address
+  hipMemGetInfo: 'int hipMemGetInfo(_Out_ size_t *free, _Out_ size_t *total)',
+  hipHostGetDevicePointer: 'int hipHostGetDevicePointer(_Out_ void **devPtr, void *hstPtr, unsigned int flags)',
 } as const;
 
 /**
  * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a runtime without them still
- * loads. hipStream_t is an opaque pointer, hipDeviceptr_t a void *. The pointer query is hipPointerGetAttribute
+ * loads (hipHostGetDevicePointer is in the runtime's own table, PROTOTYPES: one binding). hipStream_t is an
+ * opaque pointer, hipDeviceptr_t a void *. The pointer query is hipPointerGetAttribute
  * (one attribute, as CUDA's), not hipPointerGetAttributes, whose struct changed its layout in HIP 6.
  */
 const REFERENCE_PROTOTYPES = {
@@ -148,7 +153,6 @@ const REFERENCE_PROTOTYPES = {
   hipStreamSynchronize: 'int hipStreamSynchronize(void *stream)',
   hipStreamDestroy: 'int hipStreamDestroy(void *stream)',
   hipMemcpyAsync: 'int hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, int kind, void *stream)',
-  hipHostGetDevicePointer: 'int hipHostGetDevicePointer(_Out_ void **devPtr, void *hstPtr, unsigned int flags)',
   hipPointerGetAttribute: 'int hipPointerGetAttribute(void *data, int attribute, void *ptr)',
 } as const;
 
@@ -160,7 +164,6 @@ interface HipReferenceFunctions {
   hipStreamSynchronize(stream: bigint): number;
   hipStreamDestroy(stream: bigint): number;
   hipMemcpyAsync(dst: bigint, src: bigint, bytes: number, kind: number, stream: bigint): number;
-  hipHostGetDevicePointer(out: Out<Pointer>, p: bigint, flags: number): number;
   hipPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
 }
 
@@ -186,6 +189,8 @@ interface HipFunctions {
   hipMemcpy(dst: bigint, src: bigint, bytes: number, kind: number): number;
   hipGetErrorName(error: number): string | null;
   hipGetErrorString(error: number): string | null;
+  hipMemGetInfo(free: Out<IntLike>, total: Out<IntLike>): number;
+  hipHostGetDevicePointer(out: Out<Pointer>, p: bigint, flags: number): number;
 }
 
 // ---- the runtime ----
@@ -214,6 +219,16 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   hostFree(host: Host): void;
   /** The reference checks' calls (streams, device pointers, the pointer query), or why the runtime has none. */
   readonly reference: ReferenceCalls | string;
+  /** hipMemGetInfo on the current device: its free and total memory, in bytes. */
+  memGetInfo(): MemInfo;
+  /** hipHostGetDevicePointer (flags 0): the device address of a registered host address. */
+  hostGetDevicePointer(address: bigint): bigint;
+}
+
+/** What hipMemGetInfo says of the current device. */
+export interface MemInfo {
+  free: number;
+  total: number;
 }
 
 /**
@@ -269,10 +284,7 @@ function hipReferenceCalls(lib: LibraryHandle, c: HipFunctions, checks: Checker,
     streamDestroy: (stream) => call('hipStreamDestroy', () => r.hipStreamDestroy(stream)),
     memcpyHtoDAsync: (dst, src, stream) =>
       call('hipMemcpyAsync', () => r.hipMemcpyAsync(dst, hostAddress('HIP', 'hipMemcpyAsync', src), src.bytes.length, HIP_MEMCPY_KIND.HOST_TO_DEVICE, stream)),
-    hostDevicePointer: (host) => {
-      ready();
-      return outPointer('HIP', checks, 'hipHostGetDevicePointer', (out) => r.hipHostGetDevicePointer(out, hostAddress('HIP', 'hipHostGetDevicePointer', host), 0), 'device pointer');
-    },
+    hostDevicePointer: (host) => hostGetDevicePointer(c, checks, ready, hostAddress('HIP', 'hipHostGetDevicePointer', host)),
     memcpyDtoD: (dst, src, bytes) => call('hipMemcpy', () => c.hipMemcpy(dst, src, checkSize('hipMemcpy size', bytes), HIP_MEMCPY_KIND.DEVICE_TO_DEVICE)),
     pointerDevicePointer(address) {
       ready();
@@ -318,8 +330,31 @@ function makeDriver(path: string, c: HipFunctions, lib: LibraryHandle): HipDrive
     ...deviceCalls(c, checks, ready, dev),
     hostMalloc: host.alloc,
     hostFree: host.free,
+    ...referenceCalls(c, checks, ready),
     reference: hipReferenceCalls(lib, c, checks, ready),
   };
+}
+
+/** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
+function referenceCalls(c: HipFunctions, checks: Checker, ready: () => void): Pick<HipDriver, 'memGetInfo' | 'hostGetDevicePointer'> {
+  return {
+    memGetInfo(): MemInfo {
+      ready();
+      const free: Out<IntLike> = [0];
+      const total: Out<IntLike> = [0];
+      checks.check('hipMemGetInfo', c.hipMemGetInfo(free, total));
+      return { free: Number(free[0]), total: Number(total[0]) };
+    },
+    hostGetDevicePointer: (address: bigint): bigint => hostGetDevicePointer(c, checks, ready, address),
+  };
+}
+
+/** hipHostGetDevicePointer (flags 0), the one binding of it: the device address of registered host memory (0 for NULL). */
+function hostGetDevicePointer(c: HipFunctions, checks: Checker, ready: () => void, address: bigint): bigint {
+  ready();
+  const out: Out<Pointer> = [null];
+  checks.check('hipHostGetDevicePointer', c.hipHostGetDevicePointer(out, address, 0));
+  return out[0] ?? 0n;
 }
 
 // ---- Ops for one device ----

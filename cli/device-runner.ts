@@ -5,7 +5,8 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification } from 'vitest/node';
-import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
+import { type Backend, isGpuDriver } from '../bindings/discovery.js';
+import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
@@ -15,8 +16,8 @@ import { pickDevice } from './select-devices.js';
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
 
-// Vitest is imported once this process knows it has a device to check: a discovering runner reports first,
-// and loads Vitest while the command decides.
+// Vitest is imported as soon as the process starts: a discovering runner loads it while its discovery runs on a
+// thread of its own and while the command decides.
 const loadVitest = (): Promise<typeof import('vitest/node')> => import('vitest/node');
 
 /** The first line the command writes on our stdin ('' when it closes it first). */
@@ -37,6 +38,11 @@ function commandSays(): Promise<string> {
   });
 }
 
+// Vitest's worker side (cli/in-process-pool.ts, in this thread) replaces process.exit with one that throws
+// ("process.exit unexpectedly called"), and does not put it back: the runner's own end keeps the real one, else its
+// last exit is an uncaught error that takes Node some 75 ms to print, and an exit status of 1.
+const exit: (code: number) => never = process.exit.bind(process);
+
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
 const raw = process.env[RUNNER_OPTIONS_ENV];
@@ -52,7 +58,8 @@ const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
 const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
-let vitestModule: Promise<typeof import('vitest/node')> | undefined;
+const vitestModule = loadVitest();
+vitestModule.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -65,13 +72,13 @@ if (spec.discover) {
   if (selection.forceCrash === '@discovery') {
     process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
   }
+  // Vitest loads on this thread while the driver starts on another (cli/discovery-thread.ts): a process that
+  // finds nothing to offer exits at once, its load cut short
   const t0 = performance.now();
-  const found = plainDiscovery(discover(selection.backends));
+  const found = await discoverOnThread(selection.backends);
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
-  vitestModule = loadVitest();
-  vitestModule.catch(() => {}); // awaited below, unless the command says stop
   devices = readAnswer(await commandSays());
   if (devices.length === 0) process.exit(0);
 }
@@ -98,7 +105,7 @@ for (const d of devices) {
   }
 }
 
-const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
+const { BaseSequencer, startVitest } = await vitestModule;
 
 class SuiteOrder extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -143,4 +150,4 @@ const vitest = await startVitest(
   { logLevel: 'error', clearScreen: false },
 );
 await vitest.close();
-process.exit(0);
+exit(0);

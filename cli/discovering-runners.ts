@@ -3,9 +3,12 @@
 // in the process that checks it. Each process reports what it found and offers a device (cli/select-devices.ts
 // pickDevice), then waits for the command's answer: the devices it checks, or none (it exits). The command
 // answers once every group has reported and the selection is valid; a GPU earlier, as soon as the groups that
-// could make the selection invalid have reported (validSoFar).
+// could make the selection invalid have reported (validSoFar). A group of GPU drivers none of whose libraries
+// can be found (bindings/library-search.ts) is answered here, without a process: it would find nothing.
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
+import { backendModule } from '../bindings/registry.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
+import type { BackendReport } from '../results/types.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDiscovering } from './orchestrate.js';
 import { type DeviceChoice, isGpuDriver, mergeDiscoveries } from './select-devices.js';
@@ -57,7 +60,7 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  * be bad (DeviceChoice.problem) is the caller's to refuse, after stopGroups.
  */
 export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
-  const groups = choice.groups().map((backends) => startGroup(backends, choice.selection, o));
+  const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, o));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported.
   const goEarly = (): void => {
@@ -90,6 +93,25 @@ export async function stopGroups(groups: readonly Group[], scratchDir: string): 
 interface Started extends Group {
   /** Resolves once it reported, or ended without a report. */
   reported: Promise<void>;
+}
+
+/**
+ * The discovery of a group of GPU drivers none of whose libraries can be found, made here: the reports their
+ * processes would have sent (each "not found"), no device, no offer. Undefined (a process is started) when any
+ * library may be found, when a backend of the group is not a GPU driver, or for the test hooks of the discovering
+ * process (MAPPED_REG_FORCE_CRASH / _HANG=@discovery), which need one.
+ */
+export function withoutProcess(backends: readonly Backend[], selection: Readonly<Selection>, env: NodeJS.ProcessEnv = process.env): Started | undefined {
+  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;
+  const reports: BackendReport[] = [];
+  for (const b of backends) {
+    const m = backendModule(b);
+    const report = m?.registers ? m.notFound?.(env) : undefined;
+    if (!report) return undefined;
+    reports.push(report);
+  }
+  const event: DiscoveryEvent = { type: 'discovery', durationMs: 0, discovery: { devices: [], backends: reports, gpuDriverFound: false }, device: null };
+  return { backends: [...backends], event, answer: () => {}, started: false, runs: Promise.resolve([]), failure: Promise.resolve(undefined), reported: Promise.resolve() };
 }
 
 function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions): Started {

@@ -5,7 +5,6 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { htmlReport } from '../reporters/results-page.js';
 import { comparisonJson, compareResults, exitStatus, formatComparison } from '../results/compare.js';
 import { decide, gateRulesText } from '../results/gate.js';
 import { mergeResults, mergeSizeProblem } from '../results/merge.js';
@@ -15,7 +14,7 @@ import { capGate, capResult } from '../reporters/cap.js';
 import { resultsJson } from '../reporters/json.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { painter } from '../reporters/look.js';
-import { gateSummary, interruptedLine, runSummary } from '../reporters/summary.js';
+import { gateSummary, interruptedLine, runSummary, totalsLine } from '../reporters/summary.js';
 import { duplicateDevice, duplicateInputs, sameHostRunsHint } from '../results/duplicates.js';
 import { checkOutputList, OutputError, writeOutput } from './outputs.js';
 import {
@@ -39,6 +38,9 @@ import {
   reportCommandOptions,
   RESULTS_FILES,
   RUN_OPTIONS,
+  RUNTIMES_OPTIONS,
+  listRuntimesOptions,
+  runtimesCommandOptions,
   runCommandOptions,
   type RunArgs,
 } from './options.js';
@@ -78,6 +80,13 @@ async function listChecks(json: readonly string[] | undefined): Promise<void> {
   for (const c of catalog) say(`${c.id.padEnd(width)}  ${c.title}${c.needs.length ? ` (needs ${c.needs.join(', ')})` : ''}\n`);
 }
 
+/** list --runtimes: the user-space runtimes found (as runtimes --list); --backend narrows them. */
+async function listRuntimes(a: Pick<ListArgs, 'backend' | 'runtimeRoot'>): Promise<void> {
+  const o = listRuntimesOptions(a);
+  const { runtimesCommand } = await import('./runtimes.js');
+  await runtimesCommand(o, (l) => say(`${terminalSafe(l)}\n`), `${pkg.name} ${pkg.version}`);
+}
+
 /** Bad usage and bad input files end the command with one line on stderr and status 2. */
 async function guarded(body: () => Promise<void> | void): Promise<void> {
   try {
@@ -103,6 +112,7 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     // a listing that its reader stops early (`| head -1`) just stops: there is no run to go on
     if (listOnly) listingOnly();
     if (listOnly && 'checks' in a && a.checks) return listChecks(a.json);
+    if (listOnly && 'runtimes' in a && a.runtimes) return listRuntimes(a as ListArgs);
     if (!listOnly) installStopSignals();
     // every option checked, every output and input too, before anything runs (cli/options.ts)
     const o = await runCommandOptions(a, listOnly);
@@ -126,6 +136,8 @@ function execute(a: RunArgs | ListArgs, listOnly: boolean): Promise<void> {
     // every report is tried; one that cannot be written is told in one line and the run does not pass
     const unwritten = await writeRunOutputs(result, o.outputs, listOnly, stoppedBy());
     // capped as the reports cap it (a baseline's device of a 100 kB name is not 100 kB of terminal)
+    // the totals as the JUnit report counts them, then the gate's decision
+    if (!listOnly) tell(['', ...totalsLine(result, { ...(stoppedBy() !== undefined ? { stoppedBy: stoppedBy() } : {}) }, look)]);
     if (result.gate) tell(['', ...gateSummary(capGate(result.gate), look)]);
     // a run's log always ends on its answer: PASS or FAIL (the gate's headline, above), or INTERRUPTED
     if (!listOnly && stoppedBy()) tell([...(result.gate ? [] : ['']), ...interruptedLine(result, stoppedBy(), look)]);
@@ -228,9 +240,28 @@ function addReport(y: Argv): Argv {
         for (const f of o.files) results.push(await readInputFile(f));
         const twice = duplicateInputs(results, [...o.files]);
         if (twice) throw new InputError(twice);
-        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page
+        // what the page repeats is capped (reporters/cap.ts): a 100 MB name does not make a 500 MB page. The page's
+        // module is loaded here only: it costs every other command some 25 ms of its start
+        const { htmlReport } = await import('../reporters/results-page.js');
         writeOutput(o.target, htmlReport(results.map(capResult)));
         say(`report of ${plural(results.length, 'file')} written to ${terminalSafe(o.html, false)}\n`);
+      }),
+  );
+}
+
+/** `runtimes`: the user-space runtimes side by side (docs/runtimes.md). */
+function addRuntimes(y: Argv): Argv {
+  return y.command(
+    'runtimes',
+    "the user-space runtimes installed side by side (the system's, /opt/rocm*, /usr/local/cuda*/compat, --runtime): each runs the suite in processes of its own, then one matrix of runtime x device; each candidate gated against the baseline runtime; exit 1 when one regressed",
+    RUNTIMES_OPTIONS,
+    (a) =>
+      guarded(async () => {
+        installStopSignals();
+        const o = await runtimesCommandOptions(a);
+        keepGoing();
+        const { runtimesCommand } = await import('./runtimes.js');
+        process.exitCode = await runtimesCommand(o, (l) => say(`${terminalSafe(l)}\n`), `${pkg.name} ${pkg.version}`);
       }),
   );
 }
@@ -308,13 +339,14 @@ const EPILOGUE =
   'Exit status: 0 the gate passed; 1 the gate failed (a failed check, a regression, a check the host could not run (status error: no ' +
   'scratch space, a process killed from outside), ...), or a report could not be written; 2 bad usage or bad input, including an output that cannot be written or that names an input, an input that is neither a file nor a pipe (- is standard input; a named pipe with no writer is refused after 3 s), ' +
   'and any error of the history store (every output is checked before anything runs); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (every device process stopped, scratch files removed, ' +
-  'the JSON marked incomplete; further signals are ignored until the reports are written).\n\n' +
+  'the JSON marked incomplete; further signals are ignored until the reports are written). ' +
+  'runtimes: 0 every candidate runtime is at least as good as its baseline, 1 one regressed (or did not load or start), 2 bad input (docs/runtimes.md).\n\n' +
   'Scratch files: in --scratch-dir, and in /dev/shm for the tmpfs check, in .mapped-reg-<pid>-* folders held locked while ' +
   'their process lives; a run removes those whose lock is free (left by a killed process).';
 
-await [addRunAndList, addCompare, addMerge, addReport, addHistory]
+await [addRunAndList, addCompare, addMerge, addReport, addRuntimes, addHistory]
   .reduce((y, add) => add(y), yargs(commandLine(ARGS)).middleware(showDash, true).scriptName('mapped-reg-conformance'))
-  .usage('$0 [run|list|compare|merge|report|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
+  .usage('$0 [run|list|compare|merge|report|runtimes|history] [options]\n\nCan each GPU copy straight from a registered file-backed host mapping, and is that faster than staging?')
   .strict()
   .fail((msg, err) => {
     // yargs' own complaints (an option without its value, an unknown one: YError; a value refused while it is read)

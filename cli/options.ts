@@ -7,7 +7,7 @@
 // A repeated option is either meant (the outputs --json, --junit, --metrics: each file named is written; the
 // repeatable lists --backend, --device, --check, --skip, --require) or refused with one line (yargs alone would make
 // it an array where one value is expected).
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ArgumentsCamelCase, InferredOptionTypes } from 'yargs';
 import { memoryScratchProblem, scratchDirProblem } from '../bindings/scratch.js';
@@ -20,6 +20,7 @@ import { parseRequirement, type Requirement } from '../results/gate.js';
 import { packageRoot } from '../results/package-root.js';
 import { readResults } from '../results/read.js';
 import type { Backend, RunResult } from '../results/types.js';
+import { RUNTIME_BACKENDS, type RuntimeBackend } from '../results/runtime.js';
 import { DEFAULT_MIN_RELATIVE_SPEED, DEFAULT_RUNS } from '../src/probe.js';
 import { LOCK_WAIT_MIN_S, QUIET_WAIT } from '../suites/measure.js';
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
@@ -139,6 +140,9 @@ export const RUN_OPTIONS = {
 /** The options of `run` alone: `list` registers, copies and judges nothing, so any of them given to it is bad usage. */
 export const RUN_ONLY_OPTIONS = ['size', 'runs', 'min-relative-speed', 'timeout', 'baseline', 'expectations', 'require', 'max-drop', 'quiet-wait'] as const satisfies readonly (keyof typeof RUN_OPTIONS)[];
 
+/** Where runtimes are looked for (runtimes, list --runtimes). */
+const RUNTIME_ROOT = path('--runtime-root', 'the folder under which opt/rocm*/lib/libamdhip64.so* and usr/local/cuda*/compat/libcuda.so.1 are looked for (default: /)');
+
 const hidden = { hidden: true } as const;
 /**
  * The options of `list`: those of run, with the options of run alone hidden, kept only so that a `list --baseline
@@ -156,6 +160,8 @@ export const LIST_OPTIONS = {
   'max-drop': { ...RUN_OPTIONS['max-drop'], ...hidden },
   'quiet-wait': { ...RUN_OPTIONS['quiet-wait'], ...hidden },
   checks: { type: 'boolean', default: false, describe: 'list every check id with its one-line title instead of the devices (--json: as JSON, to standard output when no file is named)' },
+  runtimes: { type: 'boolean', default: false, describe: 'list the user-space runtimes installed side by side, with their versions, instead of the devices (as runtimes --list)' },
+  'runtime-root': RUNTIME_ROOT,
 } as const;
 
 /** What --expectations and --max-drop mean to compare and history, which have no --baseline: the old results are the reference. */
@@ -188,6 +194,20 @@ export const HISTORY_COMPARE_OPTIONS = {
   json: { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' },
 } as const;
 export const HISTORY_REPORT_OPTIONS = { db: requiredFile('--db', 'the store'), html: HTML_PAGE, ...COMPARE_OPTIONS } as const;
+
+/** The options of `run` that `runtimes` hands to each runtime's run as they were given (what is measured, and how the gate judges). */
+export const RUNTIMES_FORWARDED = ['size', 'runs', 'scratch-dir', 'allow-tmpfs-scratch', 'device', 'check', 'skip', 'skips-file', 'timeout', 'min-relative-speed', 'max-drop', 'quiet-wait', 'expectations'] as const satisfies readonly (keyof typeof RUN_OPTIONS)[];
+export const RUNTIMES_OPTIONS = {
+  ...Object.fromEntries(RUNTIMES_FORWARDED.map((k) => [k, RUN_OPTIONS[k]])) as Pick<typeof RUN_OPTIONS, (typeof RUNTIMES_FORWARDED)[number]>,
+  list: { type: 'boolean', default: false, describe: 'list the runtimes found, with their versions and whether each starts; runs nothing' },
+  backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only the runtimes of this backend (repeatable): ${RUNTIME_BACKENDS.join(', ')}` },
+  runtime: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'a runtime library to run too (repeatable): a libcuda* or libamdhip64* file' },
+  'baseline-runtime': path('--baseline-runtime', "the runtime the others are gated against (default: the system's, the one a plain run loads)"),
+  'runtime-root': RUNTIME_ROOT,
+  out: path('--out', "the folder for each runtime's results (RUNTIME.json), its run's log (RUNTIME.log) and runtime-matrix.json (made when missing)"),
+  junit: path('--junit', 'the matrix as JUnit XML: a testsuite per runtime and device'),
+  html: path('--html', 'the matrix as one HTML page'),
+} as const;
 
 // ---- yargs' output, as inferred from the definitions ---------------------------------------------------------------
 
@@ -465,4 +485,73 @@ export async function historyReportOptions(a: Parsed<typeof HISTORY_REPORT_OPTIO
     { option: '--expectations', value: a.expectations },
   ])['--html']!;
   return Object.freeze({ db: a.db, html: a.html, target, ...(await compareRules(a)) });
+}
+
+// ---- runtimes ------------------------------------------------------------------------------------------------------
+
+/** `runtimes`, checked: what to look for, where the runs go, and each run's own options (as arguments of `run`). */
+export interface RuntimesOptions {
+  readonly list: boolean;
+  readonly backends: readonly RuntimeBackend[];
+  readonly root: string;
+  /** --runtime, and --baseline-runtime (a runtime too). */
+  readonly named: readonly string[];
+  readonly baselineRuntime?: string;
+  readonly out?: string;
+  readonly junit?: OutputTarget;
+  readonly html?: OutputTarget;
+  /** The arguments of `run` that each runtime's run is given. */
+  readonly forward: readonly string[];
+}
+
+/** `list --runtimes`: the runtimes of the backends asked for that have one (cuda, hip), under --runtime-root. */
+export function listRuntimesOptions(a: { backend: readonly string[]; runtimeRoot?: string | undefined }): RuntimesOptions {
+  const backends = a.backend.filter((b): b is RuntimeBackend => (RUNTIME_BACKENDS as readonly string[]).includes(b));
+  if (a.backend.length > 0 && backends.length === 0) throw new UsageError(`list --runtimes: --backend ${a.backend.join(', ')}: only ${RUNTIME_BACKENDS.join(' and ')} have a user-space runtime to list`);
+  return Object.freeze({ list: true, backends: Object.freeze(backends.length ? [...new Set(backends)] : [...RUNTIME_BACKENDS]), root: resolve(a.runtimeRoot ?? '/'), named: Object.freeze([]), forward: Object.freeze([]) });
+}
+
+/** The forwarded options' values as arguments again: `--size 64`, `--check a --check b`, `--allow-tmpfs-scratch`. */
+function forwardedArgs(a: Readonly<Record<string, unknown>>): string[] {
+  return RUNTIMES_FORWARDED.flatMap((k) => {
+    const v = a[camel(k)];
+    if (v === undefined || v === false || (Array.isArray(v) && v.length === 0)) return [];
+    if (v === true) return [`--${k}`];
+    return [v].flat().flatMap((x) => [`--${k}`, String(x)]);
+  });
+}
+
+/**
+ * `runtimes`, checked before anything runs: the backends, the scratch folder and the selection of checks (as a run
+ * checks them), the expectations read, the output folder made, the pages' files checked.
+ */
+export async function runtimesCommandOptions(a: Parsed<typeof RUNTIMES_OPTIONS>): Promise<RuntimesOptions> {
+  const unknown = a.backend.filter((b) => !(RUNTIME_BACKENDS as readonly string[]).includes(b));
+  if (unknown.length) throw new UsageError(`runtimes: --backend ${unknown.join(', ')}: a runtime is of ${RUNTIME_BACKENDS.join(' or ')}`);
+  const backends = (a.backend.length ? [...new Set(a.backend)] : [...RUNTIME_BACKENDS]) as RuntimeBackend[];
+  const root = resolve(a.runtimeRoot ?? '/');
+  const named = [...a.runtime, ...(a.baselineRuntime !== undefined ? [a.baselineRuntime] : [])].map((p) => resolve(p));
+  const base = { list: a.list, backends: Object.freeze(backends), root, named: Object.freeze(named), ...(a.baselineRuntime !== undefined ? { baselineRuntime: resolve(a.baselineRuntime) } : {}) };
+  if (a.list) return Object.freeze({ ...base, forward: Object.freeze([]) });
+  if (a.out === undefined) throw new UsageError('runtimes: --out DIR is needed (each runtime\'s results go there), or --list to only list the runtimes');
+  measureOptions({ scratchDir: a.scratchDir, allowTmpfsScratch: a.allowTmpfsScratch, size: a.size, device: a.device, runs: a.runs });
+  await checksOf({ device: a.device, backend: [], check: a.check, skip: a.skip, skipsFile: a.skipsFile });
+  await expectationsOf(a.expectations);
+  const targets = checkOutputs(
+    [
+      { option: '--junit', value: a.junit },
+      { option: '--html', value: a.html },
+    ],
+    [{ option: '--expectations', value: a.expectations }],
+  );
+  // made by the command once the baseline is known to start (cli/runtimes.ts): bad input leaves no folder behind
+  const out = resolve(a.out);
+  if (existsSync(out) && !statSync(out).isDirectory()) throw new UsageError(`--out ${a.out}: not a folder`);
+  return Object.freeze({
+    ...base,
+    out,
+    ...(targets['--junit'] ? { junit: targets['--junit'] } : {}),
+    ...(targets['--html'] ? { html: targets['--html'] } : {}),
+    forward: Object.freeze(forwardedArgs(a)),
+  });
 }

@@ -11,6 +11,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Readable } from 'node:stream';
+import { onText } from './stream-text.js';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import {
@@ -146,11 +148,11 @@ function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
 
 /** Keeps the last lines a runner prints (stdout and stderr) in its attempt, for a crash's context. */
 function keepOutput(child: ChildProcess, a: Attempt): void {
-  const keep = (chunk: Buffer): void => {
-    a.output = (a.output + chunk.toString()).slice(-8000);
+  const keep = (text: string): void => {
+    a.output = (a.output + text).slice(-8000);
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+  onText(child.stdout!, keep);
+  onText(child.stderr!, keep);
 }
 
 /** Hands a discovering runner's discovery to `onDiscovery` with the function that answers it once (no one to hear it: none). */
@@ -255,7 +257,7 @@ function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: OnDis
       lastEvent = performance.now();
       hear(e, a, o, onDiscoveryEvent);
     });
-    (child.stdio[3] as NodeJS.ReadableStream).on('data', (chunk: Buffer) => lines.push(chunk.toString()));
+    onText(child.stdio[3] as Readable, (text) => lines.push(text));
     const timer = watchdog(child, a, o.timeoutS, () => lastEvent);
     child.on('close', (code, signal) => {
       live.delete(child);

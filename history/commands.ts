@@ -8,6 +8,7 @@ import { changeLine, type Comparison, countsLine, deviceName, failingChanges, ou
 import type { Expectations } from '../results/expectations.js';
 import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
+import { matrixRunFiles } from '../results/runtime-matrix.js';
 import { terminalSafe } from '../reporters/safe-text.js';
 import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
 import { historyReport } from './history-page.js';
@@ -53,7 +54,8 @@ const SHOWN = 200;
 /** `history add`: returns the exit status (2 when a file was refused; the good ones are added all the same). */
 export async function historyAdd(a: { db: string; paths: string[] }, out: Out, err: Out): Promise<number> {
   const { addFiles, openStore, resultFiles, storeCounts, storeError } = await storeModule();
-  const files = resultFiles(a.paths);
+  // a matrix of runtimes (runtimes --out DIR) adds each runtime's results file it names, each under its own driver version
+  const files = resultFiles(a.paths.flatMap((p) => matrixRunFiles(p) ?? [p]));
   // the store is never read as a results file (nor a results file made the store)
   const store_ = fileIdentity(a.db);
   const same = files.find((f) => fileIdentity(f) === store_);

@@ -24,6 +24,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { deviceKey, verdictLabel } from '../results/compare.js';
 import { fileKind, InputError, inputName, parseResults, readInput } from '../results/read.js';
+import { MATRIX_FILE } from '../results/runtime-matrix.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
 import { DEVICE_COLUMNS_2 } from './columns.js';
@@ -249,7 +250,8 @@ export function resultFiles(paths: string[]): string[] {
     for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.isFile() && e.name.endsWith('.json')) out.push(p);
+      // a runtimes matrix (runtime-matrix.json) names the results beside it, which the walk finds: it is not one
+      else if (e.isFile() && e.name.endsWith('.json') && e.name !== MATRIX_FILE) out.push(p);
     }
   };
   for (const p of paths) {

@@ -45,7 +45,7 @@ export const OUTPUT_FORMATS = [
     list: true,
     capped: true,
     holdsTimings: false,
-    // junit-report-builder is loaded only when JUnit is asked for
+    // the XML writer is loaded only when JUnit is asked for
     render: async (result, end) => (await import('./junit.js')).junitXml(result, end),
   },
   {

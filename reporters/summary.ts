@@ -7,9 +7,10 @@
 import { notAskedLine } from '../results/compare.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceLoad, DeviceResult, GateDecision, GateNote, RunResult } from '../results/types.js';
-import { twoDecimals as fixed } from '../results/format.js';
+import { plural, twoDecimals as fixed } from '../results/format.js';
 import { hostFaultLines } from './host-faults.js';
 import { interruptedText } from './interrupted.js';
+import { type RunEnd, allCases, junitCases, junitTotals } from './junit-cases.js';
 import { type Look, type Paint, plain, type Style, wrap } from './look.js';
 import { refusalLine } from './refusals.js';
 import { selectionSkips } from './selection.js';
@@ -154,6 +155,16 @@ export function runSummary(result: RunResult, listOnly = false, look: Look = {})
   // the host's faults, told apart from the driver's, and why each new process of a device was started
   lines.push(...hostFaultLines(result.devices).map(terminalText));
   return [...out, ...lines.flatMap((l) => wrap(l, look.width))];
+}
+
+/**
+ * The run's totals as its JUnit report counts them (reporters/junit-cases.ts), so that a CI view and the log agree:
+ * `tests: 24: 20 passed, 1 failed, 2 errors, 1 skipped`. A warning passed; an error is the host's (or a crash, a
+ * timeout, the device's process); a failure is the driver's.
+ */
+export function totalsLine(result: RunResult, run: RunEnd = {}, look: Look = {}): string[] {
+  const t = junitTotals(allCases(junitCases(result, run)));
+  return wrap(`tests: ${t.tests}: ${t.passed} passed, ${t.failures} failed, ${plural(t.errors, 'error')}, ${t.skipped} skipped (as the JUnit report counts them)`, look.width);
 }
 
 /** The last line of a run that a signal stopped: INTERRUPTED, the signal, and what it left unrun. */

@@ -3,6 +3,7 @@
 // driver or knows how a check works.
 import type { VerdictJson } from '../src/verdict.js';
 import type { CheckStatus } from './status.js';
+import type { RuntimeRecord } from './runtime.js';
 
 export type { CheckStatus } from './status.js';
 export type { VerdictJson } from '../src/verdict.js';
@@ -178,6 +179,8 @@ export interface RunResult {
   devices: DeviceResult[];
   /** The gate's decision on this run (results/gate.ts): written by `run`, read by every report. */
   gate?: GateDecision;
+  /** The user-space runtime the run loaded, written by `runtimes` (results/runtime.ts); absent in a plain run. */
+  runtime?: RuntimeRecord;
 }
 
 // ---- the gate's decision, as data ----

@@ -33,8 +33,16 @@ const selectDevices = 'cli/select-devices.ts';
 const numbers = 'cli/numbers.ts';
 const options = 'cli/options.ts';
 const usageHints = 'cli/usage-hints.ts';
+const librarySearch = 'bindings/library-search.ts';
+const discoveringRunners = 'cli/discovering-runners.ts';
+const benchScaling = 'bench/scaling.ts';
+const benchRepeats = 'bench/repeats.ts';
+const benchOptions = 'bench/bench-options.ts';
+const discoveryThread = 'cli/discovery-thread.ts';
 
 /** The test files that hold each part. */
+const LIBRARY_SEARCH = ['test/library-search.test.ts'];
+const BENCH = ['test/bench.test.ts'];
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
 const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
@@ -46,10 +54,17 @@ const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 const LOCK = ['test/timing-lock.test.ts'];
 const LOCK_WAIT = ['test/lock-wait.test.ts'];
-const REFERENCE = ['test/reference-checks.test.ts'];
-const referenceChecks = 'suites/hazards/reference.ts';
-const referenceHarness = 'suites/hazards/reference-harness.ts';
-const cudaBinding = 'bindings/cuda.ts';
+const RUNTIMES = ['test/runtimes.test.ts'];
+const runtimeDiscovery = 'cli/runtime-discovery.ts';
+const runtimeProbe = 'bindings/runtime-probe.ts';
+const runtimeFacts = 'results/runtime.ts';
+const runtimeMatrixModel = 'results/runtime-matrix.ts';
+const runtimesCommand = 'cli/runtimes.ts';
+const runtimeReporters = 'reporters/runtime-matrix.ts';
+const storeFiles = 'history/store.ts';
+const REFERENCE_COPIES = ['test/reference-checks.test.ts'];
+const refCopies = 'suites/hazards/reference-copies.ts';
+const refCopiesHarness = 'suites/hazards/reference-copies-harness.ts';
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -102,11 +117,24 @@ const writeOutputs = 'cli/write-outputs.ts';
 const finite = 'results/finite.ts';
 const summary = 'reporters/summary.ts';
 const junit = 'reporters/junit.ts';
+const junitCases = 'reporters/junit-cases.ts';
+const streamText = 'cli/stream-text.ts';
+/** JUnit as CI systems read it (issue 35): real consumers, and the reporters' own tests. */
+const JUNIT_CONSUMERS = ['test/junit-consumers.test.ts'];
+const JUNIT_REPORTS = ['test/junit-consumers.test.ts', 'test/reporters.test.ts'];
+const STREAM_TEXT = ['test/stream-text.test.ts'];
 const cap = 'reporters/cap.ts';
 const MACHINE_READS = ['test/machine-reads.test.ts'];
 const OUTPUTS = ['test/outputs.test.ts'];
 const OUTPUT_FORMATS = ['test/output-formats.test.ts'];
 const CAPS = ['test/machine-caps.test.ts'];
+/** The reference checks (docs/reference-checks.md): their files, and the test file that holds them. */
+const refAttributes = 'suites/hazards/reference-attributes.ts';
+const refRepetition = 'suites/hazards/reference-repetition.ts';
+const refNegatives = 'suites/hazards/reference-negatives.ts';
+const lockedMemoryFile = 'bindings/locked-memory.ts';
+const cudaBinding = 'bindings/cuda.ts';
+const REFERENCE = ['test/reference-negatives.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -251,10 +279,10 @@ const mutations = [
   ['the headline says "more above" again', 'attribution: headline', gateRules, edits(['more)` : \'\'}`;', 'more above)` : \'\'}`;']), ATTRIBUTION],
   ['CPU pressure alone excuses a fall of the ratio', 'attribution: CPU pressure', compareRules, edits(['load.busy && !(load.why.length > 0 && load.why.every((w) => w.startsWith(CPU_PRESSURE_REASON)))', 'load.busy']), [...ATTRIBUTION, ...GATE]],
   ["compare says REGRESSION where only the host failed", 'attribution: compare', compareRules, edits(["  if (c.error > 0) return 'HOST ERROR (the host, not the driver): not judged';", "  if (c.error > 0) return 'REGRESSION';"]), ATTRIBUTION],
-  ['JUnit: a busy figure is a <failure>', 'attribution: JUnit', junitReport, edits(["    if (hostError) tc.error(xmlSafe(text), 'host', cdataSafe(text));", "    if (hostError) tc.failure(xmlSafe(text), 'error');"]), ATTRIBUTION],
-  ['JUnit: no gate.registration testcase', 'attribution: JUnit', junitReport, edits(["    if (check === 'registration' && !note && !(gate.baseline && d.timing?.pageLockedRatio !== undefined)) continue;", "    if (check === 'registration') continue;"]), ATTRIBUTION],
-  ["JUnit: the host's gate.decision is a <failure>", 'attribution: JUnit', junitReport, edits(['    if (!gate.pass && gate.reasons.every((r) => r.host)) decision.error', '    if (!gate.pass && gate.reasons.length === 0) decision.error']), ATTRIBUTION],
-  ["JUnit: the host's reasons unmarked", 'attribution: JUnit', junitReport, edits(['`- ${r.host ? `[the host', "`- ${r.host && r.text === '' ? `[the host"]), ATTRIBUTION],
+  ['JUnit: a busy figure is a <failure>', 'attribution: JUnit', junitCases, edits(["      ? { element: 'error', message: text, type: 'host', body: text }", "      ? { element: 'failure', message: text, type: 'error', body: text }"]), ATTRIBUTION],
+  ['JUnit: no gate.registration testcase', 'attribution: JUnit', junitCases, edits(["    if (check === 'registration' && !note && d.timing?.pageLockedRatio === undefined) continue;", "    if (check === 'registration') continue;"]), ATTRIBUTION],
+  ["JUnit: the host's gate.decision is a <failure>", 'attribution: JUnit', junitCases, edits(["outcome: { element: hostOnly ? 'error' : 'failure'", "outcome: { element: 'failure'"], ['    const alone = gate.reasons.filter((r) => !covered(r));', '    const alone = gate.reasons;']), ATTRIBUTION],
+  ["JUnit: the host's reasons unmarked", 'attribution: JUnit', junitCases, edits(['`- ${r.host ? `[the host', "`- ${r.host && r.text === '' ? `[the host"]), ATTRIBUTION],
   ['step summary: whose fault dropped from the first line', 'attribution: step summary', markdownReport, edits(["**${markdownText(blame)}: ${markdownText(rest)}`", "**: ${markdownText(rest)}`"]), ATTRIBUTION],
   ['step summary: busy not marked', 'attribution: step summary', markdownReport, edits(["r.kind === 'busy' ? '**host busy** ' :", "r.kind === 'busy' ? '' :"]), ATTRIBUTION],
   ["metrics: the host's reasons counted as all", 'attribution: metrics', metricsReport, edits(['r.gate.reasons.filter((x) => x.host).length', 'r.gate.reasons.length']), ATTRIBUTION],
@@ -288,23 +316,73 @@ const mutations = [
   ['io: a figure that is not finite not named', 'io: figures finite', finite, edits(['Number.isFinite(value) ? undefined', 'typeof value === "number" ? undefined']), OUTPUT_FORMATS],
   ['caps: the machine line names every process', 'caps: the terminal', summary, edits(['on the GPU: ${capList(load.processes.map(', 'on the GPU: ${(load.processes.map(']), CAPS],
   ['caps: the machine line with its reasons whole', 'caps: the terminal', summary, edits(['load.why.map((w) => capText(w, MESSAGE_CAP))', 'load.why.map((w) => w)']), CAPS],
-  ["caps: JUnit's load.processes names every process", 'caps: JUnit', junit, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
-  ["caps: JUnit's load.why whole", 'caps: JUnit', junit, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
+  ["caps: JUnit's load.processes names every process", 'caps: JUnit', junitCases, edits(['capList(d.load.processes.map((p) => `${p.pid} ${p.name}`))', '(d.load.processes.map((p) => `${p.pid} ${p.name}`))']), CAPS],
+  ["caps: JUnit's load.why whole", 'caps: JUnit', junitCases, edits(["capText(d.load.why.join(' | '), MESSAGE_CAP)", "d.load.why.join(' | ')"]), CAPS],
   ['caps: a busy reason names every process on the GPU', 'caps: the reasons measure.ts writes', measure, edits(['  const shown = users.slice(0, NAMED_PROCESSES).map(', '  const shown = users.slice(0).map(']), CAPS],
   ["caps: the capped result keeps the load's reasons whole", 'caps: the step summary and JUnit', cap, edits(['    why: l.why.map(message),', '    why: l.why,']), CAPS],
-
-  // ---- the reference checks (suites/hazards/reference.ts, docs/reference-checks.md)
-  ['reference: a second context at the pageable speed passes (PORTABLE ignored)', 'reference judgement', referenceChecks, edits(['            const fast = ratio !== undefined && ratio >= margin;', '            const fast = ratio !== undefined;']), REFERENCE],
-  ['reference: wrong bytes from the copy on a stream pass', 'reference judgement', referenceChecks, edits(['        const right = got?.diff === -1;', '        const right = got !== undefined;']), REFERENCE],
-  ['reference: the copy on a stream made synchronously instead', 'reference machinery', referenceHarness, edits(['  const copy = driverCall(() => ref.uploadAsync(host, stream));', '  const copy = driverCall(() => ops.upload(host));']), REFERENCE],
-  ['reference: wrong bytes read through the device pointer pass', 'reference judgement', referenceChecks, edits(['        const right = seen?.diff === -1;', '        const right = seen !== undefined;']), REFERENCE],
-  ['reference: a device pointer other than the host pointer passes where the attribute says equal', 'reference judgement', referenceChecks, edits(['        const differs = canUse === 1 && pointer !== undefined && pointer !== m.address;', '        const differs = false;']), REFERENCE],
-  ['reference: the pointer query answering after the release passes', 'reference judgement', referenceChecks, edits(['        const stillKnown = after !== undefined && after.code.code === 0;', '        const stillKnown = false;']), REFERENCE],
-  ['reference: every GPU at once copies to its own device only', 'reference machinery', referenceChecks, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE],
-  ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', referenceChecks, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE],
-  ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE],
+  // ---- JUnit as CI systems read it (issue 35)
+  ['junit35: the decision counted again beside the failures it stands for', 'one problem, one failure', junitCases, edits(['    const alone = gate.reasons.filter((r) => !covered(r));', '    const alone = gate.reasons;']), JUNIT_CONSUMERS],
+  ["junit35: a driver that failed to start counted again as its devices' absence", 'one problem, one failure', junitCases, edits(['      const explained = failedToStart.has(m.backend);', '      const explained = false;']), JUNIT_CONSUMERS],
+  ['junit35: the device left out of the testcase title', 'device in every title', junitCases, edits(['export const caseTitle = (device: string, what: string): string => `${device} > ${what}`;', 'export const caseTitle = (_device: string, what: string): string => what;']), JUNIT_CONSUMERS],
+  ["junit35: the host left out of a device's suite name", 'two hosts never merge', junitCases, edits(['[${verdictLabel(d.verdict)}] on ${host}`', '[${verdictLabel(d.verdict)}]`']), JUNIT_CONSUMERS],
+  ['junit35: a green gate.verdict with no baseline', 'no bookkeeping pass', junitCases, edits(['    if (!note && !gate.baseline) continue; // no baseline, nothing said: no gate judged this figure\n', '']), JUNIT_CONSUMERS],
+  ['junit35: a check the host failed is a <failure>', 'the host is never the driver', junitCases, edits(["  if (c.status === 'error') return { element: 'error', message: checkReason(c), type: 'host', body };", "  if (c.status === 'error') return { element: 'failure', message: checkReason(c), type: 'host', body };"]), JUNIT_CONSUMERS],
+  ['junit35: a skipped testcase counted as passed', 'counts that match', junitCases, edits(['passed: cases.length - failures - errors - skipped', 'passed: cases.length - failures - errors']), JUNIT_CONSUMERS],
+  ['junit35: the terminal counts errors as failures', 'counts that match', summary, edits(['${t.failures} failed, ${plural(t.errors', '${t.failures + t.errors} failed, ${plural(t.errors']), JUNIT_CONSUMERS],
+  ['junit35: no time on <testsuites>', 'time on every suite', junit, edits([", '@_time': n(report.time) };", ' };']), JUNIT_REPORTS],
+  ['junit35: no time on a suite', 'time on every suite', junit, edits(["    '@_time': n(s.time),\n", '']), JUNIT_REPORTS],
+  ['junit35: text not escaped by the writer', 'text exact', junit, edits(['suppressBooleanAttributes: false, processEntities: true', 'suppressBooleanAttributes: false, processEntities: false']), JUNIT_REPORTS],
+  ['junit35: device output decoded chunk by chunk', 'text exact', streamText, edits(["  stream.setEncoding('utf8');\n  stream.on('data', (text: string) => onText(text));", "  stream.on('data', (chunk: Buffer) => onText(chunk.toString()));"]), STREAM_TEXT],
+  // ---- the runtimes side by side (issue 33)
+  ['runtimes: /opt/rocm, a link, named by itself', 'runtimes: discovery', runtimeDiscovery, edits(["        const dir = realpathSync(join(root, 'opt', d));", "        const dir = join(root, 'opt', d);"]), RUNTIMES],
+  ['runtimes: the compat driver looked for in lib64', 'runtimes: discovery', runtimeDiscovery, edits(["d, 'compat', 'libcuda.so.1')", "d, 'lib64', 'libcuda.so.1')"]), RUNTIMES],
+  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', runtimeProbe, edits(['text: `${v.major}.${v.minor}.${v.patch}`', 'text: `${v.major}.${v.minor}`']), RUNTIMES],
+  ["runtimes: an init's code dropped", 'runtimes: why it did not start', runtimeProbe, edits(['const code = e instanceof DriverError ? { code: e.code, codeName: e.codeName } : {};', 'const code = {};']), RUNTIMES],
+  ['runtimes: an older compat driver called newer', 'runtimes: why it did not start', runtimeFacts, edits(['if (order !== undefined && order < 0) return', 'if (order !== undefined && order > 0) return']), RUNTIMES],
+  ['runtimes: every candidate passes', 'runtimes: the decision', runtimeMatrixModel, edits(['if (gate) return { ...base, pass: gate.pass,', 'if (gate) return { ...base, pass: true,']), RUNTIMES],
+  ['runtimes: a runtime that did not load is a row of no device', 'runtimes: the rows', runtimeMatrixModel, edits(["if (!r.probe.loaded) return { kind: 'not-loaded'", "if (!r.probe.loaded) return { kind: 'no-device'"]), RUNTIMES],
+  ['runtimes: exit 0 whatever the candidates', 'runtimes: the exit status', runtimeMatrixModel, edits(['(m.pass ? 0 : 1)', '(m.pass ? 0 : 0)']), RUNTIMES],
+  ['runtimes: a candidate run without the baseline', 'runtimes: each candidate gated', runtimesCommand, edits(["...(baselineJson ? ['--baseline', baselineJson] : [])", '...([] as string[])']), RUNTIMES],
+  ['runtimes: the results file does not record its runtime', 'runtimes: each run to its file', runtimesCommand, edits(['      result = { ...result, runtime };', '      result = { ...result };']), RUNTIMES],
+  ['runtimes: a baseline that does not start accepted', 'runtimes: bad input', runtimesCommand, edits(['    if (!base.probe.started) throw', '    if (!base.probe.started && base.probe.loaded) throw']), RUNTIMES],
+  ['runtimes: JUnit suites without the runtime in their name', 'runtimes: JUnit', runtimeReporters, edits(['name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`', 'name: `${d.id} ${d.name} [${row.verdict}] on ${hostname}`']), RUNTIMES],
+  ['runtimes: the matrix file walked as a results file', 'runtimes: history add', storeFiles, edits([" && e.name !== MATRIX_FILE) out.push(p);", ') out.push(p);']), RUNTIMES],
+  // ---- the run's critical path (issue 32)
+  ['speed: a host whose loader cache cannot be read told the library is not there', 'speed: a missing driver answered without a process', librarySearch, edits(['  return bytes === null || bytes.includes(', '  return bytes !== null && bytes.includes(']), LIBRARY_SEARCH],
+  ['speed: LD_LIBRARY_PATH not searched', 'speed: a missing driver answered without a process', librarySearch, edits(["...(env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== ''), ", '']), LIBRARY_SEARCH],
+  ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', discoveringRunners, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
+  ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (selection.forceCrash === '@discovery' || selection.forceHang === '@discovery') return undefined;\n", '']), LIBRARY_SEARCH],
+  ['speed: the scaling runs take no device alone', 'speed: the bench of the GPU count', benchScaling, edits(['  if (most && most.gpus > 1) {', '  if (most && most.gpus > 99) {']), BENCH],
+  ['speed: the most GPUs over one turned over', 'speed: the bench of the GPU count', benchScaling, edits(['{ mostOverOne: most.wallMs / one.wallMs }', '{ mostOverOne: one.wallMs / most.wallMs }']), BENCH],
+  ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],
+  ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
+  ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
+  ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
+  // ---- the reference checks (issue 36): attributes held to behaviour, repetition, flags and negatives
+  ['reference: an attribute of 0 not held to a registration that works', 'reference: attributes', refAttributes, edits(['  if (value === 0 && registered) return', '  if (false && registered) return']), REFERENCE],
+  ['reference: an attribute of 1 not held to a refusal', 'reference: attributes', refAttributes, edits(['  if (value !== 0 && !registered) return', '  if (false && !registered) return']), REFERENCE],
+  ['reference: the device address not compared where every device says 1', 'reference: attributes', refAttributes, edits([': everyOne && !same', ': false && !same']), REFERENCE],
+  ['reference: USES_HOST_PAGE_TABLES not held to PAGEABLE_MEMORY_ACCESS', 'reference: attributes', refAttributes, edits(['usesTables === 1 && canAccess === 0', 'false && canAccess === 0']), REFERENCE],
+  ['reference: one cycle instead of 100', 'reference: repetition', refRepetition, edits(['export const CYCLES = 100;', 'export const CYCLES = 1;']), REFERENCE],
+  ["reference: the cycles' fall of free device memory not judged", 'reference: repetition', refRepetition, edits(['const leaked = falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES);', 'const leaked = false;']), REFERENCE],
+  ["reference: a fall of free device memory in one half of the cycles called a leak", 'reference: repetition', refRepetition, edits(['falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES)', 'falls.some((f) => f >= HALF_SLACK_BYTES)']), REFERENCE],
+  ["reference: the cycles' growth of VmLck not judged", 'reference: repetition', refRepetition, edits(['grew.locked > 0 ? `VmLck grew', 'false ? `VmLck grew']), REFERENCE],
+  ['reference: VmLck read from the VmPin line', 'reference: repetition', lockedMemoryFile, edits(["const lockedKiB = field('VmLck');", "const lockedKiB = field('VmPin');"]), REFERENCE],
+  ['reference: cuMemGetInfo free read from total', 'reference: repetition', cudaBinding, edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
+  ["reference: unknown flag bits tried without the device's own flag", 'reference: negatives', refNegatives, edits(['const flags = (bits | own) >>> 0;', 'const flags = bits >>> 0;']), REFERENCE],
+  ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
+  ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],
+  ['reference: a size of 0 kept unreleased does not keep its mapping', 'reference: negatives', refNegatives, edits(['if (!succeeded(un) && o.keep) {', 'if (!succeeded(un) && o.keep && o.length > 0) {']), REFERENCE],
+  // ---- the reference checks (issue 36): the copies (suites/hazards/reference-copies.ts, docs/reference-checks.md)
+  ['reference: a second context at the pageable speed passes (PORTABLE ignored)', 'reference judgement', refCopies, edits(['            const fast = ratio !== undefined && ratio >= margin;', '            const fast = ratio !== undefined;']), REFERENCE_COPIES],
+  ['reference: wrong bytes from the copy on a stream pass', 'reference judgement', refCopies, edits(['        const right = got?.diff === -1;', '        const right = got !== undefined;']), REFERENCE_COPIES],
+  ['reference: the copy on a stream made synchronously instead', 'reference machinery', refCopiesHarness, edits(['  const copy = driverCall(() => ref.uploadAsync(host, stream));', '  const copy = driverCall(() => ops.upload(host));']), REFERENCE_COPIES],
+  ['reference: wrong bytes read through the device pointer pass', 'reference judgement', refCopies, edits(['        const right = seen?.diff === -1;', '        const right = seen !== undefined;']), REFERENCE_COPIES],
+  ['reference: the pointer query answering after the release passes', 'reference judgement', refCopies, edits(['        const stillKnown = after !== undefined && after.code.code === 0;', '        const stillKnown = false;']), REFERENCE_COPIES],
+  ['reference: every GPU at once copies to its own device only', 'reference machinery', refCopies, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE_COPIES],
+  ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', refCopies, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE_COPIES],
+  ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE_COPIES],
 ];
-
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
 // the page says which were run this time and which were carried

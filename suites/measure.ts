@@ -194,22 +194,24 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
     try {
       for (;;) {
         attempts += 1;
+        // The looks are taken outside the lock, just before it is waited for and just after it is let go: the lock
+        // holds the timed copies alone (NVML's PCIe counters sample over 20 ms each, 80 ms a timing, which the other
+        // devices of the run would otherwise wait for).
+        const before = look();
         // the first wait for the lock is the host's; later ones fall within the wait for quiet
         startWait('the timing lock', lockLimitMs);
         const lock = takeLock(o.deviceId, lockLimitMs);
         if (waiting === 'the timing lock') endWait();
         lockWaitMs += lock.waitedMs;
-        let looks: Look[];
         let times: CopyTimes;
         try {
-          const before = look();
           const t0 = performance.now();
           times = time(attempts === 1 ? o.runs : o.runs * QUIET_WAIT.roundsFactor);
           timedMs += performance.now() - t0;
-          looks = [before, look()];
         } finally {
           lock.release();
         }
+        const looks: Look[] = [before, look()];
         const hostCopy = times.hostCopy.best > 0 && Number.isFinite(times.hostCopy.best) ? gbps(bytes, times.hostCopy.best) : null;
         const baseline = o.quiet.baseline;
         const why = busyReasons(looks, bytes >= BUSY_THRESHOLDS.hostCopyMinBytes ? hostCopy : null, baseline?.hostCopyGBps);

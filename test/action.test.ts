@@ -325,8 +325,8 @@ function gatedUpgradeTests(): void {
     // Markdown: the arrow's > escaped
     expect(r.summary).toMatch(/^- cuda:0 Double CUDA Device \(0000:00:00\.0\): registered 1\.\d\d GB\/s -\\> 1\.\d\d GB\/s \(-2\d\.\d%\): a drop of /m);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [FAIL]"');
-    expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure /);
+    expect(junit).toContain('<testsuite name="gate [FAIL] on ');
+    expect(junit).toMatch(/<testcase classname="cuda:0\.gate" name="cuda:0 &gt; gate\.bandwidth"[^>]*>\s*<failure /);
     expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^FAIL: cuda:0 Double CUDA Device \(0000:00:00\.0\): registered /);
   }, 120_000);
 
@@ -407,8 +407,11 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(json.gate!.pass).toBe(true);
     expect(r.summary).toContain('**PASS**: ');
     expect(r.steps[1]!.stdout).toMatch(/no GPU driver was found/);
+    // no error about the report, which is there; the log ends on the gate's answer
+    expect(r.steps[1]!.stdout).not.toMatch(/::error/);
+    expect(r.steps[1]!.stdout.trimEnd().split('\n').at(-1)).toMatch(/^PASS: /);
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [PASS]"');
+    expect(junit).toContain('<testsuite name="gate [PASS] on ');
     const v = validateJunit(junit);
     expect(v.ok, v.output).toBe(true);
 
@@ -430,6 +433,8 @@ describe('the action on a runner with no GPU, then with the driver double', () =
       expect(r.steps[1]!.stderr).toMatch(new RegExp(`^mapped-reg-conformance: .*\\b${input}\\b`, 'm'));
       expect(r.outputs).toMatchObject({ results: '', junit: '', verdicts: '{}', passed: 'false', 'exit-code': '2' });
       expect(r.summary).toBe('');
+      // no report: said as an error of the step, which fails with the command's status
+      expect(r.steps[1]!.stdout).toMatch(/^::error title=mapped-reg-conformance::no JUnit report written to .*mapped-reg-junit\.xml \(absent or empty\): the step fails \(exit status 2\)$/m);
     }
     expect(readFileSync(join(workspace, 'mapped-reg-results.json'), 'utf8')).toBe('{"stale": true}');
   }, 120_000);
@@ -454,7 +459,7 @@ describe('the action on a runner with no GPU, then with the driver double', () =
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.junit).toBe(join(workspace, 'mapped-reg-junit.xml'));
     const junit = readFileSync(r.outputs.junit!, 'utf8');
-    expect(junit).toContain('<testsuite name="gate [PASS]"');
+    expect(junit).toContain('<testsuite name="gate [PASS] on ');
     expect(readFileSync(join(workspace, 'out2', 'extra.xml'), 'utf8')).toBe(junit);
   }, 120_000);
 

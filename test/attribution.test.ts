@@ -63,10 +63,17 @@ async function gated(s: Spec): Promise<RunResult> {
 }
 const gateOf = (r: RunResult): GateDecision => r.gate!;
 
-/** The <testcase> element named `name`, whole. */
+/** The <testcase> element of cuda:0 named `name` (its title `cuda:0 > name`), whole. */
 function testcase(xml: string, name: string): string {
-  const m = new RegExp(`<testcase [^>]*name="${name.replace(/\./g, '\\.')}"[^>]*?(?:/>|>[\\s\\S]*?</testcase>)`).exec(xml);
+  const m = new RegExp(`<testcase [^>]*name="cuda:0 &gt; ${name.replace(/\./g, '\\.')}"[^>]*?(?:/>|>[\\s\\S]*?</testcase>)`).exec(xml);
   expect(m, `${name} in\n${xml}`).not.toBeNull();
+  return m![0];
+}
+
+/** The gate's <testsuite>, whole: its decision in its name, properties and system-out. */
+function gateSuite(xml: string): string {
+  const m = /<testsuite name="gate \[(?:PASS|FAIL)\] on [^"]*"[\s\S]*?<\/testsuite>/.exec(xml);
+  expect(m, xml).not.toBeNull();
   return m![0];
 }
 
@@ -80,14 +87,14 @@ describe('the host alone: a link kept busy, both copies 52% slower, their ratio 
     expect(g.headline).toBe(`FAIL (the host, not the driver): ${g.reasons[0]!.text}`);
   });
 
-  it('JUnit: gate.bandwidth is an <error type="host">, never a <failure> or a pass; gate.decision too', async () => {
+  it('JUnit: gate.bandwidth is an <error type="host">, never a <failure> or a pass; the decision says the host\'s, and counts nothing again', async () => {
     const xml = junitXml(await gated(spec));
     const bw = testcase(xml, 'gate.bandwidth');
     expect(bw).toMatch(/<error message="[^"]*registered 54\.20 GB\/s (?:->|-&gt;) 26\.05 GB\/s: not judged: the host, not the driver: the machine was busy: 64\.8 GB\/s[^"]*" type="host"/);
     expect(bw).not.toMatch(/<failure/);
-    const decision = testcase(xml, 'gate.decision');
-    expect(decision).toMatch(/<error message="FAIL \(the host, not the driver\): [^"]*" type="host"/);
-    expect(decision).not.toMatch(/<failure/);
+    const decision = gateSuite(xml);
+    expect(decision).toMatch(/<property name="gate\.headline" value="FAIL \(the host, not the driver\): /);
+    expect(decision).not.toMatch(/<testcase|<failure|<error/);
     expect(decision).toMatch(/- \[the host: busy\] cuda:0 NVIDIA H200/);
     // the ratio held (0.9962 against 1.0037, -0.7%): judged and passed
     expect(testcase(xml, 'gate.registration')).not.toMatch(/<failure|<error/);
@@ -145,7 +152,8 @@ describe('the driver alone: registered copies 1.25 x as long on a quiet machine'
     const xml = junitXml(r);
     expect(testcase(xml, 'gate.bandwidth')).toMatch(/<failure message="[^"]*" type="regression"/);
     expect(testcase(xml, 'gate.registration')).toMatch(/<failure message="cuda:0 NVIDIA H200 \([^)]*\): registered \/ page-locked 1\.004 (?:->|-&gt;) 0\.803: a drop of 20\.0%[^"]*" type="regression"/);
-    expect(testcase(xml, 'gate.decision')).toMatch(/<failure message="FAIL: [^"]*" type="gate"/);
+    expect(gateSuite(xml)).toMatch(/<property name="gate\.headline" value="FAIL: /);
+    expect(gateSuite(xml)).not.toMatch(/<testcase/);
     expect(xml).not.toContain('[the host');
     const md = markdownSummary(r);
     expect(md).toMatch(/^\*\*FAIL\*\*: cuda:0 NVIDIA H200/m);
@@ -171,8 +179,9 @@ describe('both at once: a check the host failed beside a check the driver failed
 
   it('JUnit: the decision is a <failure>, its reasons mark the host\'s; the step summary marks it host error; metrics 1 of 2', async () => {
     const r = await gated(spec);
-    const decision = testcase(junitXml(r), 'gate.decision');
-    expect(decision).toMatch(/<failure message="FAIL \(the driver, and the host: 1 of 2 reasons the host(?:'|&apos;)s\)/);
+    const decision = gateSuite(junitXml(r));
+    expect(decision).toMatch(/<property name="gate\.headline" value="FAIL \(the driver, and the host: 1 of 2 reasons the host(?:'|&apos;)s\)/);
+    expect(decision).not.toMatch(/<testcase/);
     expect(decision).toMatch(/- \[the host\] cuda:0 NVIDIA H200 [^\n]*hazard\.truncate_contained/);
     expect(decision).toMatch(/\n- cuda:0 NVIDIA H200 [^\n]*hazard\.double_registration_refused pass (?:->|-&gt;) fail/);
     const md = markdownSummary(r);

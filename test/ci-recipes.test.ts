@@ -104,7 +104,7 @@ function expectFirstRun(dir: string, r: { code: number | null; log: string }): R
   expect(res.gate!.pass).toBe(true);
   expect(res.gate!.baseline).toBeUndefined();
   expect(res.gate!.expectations).toMatch(/ci\/expectations\.txt$/);
-  expect(readFileSync(join(dir, 'mapped-reg-junit.xml'), 'utf8')).toMatch(/<testsuite name="cuda:0 /);
+  expect(readFileSync(join(dir, 'mapped-reg-junit.xml'), 'utf8')).toMatch(/<testsuite name="cuda:0 [^"]*\[Usable\] on [^"]+"/);
   return res;
 }
 
@@ -206,4 +206,30 @@ describe('Jenkins (the docker agent runs the image)', () => {
     ]);
     expect(existsSync(join(dir, 'mapped-reg-results.json'))).toBe(false);
   }, 300_000);
+});
+
+describe('an absent or empty JUnit report fails the job (a test report view would show 0 tests, green)', () => {
+  const SHELL = '# .gitlab-ci.yml, shell executor: Node.js 20 on the machine, the command from its packed tarball';
+  /** The lines of each recipe that look at the report after the command (GitLab: the script's last entry; Jenkins: the sh step's). */
+  const checks: [string, () => string][] = [
+    ['GitLab CI, Docker executor', () => gitlabJob('# .gitlab-ci.yml').script.at(-1)!],
+    ['GitLab CI, shell executor', () => gitlabJob(SHELL).script.at(-1)!],
+    ['Jenkins', () => jenkinsScript('').split('\n').filter((l) => l.includes("grep -qs '<testsuite '")).join('\n')],
+  ];
+  it.each(checks)('%s: no file, an empty file and a report of no testsuite fail (exit 1, one line); a report passes', async (_name, script) => {
+    const check = script();
+    expect(check).toContain('mapped-reg-junit.xml');
+    const dir = mkdtempSync(join(work, 'report-'));
+    const report = join(dir, 'mapped-reg-junit.xml');
+    const bad = [undefined, '', '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="x" tests="0" failures="0" errors="0" time="0"/>\n'];
+    for (const content of bad) {
+      if (content !== undefined) writeFileSync(report, content);
+      const r = await runScript(check, dir, {});
+      expect(r.code, `${JSON.stringify(content)}: ${r.log}`).toBe(1);
+      expect(r.log).toMatch(/^mapped-reg-junit\.xml: no JUnit report \(absent or empty\): the (job|build) fails\n$/);
+    }
+    writeFileSync(report, '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites tests="0" failures="0" errors="0" time="0">\n  <testsuite name="gate [PASS] on h" tests="0" failures="0" errors="0" skipped="0" time="0"/>\n</testsuites>\n');
+    const ok = await runScript(check, dir, {});
+    expect(ok.code, ok.log).toBe(0);
+  });
 });

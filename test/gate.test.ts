@@ -65,7 +65,7 @@ function expectSameDecision(r: Ran, pass: boolean): GateDecision {
   expect(r.code).toBe(pass ? 0 : 1);
   expect(r.last).toBe(gate.headline);
   expect(r.last).toMatch(pass ? /^PASS: / : /^FAIL/);
-  expect(r.junit).toContain(`<testsuite name="gate [${pass ? 'PASS' : 'FAIL'}]"`);
+  expect(r.junit).toContain(`<testsuite name="gate [${pass ? 'PASS' : 'FAIL'}] on ${r.json.host.hostname}"`);
   expect(r.summary).toContain(`**${pass ? 'PASS' : 'FAIL'}**: `);
   const v = validateJunit(r.junit);
   expect(v.ok, v.output).toBe(true);
@@ -101,8 +101,12 @@ describe('the GPU is gone after an upgrade', () => {
       expect(missing[0]!.text).toMatch(why);
       expect(gate.missing).toEqual([expect.objectContaining({ id: 'cuda:0', pciBusId: '0000:00:00.0', verdict: 'Usable' })]);
       expect(r.last).toMatch(/^FAIL: /);
-      expect(r.junit).toMatch(/<testsuite name="cuda:0 Double CUDA Device \[MISSING\]"/);
-      expect(r.junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.presence"[^>]*>\s*<failure [^>]*type="missing"/);
+      expect(r.junit).toMatch(/<testsuite name="cuda:0 Double CUDA Device \[MISSING\] on [^"]+"/);
+      if (what === 'cuInit returns 999') {
+        // the driver that failed to start is the one failure; the device it had is named, not failed again
+        expect(r.junit).toMatch(/<testcase classname="cuda\.driver" name="cuda &gt; driver\.start"[^>]*>\s*<failure [^>]*type="driver-init"/);
+        expect(r.junit).not.toMatch(/gate\.presence/);
+      } else expect(r.junit).toMatch(/<testcase classname="cuda:0\.gate" name="cuda:0 &gt; gate\.presence"[^>]*>\s*<failure [^>]*type="missing"/);
       expect(r.summary).toMatch(/^- cuda:0 Double CUDA Device \(0000:00:00\.0\): missing: /m);
     });
   }
@@ -122,7 +126,8 @@ describe('the GPU is gone after an upgrade', () => {
     expect(gate.reasons).toEqual([expect.objectContaining({ kind: 'driver-init', text: said })]);
     expect(broken.last).toBe(`FAIL: ${said}`);
     expect(broken.stdout).not.toMatch(/CUDA: CUDA:/);
-    expect(broken.junit).toMatch(/<testcase classname="gate" name="gate\.driver-init"[^>]*>\s*<failure message="CUDA: cuInit failed: 999/);
+    expect(broken.junit).toMatch(/<testcase classname="cuda\.driver" name="cuda &gt; driver\.start"[^>]*>\s*<failure message="CUDA: cuInit failed: 999/);
+    expect(broken.junit.match(/<failure /g)).toHaveLength(1);
   });
 
   it('--require makes presence a requirement without a baseline; a bad spec is refused before anything runs', () => {
@@ -177,8 +182,8 @@ describe('the bandwidth collapses on one of two GPUs, enumerated in another orde
     // the other GPU: same bus id, now cuda:1, unchanged
     expect(gate.notes.filter((n) => n.device === 'cuda:1' && n.kind !== 'fix' && n.kind !== 'changed')).toEqual([]);
     expect(r.last).toBe(`FAIL: ${reason.text} (and 1 more)`);
-    expect(r.junit).toMatch(/<testcase classname="cuda:0\.gate" name="gate\.bandwidth"[^>]*>\s*<failure message="cuda:0 Double CUDA Device \(0000:00:01\.0\): registered 0\.\d\d GB\/s -> 0\.\d\d GB\/s/);
-    expect(r.junit).toMatch(/<testcase classname="cuda:1\.gate" name="gate\.bandwidth"[^>]*>\s*<system-out>/);
+    expect(r.junit).toMatch(/<testcase classname="cuda:0\.gate" name="cuda:0 &gt; gate\.bandwidth"[^>]*>\s*<failure message="cuda:0 Double CUDA Device \(0000:00:01\.0\): registered 0\.\d\d GB\/s -&gt; 0\.\d\d GB\/s/);
+    expect(r.junit).toMatch(/<testcase classname="cuda:1\.gate" name="cuda:1 &gt; gate\.bandwidth"[^>]*>\s*<system-out>/);
     expect(r.summary).toContain(`- ${reason.text.replace(/[\\`*_[\]<>|~$]/g, (c) => `\\${c}`).replace(/&/g, '&amp;')}`);
 
     // compare of the two files says the same, in text and in --json
@@ -220,7 +225,7 @@ describe('expectations, as deqp-runner does them', () => {
     expect(ROCM724_FAILS).toHaveLength(5);
     for (const [i, id] of ROCM724_FAILS.entries()) {
       const line = i + 2;
-      expect(known.junit, id).toMatch(new RegExp(`<testcase classname="hip:0\\.hazards" name="${id.replace(/\./g, '\\.')}"[^>]*>\\s*<skipped message="known failure: [^"]*rocm724\\.txt:${line}: fail ${id.replace(/\./g, '\\.')} driver=7\\.2\\.4\\*"`));
+      expect(known.junit, id).toMatch(new RegExp(`<testcase classname="hip:0\\.hazards" name="hip:0 &gt; ${id.replace(/\./g, '\\.')}"[^>]*>\\s*<skipped message="known failure: [^"]*rocm724\\.txt:${line}: fail ${id.replace(/\./g, '\\.')} driver=7\\.2\\.4\\*"`));
     }
     expect(known.summary).toContain('#### Known failures and flakes (5)');
   });

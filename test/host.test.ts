@@ -82,7 +82,7 @@ describe("item 6: the host's faults are not the driver's", () => {
     expect(truncate.message).toBe(`the host: no space left in ${dir} (ENOSPC) while making the check's file`);
     expect(d.checks.filter((c) => c.status === 'fail')).toEqual([]);
     expect(d.verdict.kind).toBe('Usable'); // the 16 MiB probe fitted
-    expect(readFileSync(junit, 'utf8')).toMatch(/name="hazard\.truncate_contained"[^>]*>\s*<error message="the host: no space left[^"]*" type="host"/);
+    expect(readFileSync(junit, 'utf8')).toMatch(/name="cuda:0 &gt; hazard\.truncate_contained"[^>]*>\s*<error message="the host: no space left[^"]*" type="host"/);
     expect(r.stdout).toMatch(/^cuda:0: 1 check could not run because of the host, not the driver \(status error; the run does not pass\): hazard\.truncate_contained$/m);
     expect(readFileSync(summary, 'utf8')).toMatch(/Not run because of the host, not the driver \(1\)[\s\S]*hazard\.truncate\\_contained\*\* \(error\): the host: no space left/);
     expect(r.code).toBe(1);

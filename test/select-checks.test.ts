@@ -32,8 +32,8 @@ const file = (name: string, text: string): string => {
 
 describe('the catalog', () => {
   it('lists every check of the suites once, in the order of a run: static, probe, timing, the hazards, context_reset last', () => {
-    expect(ids()).toHaveLength(24);
-    expect(new Set(ids()).size).toBe(24);
+    expect(ids()).toHaveLength(33);
+    expect(new Set(ids()).size).toBe(33);
     expect(ids().slice(0, 5)).toEqual(['static.verdict', 'probe.verdict', 'probe.release', 'timing.margin', 'timing.link']);
     expect(ids().at(-1)).toBe('hazard.context_reset');
     for (const c of catalog) expect(c.title.length, c.id).toBeGreaterThan(10);
@@ -181,15 +181,15 @@ describe('a run on the CUDA double', () => {
     expect(check(result, 'hazard.context_reset')).toMatchObject({ status: 'skip', message: `skipped by ${skips}:3 hazard.context_reset` });
     expect(check(result, 'hazard.truncate_contained')).toMatchObject({ status: 'skip', message: `skipped by ${skips}:4 hazard.truncate_*` });
     // the others ran (hazard.every_gpu_at_once is skipped too: one device)
-    expect(d.checks.filter((c) => c.status === 'pass')).toHaveLength(17);
+    expect(d.checks.filter((c) => c.status === 'pass')).toHaveLength(26);
     expect(d.verdict).toMatchObject({ kind: 'Inconclusive', text: 'Inconclusive (not probed: probe.verdict skipped by --skip probe.verdict)' });
     expect(d.cacheable).toBe(false);
     expect(d.timing).toBeUndefined();
     // JUnit: <skipped message="...">, valid against the schema
     const xml = readFileSync(junit, 'utf8');
     expect(validateJunit(xml).ok).toBe(true);
-    expect(xml).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict"\/>/);
-    expect(xml).toMatch(/<testcase classname="cuda:0\.timing" name="timing\.link"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict \(it needs probe\.verdict\)"\/>/);
+    expect(xml).toMatch(/<testcase classname="cuda:0\.probe" name="cuda:0 &gt; probe\.verdict"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict"\/>/);
+    expect(xml).toMatch(/<testcase classname="cuda:0\.timing" name="cuda:0 &gt; timing\.link"[^>]*>\s*<skipped message="skipped by --skip probe\.verdict \(it needs probe\.verdict\)"\/>/);
     expect(xml).toContain(`<skipped message="skipped by ${skips}:3 hazard.context_reset"/>`);
     // the terminal, and the step summary
     expect(r.stdout).toMatch(/cuda:0 probe\.verdict skip - skipped by --skip probe\.verdict/);
@@ -206,7 +206,7 @@ describe('a run on the CUDA double', () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const result = readJson(json);
     const ran = result.devices[0]!.checks.filter((c) => c.status !== 'skip').map((c) => c.id);
-    expect(ran).toEqual(['probe.verdict', 'timing.margin', 'hazard.unregister_after_register', 'hazard.unregister_unknown', 'hazard.unregister_interior']);
+    expect(ran).toEqual(['probe.verdict', 'timing.margin', 'hazard.unregister_after_register', 'hazard.unregister_unknown', 'hazard.unregister_interior', 'hazard.unregister_null_refused']);
     expect(check(result, 'static.verdict').message).toBe('not selected by --check timing.margin, --check hazard.unregister_*');
     // the self-test ran: the verdict stands
     expect(result.devices[0]!.verdict.kind).toBe('Usable');

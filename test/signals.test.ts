@@ -40,7 +40,7 @@ interface Device {
   errors?: string[];
   incomplete?: boolean;
 }
-const ALL_CHECKS = 20;
+const ALL_CHECKS = 33;
 
 function cuda(args: string[], env: Record<string, string> = {}, detached = false): { c: Started; scratch: string; json: string } {
   const scratch = mkdtempSync(join(work, 'scratch-'));
@@ -208,7 +208,7 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     expect(d.checks.slice(0, firstHazard + 1).every((x) => x.process === 1)).toBe(true);
     expect(d.checks.slice(firstHazard + 1).every((x) => x.process === 2)).toBe(true);
     expect(d.processes).toBe(2);
-    expect(d.restarts).toEqual([expect.stringMatching(/^process 1 was killed by SIGKILL \(not by this command\) outside any check \(after hazard\.prot_none_refused\): the 14 checks left run in process 2$/)]);
+    expect(d.restarts).toEqual([expect.stringMatching(/^process 1 was killed by SIGKILL \(not by this command\) outside any check \(after hazard\.prot_none_refused\): the 27 checks left run in process 2$/)]);
     expect(d.errors ?? []).toEqual([]);
     expect(c.stdout()).toMatch(/cuda:0 new process: process 1 was killed by SIGKILL/);
     expect(code).toBe(0);
@@ -245,7 +245,7 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     const after = d.checks.slice(d.checks.findIndex((x) => x.id === 'probe.verdict') + 1);
     expect(after.every((x) => x.process === 3)).toBe(true); // the checks after it, from the third process
     expect(d.restarts?.[0]).toMatch(/process 1 was killed by SIGKILL during probe\.verdict, not by this command/);
-    expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
+    expect(readFileSync(join(work, 'killed-twice.xml'), 'utf8')).toMatch(/<testcase classname="cuda:0\.probe" name="cuda:0 &gt; probe\.verdict"[^>]*>\s*<error message="the host: [^"]*" type="host"/);
     expect(c.stdout()).toMatch(/cuda:0: 1 check could not run because of the host, not the driver/);
     expect(readdirSync(scratch)).toEqual([]);
     expect(code).toBe(1);

@@ -126,12 +126,41 @@ function conformanceLines(r: BenchResult): string[] {
   return out;
 }
 
+const mib = (kib: number | undefined): string => (kib === undefined ? '-' : f0(kib / 1024));
+
+/** --repeat / --against: each run in its order, and each build's median. */
+function repeatLines(x: NonNullable<BenchResult['repeats']>): string[] {
+  const out = ['', `repeated: ${x.rounds} round(s)${x.against ? `, alternating with ${x.against.main}` : ''}`];
+  out.push(...table([['run', 'build', 'wall ms', 'peak PSS MiB', 'exit'], ...x.runs.map((r) => [String(r.order), r.build, f0(r.wallMs), mib(r.peakPssKiB), String(r.exitCode)])]));
+  out.push(`  this build: median ${f0(x.this.medianMs)} ms (best ${f0(x.this.bestMs)}), peak ${mib(x.this.maxPeakPssKiB)} MiB PSS`);
+  if (x.against) out.push(`  against: median ${f0(x.against.medianMs)} ms (best ${f0(x.against.bestMs)}), peak ${mib(x.against.maxPeakPssKiB)} MiB PSS; this / against ${f2(x.this.medianMs / x.against.medianMs)}`);
+  return out;
+}
+
+/** --scale: the run's time against the GPU count, and each figure against its device alone. */
+function scalingLines(s: NonNullable<BenchResult['scaling']>): string[] {
+  const out = ['', `scaling with the GPU count (${s.counts.join(', ')})${s.skipped ? `: ${s.skipped}` : ''}`];
+  out.push(...table([['GPUs', 'wall ms', 'discovery', 'checks', 'peak PSS MiB', 'exit'], ...s.runs.map((r) => [String(r.gpus), f0(r.wallMs), f0(r.phasesMs?.discovery), f0(r.phasesMs?.checks), mib(r.peakPssKiB), String(r.exitCode)])]));
+  if (s.mostOverOne !== undefined) out.push(`  the most GPUs over one: ${f2(s.mostOverOne)} x (target <= ${s.targets.overOne}: ${s.mostOverOne <= s.targets.overOne ? 'within' : 'OVER'})`);
+  const most = s.runs.at(-1);
+  if (most) {
+    for (const [id, g] of Object.entries(most.registeredGBps)) {
+      const alone = s.alone[id];
+      out.push(`  ${id}: registered ${f2(g)} GB/s with ${most.gpus} GPU(s), ${f2(alone)} alone${alone ? ` (${pct(g / alone - 1)})` : ''}`);
+    }
+  }
+  if (s.maxAloneDeviation !== undefined) out.push(`  the largest deviation from a device alone: ${pct(s.maxAloneDeviation)} (target <= ${pct(s.targets.aloneDeviation)}: ${s.maxAloneDeviation <= s.targets.aloneDeviation ? 'within' : 'OVER'})`);
+  return out;
+}
+
 export function renderText(r: BenchResult): string[] {
   const out: string[] = [];
   out.push(`mapped-reg-conformance bench: region ${r.options.sizeMiB} MiB, best and median of ${r.options.runs} (tinybench ${r.tool.tinybench ?? ''}), scratch ${r.options.scratchDir}`);
   if (!r.gpu.found) out.push(`no CUDA/HIP device was found: ${r.gpu.message ?? ''}`);
   for (const d of r.devices) out.push(...deviceLines(d, r));
   out.push(...conformanceLines(r));
+  if (r.repeats) out.push(...repeatLines(r.repeats));
+  if (r.scaling) out.push(...scalingLines(r.scaling));
   if (r.errors.length) out.push('', 'errors:', ...r.errors.map((e) => `  ${e}`));
   return out;
 }

@@ -7,6 +7,7 @@ import {
   CU_DEVICE_ATTRIBUTE,
   CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
   CUDA_ERROR_INVALID_VALUE,
+  CUDA_LIBRARY,
   CUDA_LIBRARY_ENV,
   CU_MEMHOSTREGISTER,
   type CudaDriver,
@@ -14,8 +15,8 @@ import {
   withCudaCreatedContextOps,
   withCudaOps,
 } from '../cuda.js';
-import type { ReferenceKit } from '../reference-kit.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
+import { type ReferenceAttribute, type ReferenceKit, readAttribute } from '../reference-kit.js';
 
 /** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
 function nvidiaModuleVersion(): string | undefined {
@@ -39,7 +40,9 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
   for (const [name, id] of [
     ['CAN_MAP_HOST_MEMORY', CU_DEVICE_ATTRIBUTE.CAN_MAP_HOST_MEMORY],
     ['PAGEABLE_MEMORY_ACCESS', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS],
+    ['CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM', CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM],
     ['HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED],
+    ['PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES],
     ['READ_ONLY_HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED],
   ] as const) {
     try {
@@ -51,24 +54,38 @@ function cudaAttributes(driver: CudaDriver, ordinal: number): Record<string, num
   return attributes;
 }
 
-/** An attribute's value, or the error its query gave. */
-function attributeOrWhy(driver: CudaDriver, ordinal: number, attribute: number): number | string {
-  try {
-    return driver.attribute(ordinal, attribute);
-  } catch (e) {
-    return errorText(e);
-  }
-}
+/** The CUdevice_attribute of each attribute the reference checks hold to behaviour. */
+const REFERENCE_ATTRIBUTES: Readonly<Record<ReferenceAttribute, readonly [string, number]>> = {
+  hostRegister: ['HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.HOST_REGISTER_SUPPORTED],
+  readOnlyRegister: ['READ_ONLY_HOST_REGISTER_SUPPORTED', CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED],
+  hostPointer: ['CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM', CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM],
+  pageableAccess: ['PAGEABLE_MEMORY_ACCESS', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS],
+  pageTables: ['PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES],
+};
 
-/** The reference checks' kit of CUDA device `ordinal`: its second context is one created on it (cuCtxCreate_v2). */
+/** The reference kit of CUDA device `ordinal` (bindings/reference-kit.ts): its second context is one created on it (cuCtxCreate_v2). */
 function cudaReferenceKit(driver: CudaDriver, ordinal: number): ReferenceKit {
+  const read = (which: ReferenceAttribute, dev: number) => {
+    const [name, id] = REFERENCE_ATTRIBUTES[which];
+    return readAttribute(`CU_DEVICE_ATTRIBUTE_${name} (${id})`, () => driver.attribute(dev, id));
+  };
   return {
     ...(typeof driver.reference === 'string' ? { missing: driver.reference } : {}),
     portableFlag: CU_MEMHOSTREGISTER.PORTABLE,
     deviceMapFlag: CU_MEMHOSTREGISTER.DEVICEMAP,
-    names: { async: 'cuMemcpyHtoDAsync_v2', devicePointer: 'cuMemHostGetDevicePointer_v2', deviceToDevice: 'cuMemcpyDtoD_v2', pointerQuery: 'cuPointerGetAttribute' },
-    canUseHostPointer: () => attributeOrWhy(driver, ordinal, CU_DEVICE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM),
-    pageableMemoryAccess: () => attributeOrWhy(driver, ordinal, CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS),
+    invalidValue: { code: CUDA_ERROR_INVALID_VALUE, name: 'CUDA_ERROR_INVALID_VALUE' },
+    devicePointerCall: 'cuMemHostGetDevicePointer_v2',
+    names: { async: 'cuMemcpyHtoDAsync_v2', deviceToDevice: 'cuMemcpyDtoD_v2', pointerQuery: 'cuPointerGetAttribute' },
+    attribute: (which) => read(which, ordinal),
+    attributeOnAll: (which) => Array.from({ length: driver.devices().count }, (_, d) => read(which, d)),
+    memInfo(ops) {
+      ops.synchronize(); // makes the device's context current
+      return driver.memGetInfo();
+    },
+    devicePointer(ops, address) {
+      ops.synchronize();
+      return driver.memHostGetDevicePointer(address);
+    },
     deviceCount: () => driver.devices().count,
     secondContext: () =>
       typeof driver.createdContexts === 'string'
@@ -112,7 +129,7 @@ function listCuda(driver: CudaDriver): { devices: DiscoveredDevice[]; note?: str
 }
 
 export const cuda = registeringBackend({
-  id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV,
+  id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV, libraries: [CUDA_LIBRARY],
   codes: { notRegistered: [CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED'], invalidValue: [CUDA_ERROR_INVALID_VALUE, 'CUDA_ERROR_INVALID_VALUE'] },
   // a failed query says nothing about the device
   failedQuery: 'unknown',

@@ -1,44 +1,61 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
 import { type DiscoveredDevice, ask } from '../backend.js';
 import {
-  HIP_CAN_USE_HOST_POINTER_ATTRIBUTE,
   HIP_ERROR_HOST_MEMORY_NOT_REGISTERED,
   HIP_ERROR_INVALID_VALUE,
+  HIP_LIBRARIES,
   HIP_LIBRARY_ENV,
-  HIP_PAGEABLE_MEMORY_ACCESS_ATTRIBUTE,
+  HIP_REFERENCE_ATTRIBUTE,
   HOST_REGISTER_MAPPED,
   HOST_REGISTER_PORTABLE,
   type HipDriver,
   loadHip,
   withHipOps,
 } from '../hip.js';
-import { errorText } from '../../src/fatal.js';
-import type { ReferenceKit } from '../reference-kit.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
+import { type AttributeReading, type ReferenceAttribute, type ReferenceKit, readAttribute } from '../reference-kit.js';
 
-/** An attribute of the HIP 5.x-7.x layout, or why there is none (a 4.x runtime numbers them otherwise). */
-function attributeOrWhy(driver: HipDriver, ordinal: number, attribute: number, name: string): number | string {
-  const { major, minor } = driver.runtimeVersion();
-  if (major < 5) return `not asked: HIP ${major}.${minor} numbers ${name} otherwise`;
-  try {
-    return driver.attribute(ordinal, attribute);
-  } catch (e) {
-    return errorText(e);
-  }
-}
+/** The hipDeviceAttribute_t of each attribute the reference checks hold to behaviour, and the HIP major version it is new in. */
+const REFERENCE_ATTRIBUTES: Readonly<Record<ReferenceAttribute, readonly [string, number, number] | string>> = {
+  hostRegister: ['HostRegisterSupported', HIP_REFERENCE_ATTRIBUTE.HOST_REGISTER_SUPPORTED, 6],
+  // HIP has no attribute for it: its read-only flag (0x8) is ignored on AMD devices (bindings/hip.ts: withHipOps)
+  readOnlyRegister: 'HIP has no read-only registration attribute (hipHostRegisterReadOnly is ignored on AMD devices)',
+  hostPointer: ['CanUseHostPointerForRegisteredMem', HIP_REFERENCE_ATTRIBUTE.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 5],
+  pageableAccess: ['PageableMemoryAccess', HIP_REFERENCE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS, 5],
+  pageTables: ['PageableMemoryAccessUsesHostPageTables', HIP_REFERENCE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 5],
+};
 
 /**
- * The reference checks' kit of HIP device `ordinal`. HIP has one context per device (hipSetDevice makes it current):
- * its second context is another device's, where this process has one.
+ * The reference kit of HIP device `ordinal` (bindings/reference-kit.ts). HIP has one context per device (hipSetDevice
+ * makes it current): its second context is another device's, where this process has one.
  */
 function hipReferenceKit(driver: HipDriver, ordinal: number): ReferenceKit {
+  const read = (which: ReferenceAttribute, dev: number): AttributeReading => {
+    const known = REFERENCE_ATTRIBUTES[which];
+    if (typeof known === 'string') return { absent: known };
+    const [name, id, since] = known;
+    const { major, minor } = driver.runtimeVersion();
+    // the numbers are those of HIP 5.x to 7.x (4.x numbered otherwise); an attribute newer than the runtime is not asked
+    if (major < since || major > 7) return { absent: `hipDeviceAttribute${name} is not known for HIP ${major}.${minor}` };
+    return readAttribute(`hipDeviceAttribute${name} (${id})`, () => driver.attribute(dev, id));
+  };
   return {
     ...(typeof driver.reference === 'string' ? { missing: driver.reference } : {}),
     portableFlag: HOST_REGISTER_PORTABLE,
     deviceMapFlag: HOST_REGISTER_MAPPED,
-    names: { async: 'hipMemcpyAsync', devicePointer: 'hipHostGetDevicePointer', deviceToDevice: 'hipMemcpy(hipMemcpyDeviceToDevice)', pointerQuery: 'hipPointerGetAttribute' },
-    canUseHostPointer: () => attributeOrWhy(driver, ordinal, HIP_CAN_USE_HOST_POINTER_ATTRIBUTE, 'hipDeviceAttributeCanUseHostPointerForRegisteredMem'),
-    pageableMemoryAccess: () => attributeOrWhy(driver, ordinal, HIP_PAGEABLE_MEMORY_ACCESS_ATTRIBUTE, 'hipDeviceAttributePageableMemoryAccess'),
+    invalidValue: { code: HIP_ERROR_INVALID_VALUE, name: 'hipErrorInvalidValue' },
+    devicePointerCall: 'hipHostGetDevicePointer',
+    names: { async: 'hipMemcpyAsync', deviceToDevice: 'hipMemcpy(hipMemcpyDeviceToDevice)', pointerQuery: 'hipPointerGetAttribute' },
+    attribute: (which) => read(which, ordinal),
+    attributeOnAll: (which) => Array.from({ length: driver.devices().count }, (_, d) => read(which, d)),
+    memInfo(ops) {
+      ops.synchronize(); // makes the device current
+      return driver.memGetInfo();
+    },
+    devicePointer(ops, address) {
+      ops.synchronize();
+      return driver.hostGetDevicePointer(address);
+    },
     deviceCount: () => driver.devices().count,
     secondContext: () => {
       const count = driver.devices().count;
@@ -86,7 +103,7 @@ function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: strin
 }
 
 export const hip = registeringBackend({
-  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV,
+  id: 'hip', framework: 'HIP', libraryEnv: HIP_LIBRARY_ENV, libraries: HIP_LIBRARIES,
   codes: { notRegistered: [HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, 'hipErrorHostMemoryNotRegistered'], invalidValue: [HIP_ERROR_INVALID_VALUE, 'hipErrorInvalidValue'] },
   // HIP counts a failed query as an integrated device
   failedQuery: 'integrated',

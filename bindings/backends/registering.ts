@@ -17,6 +17,8 @@ import {
   replay,
 } from '../backend.js';
 import type { DeviceOps, WithOpsOptions } from '../device-ops.js';
+import { LibraryNotFoundError } from '../errors.js';
+import { mayBeFound } from '../library-search.js';
 
 /** What a registering backend's devices carry of its module. */
 export interface RegisteringBackend {
@@ -108,6 +110,8 @@ export interface RegisteringBackendSpec<I extends Backend, D extends { readonly 
   /** The framework name, which its driver's messages also carry ('CUDA', 'HIP'). */
   readonly framework: string;
   readonly libraryEnv: string;
+  /** The library's names, tried in order when libraryEnv is not set (as its loader tries them). */
+  readonly libraries: readonly string[];
   /** [code, name] of "host memory not registered" and of "invalid value". */
   readonly codes: { readonly notRegistered: readonly [number, string]; readonly invalidValue: readonly [number, string] };
   readonly failedQuery: RegistrationPolicy['failedQuery'];
@@ -130,5 +134,11 @@ export function registeringBackend<I extends Backend, D extends { readonly path:
     registers: true,
     driver: { api: s.framework, notRegistered: code(s.codes.notRegistered), invalidValue: code(s.codes.invalidValue), policy: { failedQuery: s.failedQuery } },
     discover: () => discoverRegistering(s.id, s.load, s.list),
+    notFound: (env = process.env) => {
+      // the candidates of its loader (bindings/driver-kit.ts driverLoader): the variable's path, else the names
+      const candidates = env[s.libraryEnv] ? [env[s.libraryEnv]!] : [...s.libraries];
+      if (candidates.some((c) => mayBeFound(c, env))) return undefined;
+      return notLoaded(s.id, new LibraryNotFoundError(s.framework, candidates)).report;
+    },
   };
 }

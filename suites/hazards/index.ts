@@ -5,7 +5,8 @@
 // ROCm 7.2.4 behaviours in the spec.
 //
 // The harness is ./harness.ts, the truncation child's protocol ./truncate.ts; the checks live by family:
-// ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reference.ts, ./reset.ts.
+// ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reset.ts, and the reference checks
+// (./reference.ts: attributes held to behaviour, repetition, flags and negatives, copies).
 import type { Check } from '../check.js';
 import { coherentAfterWrite, truncateContainedCheck } from './file-changes.js';
 import { protNoneRefused, readonlyMapping } from './flags.js';
@@ -45,7 +46,7 @@ export const hazardChecks: readonly Check[] = [
   truncateContainedCheck,
   // release of an unmapped registration
   unmapThenUnregister,
-  // the promises the reference suites test: another context, a stream, the device pointer, every GPU (./reference.ts)
+  // the promises the reference suites test (./reference.ts; docs/reference-checks.md)
   ...referenceChecks,
   // last: it resets the device's context, which the other checks use
   contextResetCheck,

@@ -46,12 +46,19 @@ interface Target {
   headers: string[];
   /** Libraries linked after the sources. */
   libs: string[];
+  /** -D flags: what this library file carries of its own (a runtime side by side, common.h's DBL_BUILD_*). */
+  defines?: string[];
+  /**
+   * A library it is linked against that is then not there: the file does not load ("cannot open shared object
+   * file"), as a runtime whose dependency is missing.
+   */
+  missingDependency?: string;
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] },
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: [] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
@@ -65,9 +72,9 @@ function compiler(): { cmd: string; args: string[] } {
   return { cmd: cmd ?? 'cc', args };
 }
 
-function sourceHash(cc: { cmd: string; args: string[] }, files: string[], libs: string[]): string {
+function sourceHash(cc: { cmd: string; args: string[] }, files: string[], libs: string[], extra: unknown = null): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([cc.cmd, cc.args, FLAGS, libs]));
+  h.update(JSON.stringify([cc.cmd, cc.args, FLAGS, libs, extra]));
   for (const f of files) {
     h.update(`\0${f}\0`);
     h.update(readFileSync(join(here, f)));
@@ -130,7 +137,7 @@ function upToDate(output: string, stamp: string, hash: string): boolean {
 function buildOne(target: Target, cc: { cmd: string; args: string[] }): string {
   const output = join(DOUBLE_BUILD_DIR, target.output);
   const stamp = `${output}.sha256`;
-  const hash = sourceHash(cc, [...target.sources, ...target.headers], target.libs);
+  const hash = sourceHash(cc, [...target.sources, ...target.headers], target.libs, [target.defines ?? [], target.missingDependency ?? null]);
   if (upToDate(output, stamp, hash)) return output;
   return withBuildLock(() => (upToDate(output, stamp, hash) ? output : compile(target, cc, output, stamp, hash)));
 }
@@ -145,14 +152,25 @@ function compile(
   // Compile under a temporary name and rename: a process that loads the library (or builds it at the
   // same time, from another test file) never sees a half-written file.
   const tmp = tempName(output);
+  // a dependency built beside it for the link alone, then removed: the library names a file that is not there
+  const depDir = target.missingDependency ? `${tmp}.dep` : undefined;
   try {
-    execFileSync(cc.cmd, [...cc.args, ...FLAGS, '-o', tmp, ...target.sources.map((s) => join(here, s)), ...target.libs], {
+    const link: string[] = [];
+    if (depDir && target.missingDependency) {
+      mkdirSync(depDir);
+      const stub = join(depDir, target.missingDependency);
+      execFileSync(cc.cmd, [...cc.args, '-shared', '-fPIC', `-Wl,-soname,${target.missingDependency}`, '-o', stub, '-x', 'c', '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+      link.push('-Wl,--no-as-needed', stub);
+    }
+    execFileSync(cc.cmd, [...cc.args, ...FLAGS, ...(target.defines ?? []), '-o', tmp, ...target.sources.map((s) => join(here, s)), ...target.libs, ...link], {
       cwd: here,
       stdio: ['ignore', 'pipe', 'pipe'],
       encoding: 'utf8',
     });
+    if (depDir) rmSync(depDir, { recursive: true, force: true });
   } catch (err) {
     rmSync(tmp, { force: true });
+    if (depDir) rmSync(depDir, { recursive: true, force: true });
     const e = err as NodeJS.ErrnoException & { stderr?: string; stdout?: string };
     if (e.code === 'ENOENT') {
       throw new Error(
@@ -178,4 +196,35 @@ function compile(
 export function buildDoubles(): DoublePaths {
   const cc = compiler();
   return { cuda: buildOne(TARGETS.cuda, cc), hip: buildOne(TARGETS.hip, cc), fake: buildOne(TARGETS.fake, cc), nvml: buildOne(TARGETS.nvml, cc), hostBusy: buildOne(TARGETS.hostBusy, cc) };
+}
+
+/** The runtimes side by side (docs/runtimes.md): library files that each behave as one runtime with no variable set. */
+export interface RuntimeDoublePaths {
+  /** The HIP double, honest (profile rocm-fixed), reporting HIP 6.4.0: the runtime in use. */
+  hipOld: string;
+  /** The HIP double, honest (rocm-fixed), reporting HIP 7.3.0: a new release that fixed 7.2.4. */
+  hipFixed: string;
+  /** The HIP double with ROCm 7.2.4's lies (rocm724), reporting HIP 7.2.4. */
+  hip724: string;
+  /** A HIP double linked against libhsa-runtime64.so.1, which is not there: it cannot start (does not load). */
+  hipBroken: string;
+  /** The CUDA double as a compat driver of another release than the kernel module's: cuInit returns 803. */
+  cudaCompat: string;
+}
+
+const HIP_SOURCES = { sources: ['hip_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [] };
+const RUNTIME_TARGETS: Record<keyof RuntimeDoublePaths, Target> = {
+  hipOld: { ...HIP_SOURCES, output: 'libamdhip64_runtime_6.4.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=60400000L'] },
+  hipFixed: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.3.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=70300000L'] },
+  hip724: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.2.4.so', defines: ['-DDBL_BUILD_PROFILE="rocm724"', '-DDBL_BUILD_HIP_VERSION=70200004L'] },
+  hipBroken: { ...HIP_SOURCES, output: 'libamdhip64_runtime_broken.so', defines: ['-DDBL_BUILD_HIP_VERSION=70100000L'], missingDependency: 'libhsa-runtime64.so.1' },
+  cudaCompat: { output: 'libcuda_compat_double.so', sources: ['cuda_double.c', 'common.c'], headers: ['common.h', 'gbps.h', 'pace.h'], libs: [], defines: ['-DDBL_BUILD_INIT_MISMATCH=1', '-DDBL_BUILD_CUDA_VERSION=13000'] },
+};
+
+/** Compiles the runtime doubles (when their sources, flags or defines changed) and returns their paths. */
+export function buildRuntimeDoubles(): RuntimeDoublePaths {
+  const cc = compiler();
+  const out = {} as RuntimeDoublePaths;
+  for (const k of Object.keys(RUNTIME_TARGETS) as (keyof RuntimeDoublePaths)[]) out[k] = buildOne(RUNTIME_TARGETS[k], cc);
+  return out;
 }

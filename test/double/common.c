@@ -178,6 +178,8 @@ static const dbl_error_t API_RESULTS[][2] = {
                     {999, "hipErrorUnknown", "unknown error"}},
     [DR_INVALID_MEMCPY_DIRECTION] = {{1, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
                                      {21, "hipErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"}},
+    [DR_SYSTEM_DRIVER_MISMATCH] = {{803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "system has unsupported display driver / cuda driver combination"},
+                                   {35, "hipErrorInsufficientDriver", "driver version is insufficient for runtime version"}},
 };
 
 #define API_RESULT_ROWS (sizeof API_RESULTS / sizeof API_RESULTS[0])
@@ -225,6 +227,16 @@ int dbl_pick_profile(const profile_t *base, const dbl_profile_choice_t *choices,
     return 1;
   }
   return 0;
+}
+
+const char *dbl_profile_name(void) {
+  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  if (pname && *pname) return pname;
+#ifdef DBL_BUILD_PROFILE
+  return DBL_BUILD_PROFILE;
+#else
+  return NULL;
+#endif
 }
 
 int dbl_env_long(const char *name, long dflt, long *out) {
@@ -410,7 +422,6 @@ static int set_flag_fault(const char *name, faults_t *f) {
       {"portable_ignored", offsetof(faults_t, portable_ignored)},
       {"async_wrong_bytes", offsetof(faults_t, async_wrong_bytes)},
       {"devptr_wrong", offsetof(faults_t, devptr_wrong)},
-      {"devptr_differs", offsetof(faults_t, devptr_differs)},
       {"pointer_still_registered", offsetof(faults_t, pointer_still_registered)},
       {"multi_gpu_wrong_bytes", offsetof(faults_t, multi_gpu_wrong_bytes)},
   };
@@ -497,6 +508,8 @@ static int parse_faults(const char *spec, faults_t *f) {
       f->nodevice = 1;
     } else if (strcmp(tok, "init_fails") == 0) {
       f->init_fails = 1;
+    } else if (dbl_ref_fault_bit(tok)) {
+      f->ref_faults |= dbl_ref_fault_bit(tok);
     } else if (!set_flag_fault(tok, f)) {
       parse_error("fault", tok);
       return -1;
@@ -742,9 +755,9 @@ void dbl_pci_bus_id(char *buf, size_t len, int device) { snprintf(buf, len, "000
 
 int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   g.initialized = 0;
-  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  const char *pname = dbl_profile_name();
   profile_t prof;
-  if (!parse_profile(pname && *pname ? pname : NULL, &prof)) {
+  if (!parse_profile(pname, &prof)) {
     parse_error("profile", pname);
     return g.last_init_result = DR_INVALID_VALUE;
   }
@@ -752,6 +765,8 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (parse_faults(getenv("MAPPED_REG_DOUBLE_FAULTS"), &faults) != 0) {
     return g.last_init_result = DR_INVALID_VALUE;
   }
+  ref_attrs_t ref_attrs;
+  if (dbl_ref_read_attributes(&ref_attrs) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long ndev = 1;
   if (dbl_env_long("MAPPED_REG_DOUBLE_DEVICES", 1, &ndev) != 0 || ndev > DBL_MAX_DEVICES) {
     parse_error("device count MAPPED_REG_DOUBLE_DEVICES", getenv("MAPPED_REG_DOUBLE_DEVICES"));
@@ -767,7 +782,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   if (read_link(&link_gbps, &link) != 0) return g.last_init_result = DR_INVALID_VALUE;
   long hipv = 0;
   if (api == API_HIP) {
-    if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : 70204000L, &hipv) != 0) {
+    if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", prof.nodevice ? 50731921L : DBL_BUILD_HIP_VERSION, &hipv) != 0) {
       parse_error("version MAPPED_REG_DOUBLE_HIP_VERSION", getenv("MAPPED_REG_DOUBLE_HIP_VERSION"));
       if (link) munmap(link, sizeof *link);
       return g.last_init_result = DR_INVALID_VALUE;
@@ -775,6 +790,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   }
   g.prof = prof;
   g.faults = faults;
+  g.ref_attrs = ref_attrs;
   g.ndevices = napi;
   g.registered_since_init = 0;
   memset(g.reset_seen, 0, sizeof g.reset_seen);
@@ -784,6 +800,7 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
   link_unmap();
   g.link = link;
   g.link_gbps = link_gbps;
+  if (DBL_BUILD_INIT_MISMATCH) return g.last_init_result = DR_SYSTEM_DRIVER_MISMATCH;
   if (faults.init_fails) return g.last_init_result = DR_UNKNOWN;
   if (prof.nodevice || faults.nodevice || ndev == 0) {
     g.ndevices = 0;
@@ -894,8 +911,8 @@ static int check_protection(const range_info *info, unsigned flags, int *fail_on
 }
 
 int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
-  if (!p || !size) return DR_INVALID_VALUE;
-  if (flags & ~g.prof.valid_flags) return DR_INVALID_VALUE;
+  int gate = dbl_ref_register_gate(p, size, flags, g.prof.valid_flags, g.prof.readonly_flag, g.prof.readonly_needs_flag);
+  if (gate >= 0) return gate;
   if (p + size < p) return DR_INVALID_VALUE;
   if (g.faults.register_max && size > g.faults.register_max) return DR_OUT_OF_MEMORY;
   uintptr_t ps = page_down(p), pe = page_up(p + size);
@@ -967,7 +984,7 @@ static int idle(const reg_t *r) {
 }
 
 int dbl_unregister(uintptr_t p) {
-  if (!p) return DR_INVALID_VALUE;
+  if (!p) return dbl_ref_unregister_null();
   for (size_t i = 0; i < g.nregs; i++) {
     reg_t *r = &g.regs[i];
     if (r->start != p) continue;
@@ -990,6 +1007,7 @@ int dbl_unregister(uintptr_t p) {
     }
     dbl_note_released(r->start, r->len);
     remove_reg(i);
+    dbl_ref_released();
     return DR_OK;
   }
   for (size_t i = 0; i < g.nregs; i++) {

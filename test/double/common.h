@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reference.h"
+
 /* Only the driver ABI and the test exports leave the library. */
 #define DBL_API __attribute__((visibility("default")))
 #define DBL_HIDDEN __attribute__((visibility("hidden")))
@@ -36,9 +38,28 @@ enum {
   DR_NOT_SUPPORTED,
   DR_UNKNOWN,
   DR_INVALID_MEMCPY_DIRECTION,
+  DR_SYSTEM_DRIVER_MISMATCH,
 };
 
 enum { API_CUDA = 1, API_HIP = 2 };
+
+/* What a library file carries of its own, for the runtimes side by side (test/double/build.ts buildRuntimeDoubles):
+ * each built with -D flags, so that a file behaves as its runtime with no variable set. DBL_BUILD_PROFILE: the
+ * profile when MAPPED_REG_DOUBLE_PROFILE is unset; DBL_BUILD_HIP_VERSION: the HIP_VERSION reported when
+ * MAPPED_REG_DOUBLE_HIP_VERSION is unset; DBL_BUILD_CUDA_VERSION: what cuDriverGetVersion reports;
+ * DBL_BUILD_INIT_MISMATCH (1): init fails as a user-space driver of another release than the kernel module's
+ * (CUDA 803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH; HIP 35 hipErrorInsufficientDriver). */
+#ifndef DBL_BUILD_HIP_VERSION
+#define DBL_BUILD_HIP_VERSION 70204000L
+#endif
+#ifndef DBL_BUILD_CUDA_VERSION
+#define DBL_BUILD_CUDA_VERSION 13000
+#endif
+#ifndef DBL_BUILD_INIT_MISMATCH
+#define DBL_BUILD_INIT_MISMATCH 0
+#endif
+/* MAPPED_REG_DOUBLE_PROFILE, else the profile this file was built with (DBL_BUILD_PROFILE), else NULL (the default). */
+const char *dbl_profile_name(void);
 
 /* How the driver being imitated behaves: set from the profile at each init. */
 typedef struct {
@@ -58,8 +79,6 @@ typedef struct {
    * truncated registered file died of SIGBUS), so the double reads it too, past the end of the file if need
    * be: the process gets the same SIGBUS. 0: every copy is checked and refused instead. */
   size_t cpu_copy_max;
-  /* The device pointer of a registration is its host pointer plus this (CUDA 0: the same address; HIP: another). */
-  uintptr_t devptr_offset;
   /* 1: every registration counts as registered in every context, PORTABLE or not (CUDA: measured on the H200, a
    * created context copied a registration without PORTABLE at the registered speed); 0: only a PORTABLE one does. */
   int registrations_portable;
@@ -91,13 +110,13 @@ typedef struct {
   size_t register_max;            /* > 0: a registration of more bytes is refused (OUT_OF_MEMORY) */
   int unmapped_unregister_fails;  /* unregister of a registration whose range is no longer mapped fails */
   int reset_keeps_registrations;  /* an explicit context / device reset keeps the registrations */
-  /* Faults of the reference checks (reference.c; README.md: one per check). */
+  /* Faults of the reference copy checks (reference_copies.c; README.md: one per check). */
   int portable_ignored;           /* PORTABLE is ignored: a copy from another context runs as pageable (right bytes, slow) */
   int async_wrong_bytes;          /* an async copy to the registration's own device flips one byte */
   int devptr_wrong;               /* a device-to-device copy read through a registration's device pointer flips one byte */
-  int devptr_differs;             /* the device pointer of a registration is not its host pointer (the attribute says it is) */
   int pointer_still_registered;   /* the pointer query still answers for a released registration */
   int multi_gpu_wrong_bytes;      /* an async copy to a device other than the registration's flips one byte */
+  unsigned ref_faults;            /* the other reference checks' faults (reference.h: REF_*) */
 } faults_t;
 
 #define DBL_MAX_DEVICES 16
@@ -184,6 +203,9 @@ typedef struct {
   int reset_seen[DBL_MAX_DEVICES];   /* an explicit reset of the device happened since the last init */
   uintptr_t *dropped;                /* start pointers of registrations a context or device reset dropped */
   size_t ndropped, capdropped;
+  ref_attrs_t ref_attrs;             /* MAPPED_REG_DOUBLE_ATTRIBUTES (reference.h) */
+  size_t ref_leaked;                 /* device memory lost to leak_device_per_cycle (and other_process_allocates) */
+  int ref_mem_queries;               /* free-memory queries so far (other_process_allocates) */
 } state_t;
 
 DBL_HIDDEN extern state_t g;
@@ -239,7 +261,7 @@ DBL_HIDDEN int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, i
 DBL_HIDDEN int dbl_in_dalloc(uintptr_t p, size_t n);
 DBL_HIDDEN int dbl_in_halloc(uintptr_t p, size_t n);
 
-/* reference.c: what the reference checks need (contexts, streams, device pointers, several devices). */
+/* reference_copies.c: what the reference copy checks need (contexts, streams, device pointers, several devices). */
 #define DBL_PORTABLE_FLAG 0x1u /* CU_MEMHOSTREGISTER_PORTABLE, hipHostRegisterPortable */
 /* The current context's id (state_t.current_context; HIP: the current device). */
 DBL_HIDDEN int dbl_context(void);
@@ -252,8 +274,6 @@ DBL_HIDDEN int dbl_stream_create(int device, int context, void **out);
 DBL_HIDDEN int dbl_stream_sync(void *stream);
 DBL_HIDDEN int dbl_stream_destroy(void *stream);
 DBL_HIDDEN int dbl_htod_async(uintptr_t dst, uintptr_t src, size_t n, void *stream, int device, int context);
-/* The device pointer of registered (or page-locked) host memory at p; flags must be 0. */
-DBL_HIDDEN int dbl_host_device_pointer(uintptr_t p, unsigned flags, uintptr_t *out);
 /* Device-to-device copy; the source may be a registration's device pointer (the device reads the host memory). */
 DBL_HIDDEN int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n);
 /* The device pointer the driver knows for address p (cuPointerGetAttribute DEVICE_POINTER); INVALID_VALUE for one

@@ -23,7 +23,7 @@ typedef unsigned long long CUdeviceptr;
 /* cuMemHostAlloc flags */
 #define CU_MEMHOSTALLOC_ALL 0x07
 
-#define CUDA_DRIVER_VERSION 13000 /* facts: CUDA driver API version 13000 */
+/* cuDriverGetVersion: DBL_BUILD_CUDA_VERSION (common.h), 13000 unless built otherwise (facts: CUDA driver API version 13000) */
 
 static const char *const NAMES[] = {
     "cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName",
@@ -31,9 +31,10 @@ static const char *const NAMES[] = {
     "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
     "cuMemAlloc_v2", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuGetErrorName", "cuGetErrorString",
-    /* the reference checks' calls (reference.c) */
+    /* the reference checks' calls (reference.c, reference_copies.c) */
     "cuCtxCreate_v2", "cuCtxDestroy_v2", "cuStreamCreate", "cuStreamSynchronize", "cuStreamDestroy_v2",
     "cuMemcpyHtoDAsync_v2", "cuMemHostGetDevicePointer_v2", "cuMemcpyDtoD_v2", "cuPointerGetAttribute",
+    "cuMemGetInfo_v2",
 };
 
 /* What every profile of the CUDA double shares: CUDA's register flags, READ_ONLY needed for a read-only mapping,
@@ -95,7 +96,7 @@ DBL_INIT_CALL(CUresult, cuInit, API_CUDA)
 DBL_API CUresult cuDriverGetVersion(int *version) {
   DBL_ENTER();
   if (!version) return code(DR_INVALID_VALUE);
-  *version = CUDA_DRIVER_VERSION;
+  *version = DBL_BUILD_CUDA_VERSION;
   return code(DR_OK);
 }
 
@@ -135,11 +136,12 @@ static int attribute(int *value, int attrib, CUdevice dev) {
     case 50: *value = 0; return DR_OK;      /* PCI_DOMAIN_ID */
     case 75: *value = 9; return DR_OK;      /* COMPUTE_CAPABILITY_MAJOR (not measured) */
     case 76: *value = 0; return DR_OK;      /* COMPUTE_CAPABILITY_MINOR (not measured) */
-    case 88: *value = 0; return DR_OK;      /* PAGEABLE_MEMORY_ACCESS: facts 0 */
-    case 91: *value = 1; return DR_OK;      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: docs/results/h200-reference-probe.txt 1 */
-    case 99: *value = 1; return DR_OK;      /* HOST_REGISTER_SUPPORTED: facts 1 */
-    case 100: *value = 0; return DR_OK;     /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
-    case 113: *value = 1; return DR_OK;     /* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
+    /* the attributes the reference checks hold to behaviour: reference.c (MAPPED_REG_DOUBLE_ATTRIBUTES, its lies) */
+    case 88: return dbl_ref_attribute(REF_PAGEABLE_ACCESS, value);   /* PAGEABLE_MEMORY_ACCESS: facts 0 */
+    case 91: return dbl_ref_attribute(REF_HOST_POINTER, value);      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: docs/results/h200-reference-probe.txt 1 */
+    case 99: return dbl_ref_attribute(REF_HOST_REGISTER, value);     /* HOST_REGISTER_SUPPORTED: facts 1 */
+    case 100: return dbl_ref_attribute(REF_PAGE_TABLES, value);      /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
+    case 113: return dbl_ref_attribute(REF_READONLY_REGISTER, value);/* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
     default: return DR_INVALID_VALUE;
   }
 }
@@ -302,7 +304,13 @@ DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   DBL_RETURN_AFTER(check_ctx(&dev), dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
 }
 
-/* ---------------------------------------------------------------- streams, device pointers (reference.c) */
+/* ---------------------------------------------------------------- the reference checks' calls (reference.c, reference_copies.c) */
+
+DBL_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_ref_mem_info(free_bytes, total_bytes));
+}
 
 DBL_API CUresult cuStreamCreate(void **phStream, unsigned int flags) {
   DBL_ENTER();
@@ -334,9 +342,9 @@ DBL_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsig
   DBL_ENTER();
   int dev, r = check_ctx(&dev);
   if (r != DR_OK) return code(r);
-  if (!pdptr) return code(DR_INVALID_VALUE);
+  if (flags != 0 || !pdptr) return code(DR_INVALID_VALUE);
   uintptr_t d = 0;
-  r = dbl_host_device_pointer((uintptr_t)p, flags, &d);
+  r = dbl_ref_device_pointer((uintptr_t)p, &d);
   if (r == DR_OK) *pdptr = (CUdeviceptr)d;
   return code(r);
 }

@@ -67,11 +67,11 @@ typedef int hipError_t;
 
 /* hipDeviceAttribute_t (HIP 5.x, 6.x, 7.x: see the header comment) */
 #define ATTR_CAN_MAP_HOST_MEMORY 3
-#define ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM 4
 #define ATTR_INTEGRATED 16
 #define ATTR_COMPUTE_CAPABILITY_MAJOR 23
 #define ATTR_COMPUTE_CAPABILITY_MINOR 61
 #define ATTR_MULTIPROCESSOR_COUNT 63
+#define ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM 4
 #define ATTR_PAGEABLE_MEMORY_ACCESS 65
 #define ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES 66
 #define ATTR_PCI_BUS_ID 67
@@ -85,9 +85,10 @@ static const char *const NAMES[] = {
     "hipDeviceGetPCIBusId", "hipDeviceTotalMem", "hipDeviceGetAttribute", "hipSetDevice",
     "hipDeviceSynchronize", "hipDeviceReset", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
     "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
-    /* the reference checks' calls (reference.c) */
+    /* the reference checks' calls (reference.c, reference_copies.c) */
     "hipStreamCreate", "hipStreamSynchronize", "hipStreamDestroy", "hipMemcpyAsync", "hipHostGetDevicePointer",
     "hipPointerGetAttribute",
+    "hipMemGetInfo",
 };
 
 /* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
@@ -96,9 +97,7 @@ static const profile_t HIP_BASE = {
     .api = API_HIP, .readonly_flag = hipHostRegisterReadOnly, .readonly_needs_flag = 0,
     .valid_flags = hipHostRegisterPortable | hipHostRegisterMapped | hipHostRegisterIoMemory | hipHostRegisterReadOnly |
                    hipExtHostRegisterUncached,
-    .unregister_fault_result = DR_NOT_REGISTERED, .integrated_fail_result = DR_INVALID_VALUE,
-    /* a registration's device pointer is another address than its host pointer (attribute 4 says 0) */
-    .devptr_offset = (uintptr_t)1 << 52};
+    .unregister_fault_result = DR_NOT_REGISTERED, .integrated_fail_result = DR_INVALID_VALUE};
 
 /* Profiles of the HIP double: rocm724 (with its bugs) the default, rocm-fixed, nodevice. "cuda" names the CUDA
  * double's profile: set for a CUDA double in the same process, it leaves this one on its default. Anything else is
@@ -128,9 +127,9 @@ static int reported_version(long *v) {
     *v = g.hip_version;
     return DR_OK;
   }
-  const char *pname = getenv("MAPPED_REG_DOUBLE_PROFILE");
+  const char *pname = dbl_profile_name();
   int nodev = pname && strcmp(pname, "nodevice") == 0;
-  if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", nodev ? 50731921L : 70204000L, v) != 0) {
+  if (dbl_env_long("MAPPED_REG_DOUBLE_HIP_VERSION", nodev ? 50731921L : DBL_BUILD_HIP_VERSION, v) != 0) {
     return DR_INVALID_VALUE;
   }
   return DR_OK;
@@ -192,20 +191,20 @@ static int attribute(int *value, int attr, int dev) {
   switch (attr) {
     case ATTR_INTEGRATED: return dbl_integrated(value);
     case ATTR_CAN_MAP_HOST_MEMORY: *value = 1; return DR_OK;
-    case ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: *value = 0; return DR_OK;
     case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = 11; return DR_OK; /* gfx1100 (RX 7900 XTX) */
     case ATTR_COMPUTE_CAPABILITY_MINOR: *value = 0; return DR_OK;
     case ATTR_MULTIPROCESSOR_COUNT: *value = 48; return DR_OK;
-    case ATTR_PAGEABLE_MEMORY_ACCESS: *value = 0; return DR_OK;
-    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: *value = 0; return DR_OK;
+    /* the attributes the reference checks hold to behaviour: reference.c (MAPPED_REG_DOUBLE_ATTRIBUTES, its lies) */
+    case ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return dbl_ref_attribute(REF_HOST_POINTER, value);
+    case ATTR_PAGEABLE_MEMORY_ACCESS: return dbl_ref_attribute(REF_PAGEABLE_ACCESS, value);
+    case ATTR_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: return dbl_ref_attribute(REF_PAGE_TABLES, value);
     case ATTR_PCI_BUS_ID: *value = 0; return DR_OK;
     case ATTR_PCI_DEVICE_ID: *value = dbl_physical(dev); return DR_OK;
     case ATTR_PCI_DOMAIN_ID: *value = 0; return DR_OK;
     case ATTR_WARP_SIZE: *value = 32; return DR_OK;
     case ATTR_HOST_REGISTER_SUPPORTED:
       if (major < 6) return DR_INVALID_VALUE; /* not in HIP 5's enum */
-      *value = 1;
-      return DR_OK;
+      return dbl_ref_attribute(REF_HOST_REGISTER, value);
     default: return DR_INVALID_VALUE;
   }
 }
@@ -284,7 +283,12 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
   }
 }
 
-/* ---------------------------------------------------------------- streams, device pointers (reference.c) */
+/* ---------------------------------------------------------------- the reference checks' calls (reference.c, reference_copies.c) */
+
+DBL_API hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_ref_mem_info(free_bytes, total_bytes));
+}
 
 DBL_API hipError_t hipStreamCreate(void **stream) {
   DBL_ENTER();
@@ -314,9 +318,9 @@ DBL_API hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned
   DBL_ENTER();
   int r = ensure_init();
   if (r != DR_OK) return code(r);
-  if (!devPtr) return code(DR_INVALID_VALUE);
+  if (flags != 0 || !devPtr) return code(DR_INVALID_VALUE);
   uintptr_t d = 0;
-  r = dbl_host_device_pointer((uintptr_t)hstPtr, flags, &d);
+  r = dbl_ref_device_pointer((uintptr_t)hstPtr, &d);
   if (r == DR_OK) *devPtr = (void *)d;
   return code(r);
 }

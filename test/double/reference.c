@@ -1,214 +1,129 @@
 /*
- * Driver double, the part the reference checks need (suites/hazards/reference.ts): contexts other than the one a
- * range was registered in (common.c's dbl_htod_in: PORTABLE), streams whose copies run when the stream is
- * synchronized, the device pointer of a registration and a device-to-device copy that reads through it, the
- * pointer query, and copies to several devices of one process. Each has a fault that breaks its promise alone
- * (README.md, "Faults").
+ * Driver double: the reference checks' promises (reference.h). The engine (common.c) calls these hooks; the
+ * CUDA and HIP doubles answer the attributes, cuMemGetInfo / hipMemGetInfo and cuMemHostGetDevicePointer /
+ * hipHostGetDevicePointer from here (the one device pointer of the double: reference_copies.c reads through it and
+ * answers the pointer query with it).
  */
 #include "common.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define DBL_MAX_STREAMS 64
-#define DBL_STREAM_QUEUE 16
-#define DBL_RELEASED 16
-/* devptr_differs: the device pointer of a registration is its host pointer moved by this much (never read). */
-#define DBL_DEVPTR_ALIAS ((uintptr_t)1 << 56)
+#define REF_LEAK_BYTES ((size_t)64 << 10)
+/* Where a device address that is not the host's lies: far above any user-space address. */
+#define REF_DEVICE_ALIAS ((uintptr_t)1 << 47)
 
-typedef struct {
-  uintptr_t dst, src;
-  size_t n;
-  int together; /* queued while a copy of the same registration to another device was queued too */
-} pending_t;
+static int has(unsigned bit) { return (g.faults.ref_faults & bit) != 0; }
 
-typedef struct {
-  int live;
-  int device;
-  int context;
-  size_t npending;
-  pending_t pending[DBL_STREAM_QUEUE];
-} stream_t;
-
-static stream_t streams[DBL_MAX_STREAMS];
-/* A stream handle is the address of its slot in this table. */
-static char stream_handles[DBL_MAX_STREAMS];
-static struct {
-  uintptr_t start;
-  size_t len;
-} released[DBL_RELEASED];
-static size_t nreleased;
-
-int dbl_context(void) { return g.prof.api == API_HIP ? g.current_device : g.current_context; }
-
-void dbl_note_released(uintptr_t start, size_t len) {
-  released[nreleased % DBL_RELEASED].start = start;
-  released[nreleased % DBL_RELEASED].len = len;
-  nreleased++;
-}
-
-void dbl_reference_reset(void) {
-  memset(streams, 0, sizeof streams);
-  memset(released, 0, sizeof released);
-  nreleased = 0;
-}
-
-/* The registration whose range holds [p, p + n), or NULL. */
-static reg_t *reg_holding(uintptr_t p, size_t n) {
-  for (size_t i = 0; i < g.nregs; i++) {
-    reg_t *r = &g.regs[i];
-    if (p >= r->start && p - r->start < r->len && n <= r->len - (p - r->start)) return r;
+unsigned dbl_ref_fault_bit(const char *name) {
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } FAULTS[] = {
+      {"attr_register_lies", REF_ATTR_REGISTER_LIES},     {"attr_readonly_lies", REF_ATTR_READONLY_LIES},
+      {"attr_host_pointer_lies", REF_ATTR_HOST_POINTER_LIES}, {"attr_page_tables_lies", REF_ATTR_PAGE_TABLES_LIES},
+      {"leak_device_per_cycle", REF_LEAK_DEVICE_PER_CYCLE}, {"leak_locked_per_cycle", REF_LEAK_LOCKED_PER_CYCLE},
+      {"accepts_unknown_flags", REF_ACCEPTS_UNKNOWN_FLAGS}, {"accepts_null", REF_ACCEPTS_NULL},
+      {"accepts_zero_size", REF_ACCEPTS_ZERO_SIZE},       {"unregister_null_crashes", REF_UNREGISTER_NULL_CRASHES},
+      {"accepts_unregister_null", REF_ACCEPTS_UNREGISTER_NULL}, {"other_process_allocates", REF_OTHER_PROCESS_ALLOCATES},
+  };
+  for (size_t i = 0; i < sizeof FAULTS / sizeof FAULTS[0]; i++) {
+    if (strcmp(FAULTS[i].name, name) == 0) return FAULTS[i].bit;
   }
-  return NULL;
+  return 0;
 }
 
-/* What a device pointer of a registration adds to its host pointer. */
-static uintptr_t devptr_base(void) { return g.prof.devptr_offset + (g.faults.devptr_differs ? DBL_DEVPTR_ALIAS : 0); }
-
-/* ---------------------------------------------------------------- streams */
-
-static stream_t *find_stream(void *s) {
-  char *c = s;
-  if (!c || c < stream_handles || c >= stream_handles + DBL_MAX_STREAMS) return NULL;
-  stream_t *st = &streams[c - stream_handles];
-  return st->live ? st : NULL;
+int dbl_ref_read_attributes(ref_attrs_t *out) {
+  *out = (ref_attrs_t){.host_register = 1, .readonly_register = 1, .host_pointer = 1, .pageable_access = 0, .page_tables = 0};
+  const char *spec = getenv("MAPPED_REG_DOUBLE_ATTRIBUTES");
+  if (!spec || !*spec) return 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    int *field = NULL;
+    if (eq) {
+      *eq = '\0';
+      if (strcmp(tok, "host_register") == 0) field = &out->host_register;
+      else if (strcmp(tok, "readonly_register") == 0) field = &out->readonly_register;
+      else if (strcmp(tok, "host_pointer") == 0) field = &out->host_pointer;
+      else if (strcmp(tok, "pageable_access") == 0) field = &out->pageable_access;
+      else if (strcmp(tok, "page_tables") == 0) field = &out->page_tables;
+    }
+    if (!field || (strcmp(eq + 1, "0") != 0 && strcmp(eq + 1, "1") != 0)) {
+      fprintf(stderr, "mapped-reg driver double: MAPPED_REG_DOUBLE_ATTRIBUTES item '%s' is not known (see test/double/README.md)\n", tok);
+      return -1;
+    }
+    *field = eq[1] - '0';
+  }
+  return 0;
 }
 
-/* After an async copy from src to `device`: the faults async_wrong_bytes (a copy alone, to the registration's own
- * device) and multi_gpu_wrong_bytes (a copy to another device, in flight with one to a second device) flip one byte
- * of what arrived. */
-static void async_faults(uintptr_t dst, uintptr_t src, size_t n, int device, int together) {
-  const reg_t *r = reg_holding(src, 1);
-  if (!r || n == 0) return;
-  if ((g.faults.async_wrong_bytes && !together && r->device == device) || (g.faults.multi_gpu_wrong_bytes && together && r->device != device)) {
-    ((unsigned char *)dst)[n / 2] ^= 0xFF;
+int dbl_ref_register_gate(uintptr_t p, size_t size, unsigned flags, unsigned valid_flags, unsigned readonly_flag, int readonly_needs_flag) {
+  if (!p) return has(REF_ACCEPTS_NULL) ? DR_OK : DR_INVALID_VALUE;
+  if (!size) return has(REF_ACCEPTS_ZERO_SIZE) ? DR_OK : DR_INVALID_VALUE;
+  if ((flags & ~valid_flags) && !has(REF_ACCEPTS_UNKNOWN_FLAGS)) return DR_INVALID_VALUE;
+  if (!g.ref_attrs.host_register) return DR_NOT_SUPPORTED;
+  /* a driver without read-only registration (CUDA) knows no such flag */
+  if (readonly_needs_flag && !g.ref_attrs.readonly_register && (flags & readonly_flag)) return DR_NOT_SUPPORTED; /* as the CUDA documentation says */
+  return -1;
+}
+
+int dbl_ref_unregister_null(void) {
+  if (has(REF_UNREGISTER_NULL_CRASHES)) raise(SIGSEGV);
+  return has(REF_ACCEPTS_UNREGISTER_NULL) ? DR_OK : DR_INVALID_VALUE;
+}
+
+void dbl_ref_released(void) {
+  if (has(REF_LEAK_DEVICE_PER_CYCLE)) g.ref_leaked += REF_LEAK_BYTES;
+  if (has(REF_LEAK_LOCKED_PER_CYCLE)) {
+    /* a page of this process locked and never unlocked, as a driver that leaks a pin would leave it */
+    long page = sysconf(_SC_PAGESIZE);
+    void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED && mlock(m, (size_t)page) != 0) {
+      fprintf(stderr, "mapped-reg driver double: leak_locked_per_cycle: mlock failed: %s\n", strerror(errno));
+    }
   }
 }
 
-static int run_copy(uintptr_t dst, uintptr_t src, size_t n, int device, int context, int together) {
-  int r = dbl_htod_in(dst, src, n, device, context, dbl_now());
-  if (r == DR_OK) async_faults(dst, src, n, device, together);
-  return r;
-}
-
-/* Runs what the stream holds, in order; the first failure is its result. */
-static int drain(stream_t *st) {
-  int result = DR_OK;
-  for (size_t i = 0; i < st->npending; i++) {
-    int r = run_copy(st->pending[i].dst, st->pending[i].src, st->pending[i].n, st->device, st->context, st->pending[i].together);
-    if (result == DR_OK) result = r;
+int dbl_ref_attribute(int which, int *value) {
+  const ref_attrs_t *a = &g.ref_attrs;
+  switch (which) {
+    case REF_HOST_REGISTER: *value = a->host_register ^ has(REF_ATTR_REGISTER_LIES); return DR_OK;
+    case REF_READONLY_REGISTER: *value = a->readonly_register ^ has(REF_ATTR_READONLY_LIES); return DR_OK;
+    case REF_HOST_POINTER: *value = a->host_pointer || has(REF_ATTR_HOST_POINTER_LIES); return DR_OK;
+    case REF_PAGEABLE_ACCESS: *value = a->pageable_access && !has(REF_ATTR_PAGE_TABLES_LIES); return DR_OK;
+    case REF_PAGE_TABLES: *value = a->page_tables || has(REF_ATTR_PAGE_TABLES_LIES); return DR_OK;
+    default: return DR_INVALID_VALUE;
   }
-  st->npending = 0;
-  return result;
 }
 
-int dbl_stream_create(int device, int context, void **out) {
-  if (!out) return DR_INVALID_VALUE;
-  for (int k = 0; k < DBL_MAX_STREAMS; k++) {
-    if (streams[k].live) continue;
-    memset(&streams[k], 0, sizeof streams[k]);
-    streams[k].live = 1;
-    streams[k].device = device;
-    streams[k].context = context;
-    *out = &stream_handles[k];
-    return DR_OK;
-  }
-  return DR_OUT_OF_MEMORY;
-}
-
-int dbl_stream_sync(void *s) {
-  stream_t *st = find_stream(s);
-  return st ? drain(st) : DR_INVALID_VALUE;
-}
-
-int dbl_stream_destroy(void *s) {
-  stream_t *st = find_stream(s);
-  if (!st) return DR_INVALID_VALUE;
-  drain(st); /* work queued before the destroy still completes */
-  st->live = 0;
+int dbl_ref_mem_info(size_t *free_bytes, size_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return DR_INVALID_VALUE;
+  /* another process allocating 8 MiB on "this GPU" between the first query and the second, and keeping it */
+  if (has(REF_OTHER_PROCESS_ALLOCATES) && ++g.ref_mem_queries == 2) g.ref_leaked += (size_t)8 << 20;
+  size_t used = g.dalloc_total + g.ref_leaked;
+  *total_bytes = DBL_TOTAL_MEM;
+  *free_bytes = used < DBL_TOTAL_MEM ? DBL_TOTAL_MEM - used : 0;
   return DR_OK;
 }
 
-int dbl_htod_async(uintptr_t dst, uintptr_t src, size_t n, void *s, int device, int context) {
-  if (!s) return run_copy(dst, src, n, device, context, 0); /* the NULL stream: at once */
-  stream_t *st = find_stream(s);
-  if (!st) return DR_INVALID_VALUE;
-  if (n == 0) return DR_OK;
-  if (!dst || !src || src + n < src || !dbl_in_dalloc(dst, n)) return DR_INVALID_VALUE;
-  if (st->npending == DBL_STREAM_QUEUE) {
-    int r = drain(st); /* a full queue: the oldest work runs first */
-    if (r != DR_OK) return r;
-  }
-  /* copies of one registration queued on streams of different devices are in flight together */
-  const reg_t *from = reg_holding(src, 1);
-  int together = 0;
-  for (int k = 0; from && k < DBL_MAX_STREAMS; k++) {
-    if (!streams[k].live || &streams[k] == st || streams[k].device == st->device) continue;
-    for (size_t i = 0; i < streams[k].npending; i++) {
-      if (reg_holding(streams[k].pending[i].src, 1) == from) together = streams[k].pending[i].together = 1;
-    }
-  }
-  st->pending[st->npending++] = (pending_t){.dst = dst, .src = src, .n = n, .together = together};
+uintptr_t dbl_ref_device_offset(void) {
+  int same = g.ref_attrs.host_pointer && !has(REF_ATTR_HOST_POINTER_LIES);
+  return same ? 0 : REF_DEVICE_ALIAS;
+}
+
+int dbl_ref_device_pointer(uintptr_t p, uintptr_t *out) {
+  if (!out || !p) return DR_INVALID_VALUE;
+  int known = 0;
+  for (size_t i = 0; i < g.nregs && !known; i++) known = p >= g.regs[i].start && p - g.regs[i].start < g.regs[i].len;
+  for (size_t i = 0; i < g.nhallocs && !known; i++) known = p >= g.hallocs[i].p && p - g.hallocs[i].p < g.hallocs[i].len;
+  if (!known) return DR_INVALID_VALUE;
+  *out = p + dbl_ref_device_offset();
   return DR_OK;
-}
-
-/* ---------------------------------------------------------------- device pointers */
-
-int dbl_host_device_pointer(uintptr_t p, unsigned flags, uintptr_t *out) {
-  if (!out || !p || flags != 0) return DR_INVALID_VALUE;
-  if (reg_holding(p, 1)) {
-    *out = p + devptr_base();
-    return DR_OK;
-  }
-  if (dbl_in_halloc(p, 1)) {
-    *out = p;
-    return DR_OK;
-  }
-  return DR_INVALID_VALUE;
-}
-
-static int still_mapped(uintptr_t p, size_t n) {
-  long ps = sysconf(_SC_PAGESIZE);
-  uintptr_t mask = (uintptr_t)(ps > 0 ? ps : 4096) - 1;
-  uintptr_t a = p & ~mask;
-  return msync((void *)a, (p + n) - a, MS_ASYNC) == 0;
-}
-
-int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n) {
-  if (n == 0) return DR_OK;
-  if (!dst || !src || !dbl_in_dalloc(dst, n)) return DR_INVALID_VALUE;
-  uintptr_t host = src - devptr_base();
-  if (reg_holding(host, n)) {
-    if (!still_mapped(host, n)) return DR_INVALID_VALUE; /* the device would fault: refused instead */
-    memcpy((void *)dst, (const void *)host, n);
-    if (g.faults.devptr_wrong) ((unsigned char *)dst)[n / 2] ^= 0xFF;
-    return DR_OK;
-  }
-  if (dbl_in_dalloc(src, n)) {
-    memmove((void *)dst, (const void *)src, n);
-    return DR_OK;
-  }
-  return DR_INVALID_VALUE;
-}
-
-int dbl_pointer_device_pointer(uintptr_t p, uintptr_t *out) {
-  if (!out) return DR_INVALID_VALUE;
-  if (reg_holding(p, 1)) {
-    *out = p + devptr_base();
-    return DR_OK;
-  }
-  if (dbl_in_dalloc(p, 1) || dbl_in_halloc(p, 1)) {
-    *out = p;
-    return DR_OK;
-  }
-  if (g.faults.pointer_still_registered) {
-    for (size_t i = 0; i < DBL_RELEASED && i < nreleased; i++) {
-      if (released[i].len && p >= released[i].start && p - released[i].start < released[i].len) {
-        *out = p + devptr_base();
-        return DR_OK;
-      }
-    }
-  }
-  return DR_INVALID_VALUE;
 }

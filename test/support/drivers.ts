@@ -26,6 +26,8 @@ export interface DoubleConfig {
   ratesOf?: Record<number, string>;
   /** MAPPED_REG_DOUBLE_ORDER, e.g. `1,0`. */
   order?: string;
+  /** MAPPED_REG_DOUBLE_ATTRIBUTES, e.g. `host_pointer=0` (test/double/README.md). */
+  attributes?: string;
 }
 
 export interface Loaded {
@@ -49,6 +51,7 @@ const ENV = [
   'MAPPED_REG_DOUBLE_DEVICES',
   'MAPPED_REG_DOUBLE_RATES',
   'MAPPED_REG_DOUBLE_ORDER',
+  'MAPPED_REG_DOUBLE_ATTRIBUTES',
   ...Array.from({ length: 16 }, (_, i) => `MAPPED_REG_DOUBLE_RATES_${i}`),
 ];
 
@@ -61,6 +64,7 @@ export function doubleEnv(config: DoubleConfig): Record<string, string | undefin
   if (config.devices !== undefined) env.MAPPED_REG_DOUBLE_DEVICES = String(config.devices);
   if (config.rates !== undefined) env.MAPPED_REG_DOUBLE_RATES = config.rates;
   if (config.order !== undefined) env.MAPPED_REG_DOUBLE_ORDER = config.order;
+  if (config.attributes !== undefined) env.MAPPED_REG_DOUBLE_ATTRIBUTES = config.attributes;
   for (const [n, rates] of Object.entries(config.ratesOf ?? {})) env[`MAPPED_REG_DOUBLE_RATES_${n}`] = rates;
   return env;
 }

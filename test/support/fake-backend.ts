@@ -152,7 +152,7 @@ function fakeDevice(driver: FakeDriver, i: number): DiscoveredDevice {
 }
 
 export const fakeBackend = registeringBackend({
-  id: FAKE, framework: 'Fake', libraryEnv: FAKE_LIBRARY_ENV,
+  id: FAKE, framework: 'Fake', libraryEnv: FAKE_LIBRARY_ENV, libraries: ['libfake_double.so'],
   codes: { notRegistered: [FAKE_NOT_REGISTERED, 'FAKE_ERROR_NOT_REGISTERED'], invalidValue: [FAKE_INVALID_VALUE, 'FAKE_ERROR_INVALID_VALUE'] },
   failedQuery: 'unknown',
   load: loadFake,

@@ -1,5 +1,5 @@
 // A strict, self-contained XML 1.0 well-formedness check (no XML parser is a dependency: xmlbuilder, which
-// junit-report-builder brings, only writes XML): it parses the document into a tree, and throws on anything a
+// which junit-report-builder once brought, only writes XML): it parses the document into a tree, and throws on anything a
 // conforming parser must reject that a serializer could produce.
 
 export interface XmlElement {

@@ -1,0 +1,131 @@
+// Repetition (hip-tests' hipHostRegister.cc registers and releases one chunk 100 times on each GPU): the same 1 MiB
+// window of a file registered, copied to the device and released CYCLES times. The device's free memory
+// (cuMemGetInfo / hipMemGetInfo) and the process's locked and pinned memory (VmLck, VmPin) end where they began;
+// the cost of a cycle is reported, never judged. The free memory is read after each half of the cycles too: a
+// leak falls in both halves, while another process allocating on the GPU at the same time (the host's doing, not
+// the driver's) falls once, in one half, and is a warn that says so.
+import { lockedMemory, type LockedMemory } from '../../bindings/locked-memory.js';
+import { firstDifference } from '../../src/index.js';
+import { MiB, codeText, driverCall, registerServeRelease, servedText, succeeded, trialText, withHeld, withMappedFile, type Code } from './harness.js';
+import { referenceCheck } from './reference-harness.js';
+
+/** The cycles timed and counted: hip-tests' 100. */
+export const CYCLES = 100;
+/**
+ * The device's free memory may fall this much in each half of the cycles before it counts: some of the driver's own
+ * bookkeeping, taken once. A leak of 64 KiB a cycle is 3.2 MiB a half; one of 20 KiB a cycle and more is seen.
+ */
+export const HALF_SLACK_BYTES = MiB;
+
+type Locked = LockedMemory | { reason: string };
+const lockedText = (l: Locked): string => ('reason' in l ? `not read (${l.reason})` : `VmLck ${l.lockedKiB} kB${l.pinnedKiB !== null ? `, VmPin ${l.pinnedKiB} kB` : ''}`);
+/** KiB the locked and pinned memory grew from `a` to `b` (0 when either could not be read). */
+function lockedGrowth(a: Locked, b: Locked): { locked: number; pinned: number } {
+  if ('reason' in a || 'reason' in b) return { locked: 0, pinned: 0 };
+  return { locked: b.lockedKiB - a.lockedKiB, pinned: (b.pinnedKiB ?? 0) - (a.pinnedKiB ?? 0) };
+}
+
+export const registerCycles = referenceCheck(
+  'hazard.register_cycles',
+  `register, copy and release the same 1 MiB window ${CYCLES} times: free device memory and locked memory end where they began`,
+  [],
+  (ctx, kit) =>
+    withMappedFile(ctx, { size: MiB }, (m, bytes, ops) =>
+      withHeld(ops, (held) => {
+        const flags = ops.registerFlags;
+        const expected = `${CYCLES} cycles of register 0, copy 0, unregister 0; the last copy's bytes equal; free device memory down by less than ${HALF_SLACK_BYTES / MiB} MiB in at least one half of them; VmLck and VmPin not grown`;
+        // one cycle first, its bytes checked: what a driver sets up once at its first registration is not a leak
+        const first = registerServeRelease(held, m, bytes, flags);
+        if (!succeeded(first.register) || first.served?.diff !== -1 || !succeeded(first.unregister)) {
+          return { status: 'fail', expected, observed: `the first cycle: ${trialText(first)}`, message: 'the first cycle did not register, serve and release' };
+        }
+        let memBefore: { free: number; total: number } | undefined;
+        const memCall = driverCall(() => {
+          memBefore = kit.memInfo(ops);
+        });
+        if (!memBefore) return { status: 'fail', expected, observed: `free device memory: ${codeText(memCall)}`, message: 'the driver would not say its free memory' };
+        const lockedBefore = lockedMemory();
+        let done = 0;
+        let broke: { cycle: number; step: string; code: Code } | undefined;
+        let elapsedMs = 0;
+        // the free memory after each half (undefined: the driver would not say, memFailed its answer)
+        const halves: number[] = [];
+        let memAfter: { free: number; total: number } | undefined;
+        let memFailed: Code | undefined;
+        for (const upTo of [Math.ceil(CYCLES / 2), CYCLES]) {
+          const started = performance.now();
+          for (; done < upTo; done++) {
+            const reg = held.register(m, flags);
+            if (!succeeded(reg)) {
+              broke = { cycle: done + 1, step: 'register', code: reg };
+              break;
+            }
+            const copy = driverCall(() => ops.upload(m));
+            const un = held.unregister(m);
+            if (!succeeded(copy) || !succeeded(un)) {
+              broke = { cycle: done + 1, step: succeeded(copy) ? 'unregister' : 'copy', code: succeeded(copy) ? un : copy };
+              break;
+            }
+          }
+          elapsedMs += performance.now() - started;
+          let mem: { free: number; total: number } | undefined;
+          const call = driverCall(() => {
+            mem = kit.memInfo(ops);
+          });
+          memAfter = mem;
+          if (!mem) {
+            memFailed = call;
+            break;
+          }
+          halves.push(mem.free);
+          if (broke) break;
+        }
+        const lockedAfter = lockedMemory();
+        // the last copy's bytes, read back after the figures (the page-locked buffer is not theirs)
+        const into = ops.allocHost(MiB);
+        let last: number | null = null;
+        const back = done > 0 ? driverCall(() => ops.download(into)) : undefined;
+        if (back && succeeded(back)) last = firstDifference(into.bytes, bytes);
+        driverCall(() => ops.freeHost(into));
+        const fell = memAfter ? memBefore.free - memAfter.free : 0;
+        // what each half took: a leak takes in both, another process's allocation in one
+        const falls = halves.map((free, i) => (i === 0 ? memBefore!.free : halves[i - 1]!) - free);
+        const leaked = falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES);
+        const once = !leaked && falls.some((f) => f >= HALF_SLACK_BYTES);
+        const grew = lockedGrowth(lockedBefore, lockedAfter);
+        const perCycleUs = done > 0 ? (elapsedMs * 1000) / done : null;
+        const problems = [
+          broke ? `cycle ${broke.cycle}: ${broke.step} ${codeText(broke.code)}` : undefined,
+          memFailed ? `free device memory after ${done} cycles: ${codeText(memFailed)}` : undefined,
+          leaked ? `free device memory fell ${(fell / MiB).toFixed(2)} MiB over ${done} cycles, in both halves (${falls.map((f) => `${(f / MiB).toFixed(2)} MiB`).join(', ')}; ${Math.round(fell / Math.max(done, 1))} bytes a cycle)` : undefined,
+          grew.locked > 0 ? `VmLck grew ${grew.locked} kB over ${done} cycles` : undefined,
+          grew.pinned > 0 ? `VmPin grew ${grew.pinned} kB over ${done} cycles` : undefined,
+          done > 0 && last !== -1 ? `the last copy's bytes: ${back && !succeeded(back) ? `read back ${codeText(back)}` : `differ at offset ${last}`}` : undefined,
+        ].filter((p): p is string => p !== undefined);
+        const unread = 'reason' in lockedBefore || 'reason' in lockedAfter;
+        const memText = `free device memory ${[memBefore.free, ...halves].join(' -> ')} bytes`;
+        const onceText = `free device memory fell ${falls.map((f) => `${(f / MiB).toFixed(2)} MiB`).join(' then ')} over the two halves of the cycles: in one half only, not steady as a leak is (another process allocating on this GPU at the same time? see the run's load)`;
+        return {
+          status: problems.length > 0 ? 'fail' : unread || once ? 'warn' : 'pass',
+          expected,
+          observed: `${done} cycles in ${elapsedMs.toFixed(1)} ms${perCycleUs !== null ? ` (${perCycleUs.toFixed(0)} us a cycle)` : ''}; ${memText}; ${lockedText(lockedBefore)} -> ${lockedText(lockedAfter)}; the last copy: ${last === -1 ? servedText({ copy: back!, diff: -1, zeros: false, stale: false }) : last === null ? 'not read' : `bytes differ at offset ${last}`}`,
+          ...(problems.length > 0
+            ? { message: problems.join('; ') }
+            : once || unread
+              ? { message: [once ? onceText : undefined, unread ? 'the locked memory could not be read: only the device memory was judged' : undefined].filter(Boolean).join('; ') }
+              : {}),
+          data: {
+            cycles: done,
+            elapsedMs,
+            perCycleUs,
+            freeBefore: memBefore.free,
+            freeHalves: halves,
+            ...(memAfter ? { freeAfter: memAfter.free, totalBytes: memAfter.total } : {}),
+            lockedBefore,
+            lockedAfter,
+            ...(broke ? { broke: { cycle: broke.cycle, step: broke.step, code: broke.code.code, name: broke.code.name } } : {}),
+          },
+        };
+      }),
+    ),
+);
