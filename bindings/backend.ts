@@ -74,7 +74,7 @@ export interface NativeKit {
   readonly readOnlyFlag?: number;
   /** One cheap driver call for the bench's call cost: its C name and the call (the integrated attribute), made ready. */
   attributeCall(): { readonly call: string; readonly query: () => number };
-  /** What the reference checks hold the driver to (attributes, free memory, device addresses): bindings/reference-kit.ts; absent where a module states none (the reference checks are then skipped). */
+  /** What the reference checks ask beyond the ops (attributes, free memory, device addresses, a second context, the other devices): bindings/reference-kit.ts; absent where a module states none (the reference checks are then skipped). */
   readonly reference?: ReferenceKit;
 }
 

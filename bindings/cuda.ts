@@ -9,6 +9,9 @@ import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './
 import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
+import type { LibraryHandle } from 'koffi';
+import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -116,6 +119,35 @@ const PROTOTYPES = {
   cuGetErrorString: 'int cuGetErrorString(int error, _Out_ const char **pStr)',
 } as const;
 
+/**
+ * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a driver without them still loads.
+ * CUstream is an opaque pointer. cuMemHostGetDevicePointer_v2 is in the driver's own table (PROTOTYPES): one binding.
+ */
+const REFERENCE_PROTOTYPES = {
+  cuCtxCreate_v2: 'int cuCtxCreate_v2(_Out_ void **pctx, unsigned int flags, int dev)',
+  cuCtxDestroy_v2: 'int cuCtxDestroy_v2(void *ctx)',
+  cuStreamCreate: 'int cuStreamCreate(_Out_ void **phStream, unsigned int flags)',
+  cuStreamSynchronize: 'int cuStreamSynchronize(void *hStream)',
+  cuStreamDestroy_v2: 'int cuStreamDestroy_v2(void *hStream)',
+  cuMemcpyHtoDAsync_v2: 'int cuMemcpyHtoDAsync_v2(unsigned long long dstDevice, const void *srcHost, size_t byteCount, void *hStream)',
+  cuMemcpyDtoD_v2: 'int cuMemcpyDtoD_v2(unsigned long long dstDevice, unsigned long long srcDevice, size_t byteCount)',
+  cuPointerGetAttribute: 'int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)',
+} as const;
+
+/** cuda.h CUpointer_attribute: CU_POINTER_ATTRIBUTE_DEVICE_POINTER. */
+const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+
+interface CudaReferenceFunctions {
+  cuCtxCreate_v2(out: Out<Pointer>, flags: number, dev: number): number;
+  cuCtxDestroy_v2(ctx: bigint): number;
+  cuStreamCreate(out: Out<Pointer>, flags: number): number;
+  cuStreamSynchronize(stream: bigint): number;
+  cuStreamDestroy_v2(stream: bigint): number;
+  cuMemcpyHtoDAsync_v2(dst: bigint, src: bigint, bytes: number, stream: bigint): number;
+  cuMemcpyDtoD_v2(dst: bigint, src: bigint, bytes: number): number;
+  cuPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
+}
+
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface CudaFunctions {
   cuInit(flags: number): number;
@@ -167,6 +199,10 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after memFreeHost. */
   memHostAlloc(bytes: number, flags?: number): Host;
   memFreeHost(host: Host): void;
+  /** The reference checks' calls (streams, device pointers, the pointer query), or why the driver has none. */
+  readonly reference: ReferenceCalls | string;
+  /** cuCtxCreate_v2 (the context made current) and cuCtxDestroy_v2, or why the driver has none. */
+  readonly createdContexts: { create(ordinal: number): bigint; destroy(ctx: bigint): void } | string;
   /** cuMemGetInfo_v2 in the current context: the device's free and total memory, in bytes. */
   memGetInfo(): MemInfo;
   /** cuMemHostGetDevicePointer_v2 (flags 0) in the current context: the device address of a registered host address. */
@@ -186,7 +222,7 @@ export interface MemInfo {
  */
 export const loadCuda: (path?: string) => CudaDriver = driverLoader<CudaFunctions, CudaDriver>(
   { api: 'CUDA', env: CUDA_LIBRARY_ENV, defaults: [CUDA_LIBRARY], prototypes: PROTOTYPES },
-  (path, c) => makeDriver(path, c),
+  (path, c, lib) => makeDriver(path, c, lib),
 );
 
 /** cuGetErrorName, else the table, else `UNKNOWN_<code>`; and cuGetErrorString. */
@@ -237,7 +273,30 @@ function contextCalls(c: CudaFunctions, checks: Checker, ready: () => void, dev:
   };
 }
 
-function makeDriver(path: string, c: CudaFunctions): CudaDriver {
+/** The reference calls of `r`, each result checked; `devicePointer` is the driver's cuMemHostGetDevicePointer_v2. */
+function cudaReferenceCalls(r: CudaReferenceFunctions, devicePointer: (address: bigint) => bigint, checks: Checker, ready: () => void): ReferenceCalls {
+  const { check } = checks;
+  const call = readyCall(checks, ready);
+  return {
+    streamCreate: () => {
+      ready();
+      return outPointer('CUDA', checks, 'cuStreamCreate', (out) => r.cuStreamCreate(out, 0), 'stream');
+    },
+    streamSynchronize: (stream) => call('cuStreamSynchronize', () => r.cuStreamSynchronize(stream)),
+    streamDestroy: (stream) => call('cuStreamDestroy_v2', () => r.cuStreamDestroy_v2(stream)),
+    memcpyHtoDAsync: (dst, src, stream) => call('cuMemcpyHtoDAsync_v2', () => r.cuMemcpyHtoDAsync_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoDAsync_v2', src), src.bytes.length, stream)),
+    hostDevicePointer: (host) => devicePointer(hostAddress('CUDA', 'cuMemHostGetDevicePointer_v2', host)),
+    memcpyDtoD: (dst, src, bytes) => call('cuMemcpyDtoD_v2', () => r.cuMemcpyDtoD_v2(dst, src, checkSize('cuMemcpyDtoD_v2 size', bytes))),
+    pointerDevicePointer(address) {
+      ready();
+      const out = pointerOut();
+      check('cuPointerGetAttribute', r.cuPointerGetAttribute(out.buffer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
+      return out.read();
+    },
+  };
+}
+
+function makeDriver(path: string, c: CudaFunctions, lib: LibraryHandle): CudaDriver {
   const base = driverBase('CUDA', CudaError, cudaErrorTexts(c), { init: ['cuInit', () => c.cuInit(0)], count: ['cuDeviceGetCount', (out) => c.cuDeviceGetCount(out)], noDeviceCode: CUDA_ERROR_NO_DEVICE, noDeviceFrom: ['cuInit'] });
   const { checks, ready } = base;
   const dev = deviceHandles(c, checks, ready);
@@ -262,6 +321,7 @@ function makeDriver(path: string, c: CudaFunctions): CudaDriver {
     memHostAlloc: host.alloc,
     memFreeHost: host.free,
     ...referenceCalls(c, checks, ready),
+    ...referenceDriver(c, lib, checks, ready, dev),
   };
 }
 
@@ -275,11 +335,28 @@ function referenceCalls(c: CudaFunctions, { check }: Checker, ready: () => void)
       check('cuMemGetInfo_v2', c.cuMemGetInfo_v2(free, total));
       return { free: Number(free[0]), total: Number(total[0]) };
     },
-    memHostGetDevicePointer(address: bigint): bigint {
-      ready();
-      const out: Out<IntLike> = [0];
-      check('cuMemHostGetDevicePointer_v2', c.cuMemHostGetDevicePointer_v2(out, address, 0));
-      return BigInt(out[0]);
+    memHostGetDevicePointer: (address: bigint): bigint => memHostGetDevicePointer(c, check, ready, address),
+  };
+}
+
+/** cuMemHostGetDevicePointer_v2 (flags 0), the one binding of it: the device address of registered host memory. */
+function memHostGetDevicePointer(c: CudaFunctions, check: Checker['check'], ready: () => void, address: bigint): bigint {
+  ready();
+  const out: Out<IntLike> = [0];
+  check('cuMemHostGetDevicePointer_v2', c.cuMemHostGetDevicePointer_v2(out, address, 0));
+  return BigInt(out[0]);
+}
+
+/** The reference calls and the created contexts of the driver in `lib`, or why it has none. */
+function referenceDriver(c: CudaFunctions, lib: LibraryHandle, checks: Checker, ready: () => void, dev: (ordinal: number) => number): Pick<CudaDriver, 'reference' | 'createdContexts'> {
+  const declared = declareOptional<CudaReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
+  if ('missing' in declared) return { reference: declared.missing, createdContexts: declared.missing };
+  const r = declared.functions;
+  return {
+    reference: cudaReferenceCalls(r, (address) => memHostGetDevicePointer(c, checks.check, ready, address), checks, ready),
+    createdContexts: {
+      create: (ordinal) => outPointer('CUDA', checks, 'cuCtxCreate_v2', (out) => r.cuCtxCreate_v2(out, 0, dev(ordinal)), 'context'),
+      destroy: (ctx) => readyCall(checks, ready)('cuCtxDestroy_v2', () => r.cuCtxDestroy_v2(ctx)),
     },
   };
 }
@@ -325,18 +402,60 @@ export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: numbe
         driver.ctxSetCurrent(ctx);
         return held;
       },
-      registerFlags(ordinal) {
-        try {
-          if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
-        } catch (e) {
-          // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
-          if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
-        }
-        return 0;
-      },
+      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
       malloc: (n) => driver.memAlloc(n),
       free: (buffer) => driver.memFree(buffer),
-      calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize()),
+      calls: cudaOpsCalls(driver),
+    },
+    ordinal,
+    bytes,
+    f,
+    options,
+  );
+}
+
+/** READ_ONLY when the device reports READ_ONLY_HOST_REGISTER_SUPPORTED = 1, else 0. */
+function cudaRegisterFlags(driver: CudaDriver, ordinal: number): number {
+  try {
+    if (driver.attribute(ordinal, CU_DEVICE_ATTRIBUTE.READ_ONLY_HOST_REGISTER_SUPPORTED) === 1) return CU_MEMHOSTREGISTER.READ_ONLY;
+  } catch (e) {
+    // A driver older than the attribute answers INVALID_VALUE: it has no READ_ONLY flag either.
+    if (!(e instanceof CudaError && e.code === CUDA_ERROR_INVALID_VALUE)) throw e;
+  }
+  return 0;
+}
+
+function cudaOpsCalls(driver: CudaDriver) {
+  return driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference);
+}
+
+/**
+ * withCudaOps in a context of its own on device `ordinal` (cuCtxCreate_v2), destroyed when f returns (cuCtxDestroy_v2):
+ * for the reference checks, which copy from it what the device's primary context registered. Registrations are
+ * not made here. Throws when the driver cannot create contexts (driver.createdContexts says why).
+ */
+export function withCudaCreatedContextOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
+  const contexts = driver.createdContexts;
+  if (typeof contexts === 'string') throw new Error(`CUDA: no created context: ${contexts}`);
+  return withDriverOps(
+    {
+      api: 'CUDA',
+      owner: 'withCudaCreatedContextOps',
+      open(ordinal, hold) {
+        const ctx = contexts.create(ordinal);
+        const held: Held = {
+          makeCurrent: () => driver.ctxSetCurrent(ctx),
+          currentWhat: `making the created context on CUDA device ${ordinal} current`,
+          release: () => ({ what: `the context created on CUDA device ${ordinal}`, run: () => contexts.destroy(ctx) }),
+        };
+        hold(held);
+        driver.ctxSetCurrent(ctx);
+        return held;
+      },
+      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
+      malloc: (n) => driver.memAlloc(n),
+      free: (buffer) => driver.memFree(buffer),
+      calls: cudaOpsCalls(driver),
     },
     ordinal,
     bytes,

@@ -6,6 +6,7 @@ import koffi from 'koffi';
 import { isFatal } from '../src/fatal.js';
 import type { Host, Ops } from '../src/ops.js';
 import type { DriverApi } from './errors.js';
+import { type ReferenceCalls, type ReferenceOps, referenceOps } from './reference-ops.js';
 
 /**
  * Ops on one device and one device buffer, plus what the hazard checks need. All synchronous.
@@ -32,6 +33,11 @@ export interface DeviceOps extends Ops {
   download(into: Host): void;
   /** Wait for the device (cuCtxSynchronize / hipDeviceSynchronize). */
   synchronize(): void;
+  /**
+   * Streams, device pointers and the pointer query of the reference checks (bindings/reference-ops.ts); a string
+   * says why there are none (a driver that lacks one of their calls); absent where the backend has none.
+   */
+  readonly reference?: ReferenceOps | string;
 }
 
 export interface WithOpsOptions {
@@ -167,6 +173,8 @@ export interface OpsCalls {
   memcpyHtoD(dst: bigint, src: Host): void;
   memcpyDtoH(dst: Host, src: bigint, length?: number): void;
   synchronize(): void;
+  /** The reference checks' calls (bindings/reference-ops.ts), or why the driver has none. */
+  readonly reference?: ReferenceCalls | string;
   /** After a register / unregister that succeeded (CUDA counts what stays registered). */
   registered?(address: bigint): void;
   unregistered?(address: bigint): void;
@@ -297,6 +305,7 @@ export function deviceOps(
       enter('synchronize');
       calls.synchronize();
     },
+    ...(calls.reference === undefined ? {} : { reference: typeof calls.reference === 'string' ? calls.reference : referenceOps(api, enter, calls.reference, buffer, bytes) }),
   };
 }
 

@@ -5,7 +5,9 @@
 // differs: their prototype tables, constants and quirks.
 
 import type { Host } from '../src/ops.js';
+import type { LibraryHandle } from 'koffi';
 import { DriverError, type DriverApi, declareAll, openLibrary } from './errors.js';
+import type { ReferenceCalls } from './reference-ops.js';
 import {
   type DeviceOps,
   type OpsCalls,
@@ -43,9 +45,10 @@ export interface DriverLibrary {
  * A loader for `library`: from `path`, else from $env, else the first of the defaults that exists; one driver per
  * list of candidates, cached for the life of the process. Throws LibraryNotFoundError when none is there,
  * NotADriverError when one does not load or lacks a symbol of the prototypes.
- * `F` is the caller's typed view of the functions (koffi types them as `(...args: any[]) => any`).
+ * `F` is the caller's typed view of the functions (koffi types them as `(...args: any[]) => any`). `make` also gets
+ * the library, to declare calls that may be missing without failing the load (bindings/reference-ops.ts).
  */
-export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, c: F) => D): (path?: string) => D {
+export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, c: F, lib: LibraryHandle) => D): (path?: string) => D {
   const cache = new Map<string, D>();
   return (path?: string): D => {
     const explicit = path ?? (process.env[library.env] || undefined);
@@ -54,7 +57,7 @@ export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, 
     let driver = cache.get(key);
     if (driver === undefined) {
       const opened = openLibrary(library.api, candidates);
-      driver = make(opened.path, declareAll<F>(library.api, opened.path, opened.lib, library.prototypes));
+      driver = make(opened.path, declareAll<F>(library.api, opened.path, opened.lib, library.prototypes), opened.lib);
       cache.set(key, driver);
     }
     return driver;
@@ -260,8 +263,14 @@ export type SharedHostMethods = Pick<HostCalls, 'hostRegister' | 'hostRegisterAd
  * The ops' driver calls, through `driver`'s methods as they are when called (a test may replace one), with the
  * API's own page-locked allocation and synchronization.
  */
-export function driverCalls(driver: SharedHostMethods, pinned: { alloc(n: number): Host; free(host: Host): void }, synchronize: () => void): OpsDriver['calls'] {
+export function driverCalls(
+  driver: SharedHostMethods,
+  pinned: { alloc(n: number): Host; free(host: Host): void },
+  synchronize: () => void,
+  reference?: ReferenceCalls | string,
+): OpsDriver['calls'] {
   return {
+    ...(reference !== undefined ? { reference } : {}),
     hostRegister: (host, flags) => driver.hostRegister(host, flags),
     hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
     hostUnregister: (host) => driver.hostUnregister(host),

@@ -9,6 +9,9 @@ import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './
 import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
+import type { LibraryHandle } from 'koffi';
+import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
@@ -19,6 +22,8 @@ export const HIP_LIBRARY_ENV = 'MAPPED_REG_HIP_LIBRARY';
 
 // hipHostRegister flags (hip_runtime_api.h)
 export const HOST_REGISTER_DEFAULT = 0x0;
+/** hipHostRegisterPortable: the registration is seen by every context (every device) of the process. */
+export const HOST_REGISTER_PORTABLE = 0x1;
 /** hipHostRegisterMapped: the range is mapped into the device's address space (hipHostGetDevicePointer). */
 export const HOST_REGISTER_MAPPED = 0x2;
 
@@ -31,7 +36,7 @@ export const HOST_REGISTER_MAPPED = 0x2;
 export const HIP_REFERENCE_ATTRIBUTE = { CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: 4, PAGEABLE_MEMORY_ACCESS: 65, PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: 66, HOST_REGISTER_SUPPORTED: 90 } as const;
 
 /** hipMemcpyKind (hip_runtime_api.h: hipMemcpyHostToDevice, hipMemcpyDeviceToHost). */
-const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2 } as const;
+const HIP_MEMCPY_KIND = { HOST_TO_DEVICE: 1, DEVICE_TO_HOST: 2, DEVICE_TO_DEVICE: 3 } as const;
 
 export const HIP_ERROR_INVALID_VALUE = 1;
 const HIP_ERROR_NO_DEVICE = 100;
@@ -137,6 +142,31 @@ const PROTOTYPES = {
   hipHostGetDevicePointer: 'int hipHostGetDevicePointer(_Out_ void **devPtr, void *hstPtr, unsigned int flags)',
 } as const;
 
+/**
+ * The calls of the reference checks (bindings/reference-ops.ts), declared apart: a runtime without them still
+ * loads (hipHostGetDevicePointer is in the runtime's own table, PROTOTYPES: one binding). hipStream_t is an
+ * opaque pointer, hipDeviceptr_t a void *. The pointer query is hipPointerGetAttribute
+ * (one attribute, as CUDA's), not hipPointerGetAttributes, whose struct changed its layout in HIP 6.
+ */
+const REFERENCE_PROTOTYPES = {
+  hipStreamCreate: 'int hipStreamCreate(_Out_ void **stream)',
+  hipStreamSynchronize: 'int hipStreamSynchronize(void *stream)',
+  hipStreamDestroy: 'int hipStreamDestroy(void *stream)',
+  hipMemcpyAsync: 'int hipMemcpyAsync(void *dst, const void *src, size_t sizeBytes, int kind, void *stream)',
+  hipPointerGetAttribute: 'int hipPointerGetAttribute(void *data, int attribute, void *ptr)',
+} as const;
+
+/** hip_runtime_api.h hipPointer_attribute: HIP_POINTER_ATTRIBUTE_DEVICE_POINTER. */
+const HIP_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
+
+interface HipReferenceFunctions {
+  hipStreamCreate(out: Out<Pointer>): number;
+  hipStreamSynchronize(stream: bigint): number;
+  hipStreamDestroy(stream: bigint): number;
+  hipMemcpyAsync(dst: bigint, src: bigint, bytes: number, kind: number, stream: bigint): number;
+  hipPointerGetAttribute(data: Buffer, attribute: number, ptr: bigint): number;
+}
+
 /** Typed views of the koffi functions (koffi's own type for them is `(...args: any[]) => any`). */
 interface HipFunctions {
   hipRuntimeGetVersion(out: Out<number>): number;
@@ -187,6 +217,8 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   /** Page-locked host memory; `bytes` is a zero-copy view of it. Must not be touched after hostFree. */
   hostMalloc(bytes: number, flags?: number): Host;
   hostFree(host: Host): void;
+  /** The reference checks' calls (streams, device pointers, the pointer query), or why the runtime has none. */
+  readonly reference: ReferenceCalls | string;
   /** hipMemGetInfo on the current device: its free and total memory, in bytes. */
   memGetInfo(): MemInfo;
   /** hipHostGetDevicePointer (flags 0): the device address of a registered host address. */
@@ -206,7 +238,7 @@ export interface MemInfo {
  */
 export const loadHip: (path?: string) => HipDriver = driverLoader<HipFunctions, HipDriver>(
   { api: 'HIP', env: HIP_LIBRARY_ENV, defaults: HIP_LIBRARIES, prototypes: PROTOTYPES },
-  (path, c) => makeDriver(path, c),
+  (path, c, lib) => makeDriver(path, c, lib),
 );
 
 /** hipGetErrorName unless it answers hipErrorUnknown for another code, else the table, else `UNKNOWN_<code>`; and hipGetErrorString. */
@@ -236,7 +268,34 @@ function deviceCalls(c: HipFunctions, checks: Checker, ready: () => void, dev: (
   };
 }
 
-function makeDriver(path: string, c: HipFunctions): HipDriver {
+/** The reference calls of the runtime in `lib` (hipMemcpy for the device-to-device copy), or why it has none. */
+function hipReferenceCalls(lib: LibraryHandle, c: HipFunctions, checks: Checker, ready: () => void): ReferenceCalls | string {
+  const declared = declareOptional<HipReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
+  if ('missing' in declared) return declared.missing;
+  const r = declared.functions;
+  const { check } = checks;
+  const call = readyCall(checks, ready);
+  return {
+    streamCreate: () => {
+      ready();
+      return outPointer('HIP', checks, 'hipStreamCreate', (out) => r.hipStreamCreate(out), 'stream');
+    },
+    streamSynchronize: (stream) => call('hipStreamSynchronize', () => r.hipStreamSynchronize(stream)),
+    streamDestroy: (stream) => call('hipStreamDestroy', () => r.hipStreamDestroy(stream)),
+    memcpyHtoDAsync: (dst, src, stream) =>
+      call('hipMemcpyAsync', () => r.hipMemcpyAsync(dst, hostAddress('HIP', 'hipMemcpyAsync', src), src.bytes.length, HIP_MEMCPY_KIND.HOST_TO_DEVICE, stream)),
+    hostDevicePointer: (host) => hostGetDevicePointer(c, checks, ready, hostAddress('HIP', 'hipHostGetDevicePointer', host)),
+    memcpyDtoD: (dst, src, bytes) => call('hipMemcpy', () => c.hipMemcpy(dst, src, checkSize('hipMemcpy size', bytes), HIP_MEMCPY_KIND.DEVICE_TO_DEVICE)),
+    pointerDevicePointer(address) {
+      ready();
+      const out = pointerOut();
+      check('hipPointerGetAttribute', r.hipPointerGetAttribute(out.buffer, HIP_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
+      return out.read();
+    },
+  };
+}
+
+function makeDriver(path: string, c: HipFunctions, lib: LibraryHandle): HipDriver {
   const base = driverBase('HIP', HipError, hipErrorTexts(c), { init: ['hipInit', () => c.hipInit(0)], count: ['hipGetDeviceCount', (out) => c.hipGetDeviceCount(out)], noDeviceCode: HIP_ERROR_NO_DEVICE, noDeviceFrom: ['hipInit', 'hipGetDeviceCount'] });
   const { checks, ready } = base;
   // HIP's calls take the ordinal itself
@@ -272,6 +331,7 @@ function makeDriver(path: string, c: HipFunctions): HipDriver {
     hostMalloc: host.alloc,
     hostFree: host.free,
     ...referenceCalls(c, checks, ready),
+    reference: hipReferenceCalls(lib, c, checks, ready),
   };
 }
 
@@ -285,13 +345,16 @@ function referenceCalls(c: HipFunctions, checks: Checker, ready: () => void): Pi
       checks.check('hipMemGetInfo', c.hipMemGetInfo(free, total));
       return { free: Number(free[0]), total: Number(total[0]) };
     },
-    hostGetDevicePointer(address: bigint): bigint {
-      ready();
-      const out: Out<Pointer> = [null];
-      checks.check('hipHostGetDevicePointer', c.hipHostGetDevicePointer(out, address, 0));
-      return out[0] ?? 0n;
-    },
+    hostGetDevicePointer: (address: bigint): bigint => hostGetDevicePointer(c, checks, ready, address),
   };
+}
+
+/** hipHostGetDevicePointer (flags 0), the one binding of it: the device address of registered host memory (0 for NULL). */
+function hostGetDevicePointer(c: HipFunctions, checks: Checker, ready: () => void, address: bigint): bigint {
+  ready();
+  const out: Out<Pointer> = [null];
+  checks.check('hipHostGetDevicePointer', c.hipHostGetDevicePointer(out, address, 0));
+  return out[0] ?? 0n;
 }
 
 // ---- Ops for one device ----
@@ -308,6 +371,6 @@ function referenceCalls(c: HipFunctions, checks: Checker, ready: () => void): Pi
  * hipDeviceReset is never called here. The ops must not be used after f returns.
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize());
+  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize(), driver.reference);
   return withDriverOps(setDeviceOpsDriver('HIP', 'withHipOps', 'HIP device', driver, HOST_REGISTER_DEFAULT, calls), ordinal, bytes, f, options);
 }

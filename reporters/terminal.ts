@@ -2,7 +2,7 @@
 // checks run (Progress). On a terminal: one status line per device, redrawn in place (checks done, the one
 // running, counts, elapsed time), with every check that did not pass printed for good above them. Not on a
 // terminal (CI logs, pipes): one plain line per check result, except skips: a device's skipped checks are told
-// once, when the device is done, a line per reason (a device that never registers skips 28 of its 29 checks),
+// once, when the device is done, a line per reason (a device that never registers skips 32 of its 33 checks),
 // and a check still running is told every STILL_RUNNING_S seconds (a log would otherwise be silent until it ends).
 import type { PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { checkDetail } from '../results/check-text.js';

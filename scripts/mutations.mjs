@@ -67,6 +67,9 @@ const DECISION = ['test/decision.test.ts'];
 const GATE_NOISE = ['test/gate-noise.test.ts'];
 const DOUBLE_RATES = ['test/double-rates.test.ts'];
 const decision = 'results/decision.ts';
+const REFERENCE_COPIES = ['test/reference-checks.test.ts'];
+const refCopies = 'suites/hazards/reference-copies.ts';
+const refCopiesHarness = 'suites/hazards/reference-copies-harness.ts';
 
 /** Replaces `pattern` once, or throws: a pattern that no longer matches the source would make a mutation a no-op. */
 const once = (s, pattern, by) => {
@@ -393,6 +396,15 @@ const mutations = [
   ['noise: the rounds not kept in the results', 'noise: samples kept', 'cli/assemble.ts', edits(['      ...(t.samples ? { samples: t.samples } : {}),\n', '']), GATE_NOISE],
   ['noise: a population of any size', 'noise: the fleet', historyCompare, edits(['    if (g.drops.length < POPULATION_MIN) continue;', '    if (g.drops.length < 1) continue;']), ['test/population.test.ts']],
   ["noise: the double's noise never applied", "noise: the double", 'test/double/common.c', edits(['  if (!n->on) return 1.0;', '  if (n->on) return 1.0;']), DOUBLE_RATES],
+  // ---- the reference checks (issue 36): the copies (suites/hazards/reference-copies.ts, docs/reference-checks.md)
+  ['reference: a second context at the pageable speed passes (PORTABLE ignored)', 'reference judgement', refCopies, edits(['            const fast = ratio !== undefined && ratio >= margin;', '            const fast = ratio !== undefined;']), REFERENCE_COPIES],
+  ['reference: wrong bytes from the copy on a stream pass', 'reference judgement', refCopies, edits(['        const right = got?.diff === -1;', '        const right = got !== undefined;']), REFERENCE_COPIES],
+  ['reference: the copy on a stream made synchronously instead', 'reference machinery', refCopiesHarness, edits(['  const copy = driverCall(() => ref.uploadAsync(host, stream));', '  const copy = driverCall(() => ops.upload(host));']), REFERENCE_COPIES],
+  ['reference: wrong bytes read through the device pointer pass', 'reference judgement', refCopies, edits(['        const right = seen?.diff === -1;', '        const right = seen !== undefined;']), REFERENCE_COPIES],
+  ['reference: the pointer query answering after the release passes', 'reference judgement', refCopies, edits(['        const stillKnown = after !== undefined && after.code.code === 0;', '        const stillKnown = false;']), REFERENCE_COPIES],
+  ['reference: every GPU at once copies to its own device only', 'reference machinery', refCopies, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE_COPIES],
+  ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', refCopies, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE_COPIES],
+  ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE_COPIES],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and

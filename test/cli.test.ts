@@ -71,7 +71,7 @@ describe('with no GPU', () => {
     const devices = (file: string) => JSON.parse(readFileSync(file, 'utf8')).devices as { id: string; processes: number; restarts?: string[]; checks: { id: string; status: string; process?: number; message?: string }[] }[];
     for (const d of devices(json)) {
       expect(d.processes, d.id).toBe(1);
-      expect(d.checks, d.id).toHaveLength(29);
+      expect(d.checks, d.id).toHaveLength(33);
     }
     const crashed = join(work, 'shared-crash.json');
     const r = cli(['--scratch-dir', scratch, '--json', crashed], { MAPPED_REG_FORCE_CRASH: 'cpu/static.verdict' });
@@ -79,12 +79,12 @@ describe('with no GPU', () => {
     const [opencl, vulkan, cpu] = ['opencl:0', 'vulkan:0', 'cpu'].map((id) => devices(crashed).find((d) => d.id === id)!);
     expect(cpu!.checks.find((c) => c.id === 'static.verdict')).toMatchObject({ status: 'crash', process: 1, message: expect.stringMatching(/SIGSEGV/) });
     for (const d of [opencl!, vulkan!, cpu!]) {
-      expect(d.checks, d.id).toHaveLength(29);
+      expect(d.checks, d.id).toHaveLength(33);
       expect(d.processes, d.id).toBe(2);
       expect(d.checks.filter((c) => c.status === 'crash').map((c) => `${d.id} ${c.id}`)).toEqual(d === cpu ? ['cpu static.verdict'] : []);
     }
-    expect(opencl!.restarts).toEqual([expect.stringMatching(/^process 1 ended during cpu's static\.verdict \(killed by SIGSEGV\): the 28 checks left run in process 2$/)]);
-    expect(cpu!.restarts).toEqual([expect.stringMatching(/^process 1 ended during static\.verdict \(crash, SIGSEGV\): the 28 checks after it run in process 2$/)]);
+    expect(opencl!.restarts).toEqual([expect.stringMatching(/^process 1 ended during cpu's static\.verdict \(killed by SIGSEGV\): the 32 checks left run in process 2$/)]);
+    expect(cpu!.restarts).toEqual([expect.stringMatching(/^process 1 ended during static\.verdict \(crash, SIGSEGV\): the 32 checks after it run in process 2$/)]);
     expect(readdirSync(scratch)).toEqual([]);
   });
 

@@ -37,15 +37,15 @@ it('the four scenarios: every check reported (from the first process or its re-r
   for (const name of ['kill-scratch', 'kill-probe', 'kill-between']) {
     const [, moment, exit, checks, byProcess, , verdict, json, left, scratchLeft, second, ok] = by[name]!;
     expect(moment, name).not.toBe('-');
-    expect([exit, checks, verdict, json, left, scratchLeft], name).toEqual(['0', '29', 'Usable', 'complete', '0', '0']);
+    expect([exit, checks, verdict, json, left, scratchLeft], name).toEqual(['0', '33', 'Usable', 'complete', '0', '0']);
     // the scratch file is written before any check (while the runner starts Vitest): killed then, the device's
     // second process runs every check; later, the first process has reported some
     expect(byProcess, name).toMatch(name === 'kill-scratch' ? /^(p1:\d+ )?p2:\d+$/ : /^p1:\d+ p2:\d+$/);
-    expect(second, name).toMatch(/^Usable \(exit 0, 29 checks\)$/);
+    expect(second, name).toMatch(/^Usable \(exit 0, 33 checks\)$/);
     expect(ok, name).toBe('yes');
   }
   const [, moment, exit, , , , , json, left, scratchLeft, second, ok] = by['term-probe']!;
-  expect([moment, exit, json, left, scratchLeft, second, ok]).toEqual(['probe: region mapped', '143', 'incomplete', '0', '0', 'Usable (exit 0, 29 checks)', 'yes']);
+  expect([moment, exit, json, left, scratchLeft, second, ok]).toEqual(['probe: region mapped', '143', 'incomplete', '0', '0', 'Usable (exit 0, 33 checks)', 'yes']);
   expect(r.stdout).toMatch(/^scenario +moment +exit/m);
   expect(r.status, r.stderr).toBe(0);
   expect(readdirSync(scratch)).toEqual([]);

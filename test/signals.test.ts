@@ -40,7 +40,7 @@ interface Device {
   errors?: string[];
   incomplete?: boolean;
 }
-const ALL_CHECKS = 29;
+const ALL_CHECKS = 33;
 
 function cuda(args: string[], env: Record<string, string> = {}, detached = false): { c: Started; scratch: string; json: string } {
   const scratch = mkdtempSync(join(work, 'scratch-'));
@@ -208,7 +208,7 @@ describe('item 5: a device process killed outside a check loses nothing', () => 
     expect(d.checks.slice(0, firstHazard + 1).every((x) => x.process === 1)).toBe(true);
     expect(d.checks.slice(firstHazard + 1).every((x) => x.process === 2)).toBe(true);
     expect(d.processes).toBe(2);
-    expect(d.restarts).toEqual([expect.stringMatching(/^process 1 was killed by SIGKILL \(not by this command\) outside any check \(after hazard\.prot_none_refused\): the 23 checks left run in process 2$/)]);
+    expect(d.restarts).toEqual([expect.stringMatching(/^process 1 was killed by SIGKILL \(not by this command\) outside any check \(after hazard\.prot_none_refused\): the 27 checks left run in process 2$/)]);
     expect(d.errors ?? []).toEqual([]);
     expect(c.stdout()).toMatch(/cuda:0 new process: process 1 was killed by SIGKILL/);
     expect(code).toBe(0);

@@ -12,6 +12,7 @@ import {
   CU_MEMHOSTREGISTER,
   type CudaDriver,
   loadCuda,
+  withCudaCreatedContextOps,
   withCudaOps,
 } from '../cuda.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
@@ -62,16 +63,19 @@ const REFERENCE_ATTRIBUTES: Readonly<Record<ReferenceAttribute, readonly [string
   pageTables: ['PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES', CU_DEVICE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES],
 };
 
-/** The reference kit of CUDA device `ordinal` (bindings/reference-kit.ts). */
+/** The reference kit of CUDA device `ordinal` (bindings/reference-kit.ts): its second context is one created on it (cuCtxCreate_v2). */
 function cudaReferenceKit(driver: CudaDriver, ordinal: number): ReferenceKit {
   const read = (which: ReferenceAttribute, dev: number) => {
     const [name, id] = REFERENCE_ATTRIBUTES[which];
     return readAttribute(`CU_DEVICE_ATTRIBUTE_${name} (${id})`, () => driver.attribute(dev, id));
   };
   return {
+    ...(typeof driver.reference === 'string' ? { missing: driver.reference } : {}),
+    portableFlag: CU_MEMHOSTREGISTER.PORTABLE,
     deviceMapFlag: CU_MEMHOSTREGISTER.DEVICEMAP,
     invalidValue: { code: CUDA_ERROR_INVALID_VALUE, name: 'CUDA_ERROR_INVALID_VALUE' },
     devicePointerCall: 'cuMemHostGetDevicePointer_v2',
+    names: { async: 'cuMemcpyHtoDAsync_v2', deviceToDevice: 'cuMemcpyDtoD_v2', pointerQuery: 'cuPointerGetAttribute' },
     attribute: (which) => read(which, ordinal),
     attributeOnAll: (which) => Array.from({ length: driver.devices().count }, (_, d) => read(which, d)),
     memInfo(ops) {
@@ -82,6 +86,12 @@ function cudaReferenceKit(driver: CudaDriver, ordinal: number): ReferenceKit {
       ops.synchronize();
       return driver.memHostGetDevicePointer(address);
     },
+    deviceCount: () => driver.devices().count,
+    secondContext: () =>
+      typeof driver.createdContexts === 'string'
+        ? `no second context can be made on CUDA device ${ordinal}: ${driver.createdContexts}`
+        : { what: `a context created with cuCtxCreate_v2 on CUDA device ${ordinal}`, withOps: (bytes, f, options) => withCudaCreatedContextOps(driver, ordinal, bytes, f, options) },
+    withDeviceOps: (other, bytes, f, options) => withCudaOps(driver, other, bytes, f, options),
   };
 }
 

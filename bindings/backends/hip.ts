@@ -1,6 +1,17 @@
 // The HIP backend: libamdhip64.so* (bindings/hip.ts), a discovery group of its own, native ops on each device.
 import { type DiscoveredDevice, ask } from '../backend.js';
-import { HIP_ERROR_HOST_MEMORY_NOT_REGISTERED, HIP_ERROR_INVALID_VALUE, HIP_LIBRARIES, HIP_LIBRARY_ENV, HIP_REFERENCE_ATTRIBUTE, HOST_REGISTER_MAPPED, type HipDriver, loadHip, withHipOps } from '../hip.js';
+import {
+  HIP_ERROR_HOST_MEMORY_NOT_REGISTERED,
+  HIP_ERROR_INVALID_VALUE,
+  HIP_LIBRARIES,
+  HIP_LIBRARY_ENV,
+  HIP_REFERENCE_ATTRIBUTE,
+  HOST_REGISTER_MAPPED,
+  HOST_REGISTER_PORTABLE,
+  type HipDriver,
+  loadHip,
+  withHipOps,
+} from '../hip.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 import { type AttributeReading, type ReferenceAttribute, type ReferenceKit, readAttribute } from '../reference-kit.js';
 
@@ -14,7 +25,10 @@ const REFERENCE_ATTRIBUTES: Readonly<Record<ReferenceAttribute, readonly [string
   pageTables: ['PageableMemoryAccessUsesHostPageTables', HIP_REFERENCE_ATTRIBUTE.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 5],
 };
 
-/** The reference kit of HIP device `ordinal` (bindings/reference-kit.ts). */
+/**
+ * The reference kit of HIP device `ordinal` (bindings/reference-kit.ts). HIP has one context per device (hipSetDevice
+ * makes it current): its second context is another device's, where this process has one.
+ */
 function hipReferenceKit(driver: HipDriver, ordinal: number): ReferenceKit {
   const read = (which: ReferenceAttribute, dev: number): AttributeReading => {
     const known = REFERENCE_ATTRIBUTES[which];
@@ -26,9 +40,12 @@ function hipReferenceKit(driver: HipDriver, ordinal: number): ReferenceKit {
     return readAttribute(`hipDeviceAttribute${name} (${id})`, () => driver.attribute(dev, id));
   };
   return {
+    ...(typeof driver.reference === 'string' ? { missing: driver.reference } : {}),
+    portableFlag: HOST_REGISTER_PORTABLE,
     deviceMapFlag: HOST_REGISTER_MAPPED,
     invalidValue: { code: HIP_ERROR_INVALID_VALUE, name: 'hipErrorInvalidValue' },
     devicePointerCall: 'hipHostGetDevicePointer',
+    names: { async: 'hipMemcpyAsync', deviceToDevice: 'hipMemcpy(hipMemcpyDeviceToDevice)', pointerQuery: 'hipPointerGetAttribute' },
     attribute: (which) => read(which, ordinal),
     attributeOnAll: (which) => Array.from({ length: driver.devices().count }, (_, d) => read(which, d)),
     memInfo(ops) {
@@ -39,6 +56,14 @@ function hipReferenceKit(driver: HipDriver, ordinal: number): ReferenceKit {
       ops.synchronize();
       return driver.hostGetDevicePointer(address);
     },
+    deviceCount: () => driver.devices().count,
+    secondContext: () => {
+      const count = driver.devices().count;
+      if (count < 2) return `HIP has one context per device and this process has one HIP device: no second context can be made`;
+      const other = (ordinal + 1) % count;
+      return { what: `HIP device ${other} (HIP has one context per device)`, withOps: (bytes, f, options) => withHipOps(driver, other, bytes, f, options) };
+    },
+    withDeviceOps: (other, bytes, f, options) => withHipOps(driver, other, bytes, f, options),
   };
 }
 

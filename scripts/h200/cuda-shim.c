@@ -9,6 +9,13 @@
 //   MAPPED_REG_SHIM_SLOW_ALL=F           every host-to-device copy (registered, page-locked, pageable) takes F times
 //                                        as long: a platform or DMA path that got slower. With SLOW_REGISTERED too, a
 //                                        registered copy takes both factors. F <= 1 or not a number: no change
+//   MAPPED_REG_SHIM_PORTABLE_IGNORED=1   cuMemHostRegister_v2 drops CU_MEMHOSTREGISTER_PORTABLE (0x1) before the
+//                                        driver sees it: hazard.portable_second_context copies from a created context
+//                                        what the driver was never asked to make portable
+//   MAPPED_REG_SHIM_POINTER_STILL_REGISTERED=1  cuPointerGetAttribute answers success (DEVICE_POINTER: the address
+//                                        itself) for an address in a range the shim saw released (the last 64):
+//                                        hazard.device_pointer's query after the release
+// The reference checks' calls (cuCtxCreate_v2 ... cuPointerGetAttribute, docs/reference-checks.md) are forwarded too.
 // Loaded by path: MAPPED_REG_CUDA_LIBRARY=/path/cuda-shim.so. Build: cc -shared -fPIC -O2 -o cuda-shim.so cuda-shim.c -ldl
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,6 +51,10 @@ static void *real(const char *name) {
 static struct { uintptr_t start, end; } ranges[MAX_RANGES];
 static int nranges;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+// the last ranges released (MAPPED_REG_SHIM_POINTER_STILL_REGISTERED)
+#define MAX_RELEASED 64
+static struct { uintptr_t start, end; } released[MAX_RELEASED];
+static int nreleased;
 
 static int registered(const void *p, size_t n) {
   uintptr_t a = (uintptr_t)p;
@@ -72,6 +83,8 @@ int cuInit(unsigned int flags) {
 int cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags) {
   static int (*f)(void *, size_t, unsigned int);
   if (!f) f = (int (*)(void *, size_t, unsigned int))real("cuMemHostRegister_v2");
+  const char *portable = getenv("MAPPED_REG_SHIM_PORTABLE_IGNORED");
+  if (portable && atoi(portable) == 1) flags &= ~0x1u;
   int r = f(p, bytes, flags);
   if (r == 0) {
     pthread_mutex_lock(&lock);
@@ -93,6 +106,9 @@ int cuMemHostUnregister(void *p) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nranges; i++) {
       if (ranges[i].start == (uintptr_t)p) {
+        released[nreleased % MAX_RELEASED].start = ranges[i].start;
+        released[nreleased % MAX_RELEASED].end = ranges[i].end;
+        nreleased++;
         ranges[i] = ranges[--nranges];
         break;
       }
@@ -119,6 +135,23 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
   return r;
 }
 
+int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr) {
+  static int (*f)(void *, int, unsigned long long);
+  if (!f) f = (int (*)(void *, int, unsigned long long))real("cuPointerGetAttribute");
+  const char *still = getenv("MAPPED_REG_SHIM_POINTER_STILL_REGISTERED");
+  if (still && atoi(still) == 1 && attribute == 3 && data) {
+    int hit = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < MAX_RELEASED && i < nreleased && !hit; i++) hit = ptr >= released[i].start && ptr < released[i].end;
+    pthread_mutex_unlock(&lock);
+    if (hit) {
+      *(unsigned long long *)data = ptr;
+      return 0;
+    }
+  }
+  return f(data, attribute, ptr);
+}
+
 // ---- everything else, as the driver does it ----
 FORWARD(int, cuDriverGetVersion, (int *v), (v))
 FORWARD(int, cuDeviceGetCount, (int *n), (n))
@@ -139,6 +172,14 @@ FORWARD(int, cuMemFreeHost, (void *p), (p))
 FORWARD(int, cuMemcpyDtoH_v2, (void *dst, unsigned long long src, size_t n), (dst, src, n))
 FORWARD(int, cuGetErrorName, (int e, const char **s), (e, s))
 FORWARD(int, cuGetErrorString, (int e, const char **s), (e, s))
-// the reference checks' calls (bindings/cuda.ts: the device's free memory, a registration's device address)
+// the reference checks' calls (bindings/cuda.ts: the device's free memory, a registration's device address; the
+// copies' contexts, streams and device-to-device copy)
 FORWARD(int, cuMemGetInfo_v2, (size_t *free_bytes, size_t *total_bytes), (free_bytes, total_bytes))
 FORWARD(int, cuMemHostGetDevicePointer_v2, (unsigned long long *pdptr, void *p, unsigned int flags), (pdptr, p, flags))
+FORWARD(int, cuCtxCreate_v2, (void **ctx, unsigned int flags, int dev), (ctx, flags, dev))
+FORWARD(int, cuCtxDestroy_v2, (void *ctx), (ctx))
+FORWARD(int, cuStreamCreate, (void **s, unsigned int flags), (s, flags))
+FORWARD(int, cuStreamSynchronize, (void *s), (s))
+FORWARD(int, cuStreamDestroy_v2, (void *s), (s))
+FORWARD(int, cuMemcpyHtoDAsync_v2, (unsigned long long dst, const void *src, size_t n, void *s), (dst, src, n, s))
+FORWARD(int, cuMemcpyDtoD_v2, (unsigned long long dst, unsigned long long src, size_t n), (dst, src, n))

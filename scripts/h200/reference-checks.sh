@@ -29,7 +29,7 @@ done
 "$node" - "$out" "$runs" >>"$out/reference.txt" <<'JS'
 const { readFileSync } = require('node:fs');
 const [out, runs] = process.argv.slice(2);
-const ids = new Set(['hazard.host_register_attribute', 'hazard.readonly_register_attribute', 'hazard.host_pointer_attribute', 'hazard.page_tables_attribute', 'hazard.register_cycles', 'hazard.unknown_flags_refused', 'hazard.null_pointer_refused', 'hazard.zero_size_refused', 'hazard.unregister_null_refused']);
+const ids = new Set(['hazard.host_register_attribute', 'hazard.readonly_register_attribute', 'hazard.host_pointer_attribute', 'hazard.page_tables_attribute', 'hazard.register_cycles', 'hazard.unknown_flags_refused', 'hazard.null_pointer_refused', 'hazard.zero_size_refused', 'hazard.unregister_null_refused', 'hazard.portable_second_context', 'hazard.async_stream_copy', 'hazard.device_pointer', 'hazard.every_gpu_at_once']);
 let ok = true;
 const read = (f) => { try { return JSON.parse(readFileSync(`${out}/${f}`, 'utf8')); } catch (e) { ok = false; console.log(`${f}: not read (${e.message})`); return { devices: [] }; } };
 for (const d of read('full.json').devices) {

@@ -6,7 +6,7 @@
 //
 // The harness is ./harness.ts, the truncation child's protocol ./truncate.ts; the checks live by family:
 // ./flags.ts, ./mappings.ts, ./overlaps.ts, ./release.ts, ./file-changes.ts, ./reset.ts, and the reference checks
-// (./reference.ts: attributes held to behaviour, repetition, flags and negatives).
+// (./reference.ts: attributes held to behaviour, repetition, flags and negatives, copies).
 import type { Check } from '../check.js';
 import { coherentAfterWrite, truncateContainedCheck } from './file-changes.js';
 import { protNoneRefused, readonlyMapping } from './flags.js';

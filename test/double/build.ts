@@ -57,9 +57,9 @@ interface Target {
 
 const TARGETS: Record<keyof DoublePaths, Target> = {
   // libm: the noise's log, exp, sqrt and cos (MAPPED_REG_DOUBLE_NOISE)
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },

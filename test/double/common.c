@@ -21,7 +21,7 @@
 
 #define TMPFS_MAGIC_ 0x01021994
 
-state_t g = {.current_ctx = -1};
+state_t g = {.current_ctx = -1, .current_context = -1};
 pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void dbl_unlock_cb(int *unused) {
@@ -420,6 +420,11 @@ static int set_flag_fault(const char *name, faults_t *f) {
       {"stale_after_write", offsetof(faults_t, stale_after_write)},
       {"unmapped_unregister_fails", offsetof(faults_t, unmapped_unregister_fails)},
       {"reset_keeps_registrations", offsetof(faults_t, reset_keeps_registrations)},
+      {"portable_ignored", offsetof(faults_t, portable_ignored)},
+      {"async_wrong_bytes", offsetof(faults_t, async_wrong_bytes)},
+      {"devptr_wrong", offsetof(faults_t, devptr_wrong)},
+      {"pointer_still_registered", offsetof(faults_t, pointer_still_registered)},
+      {"multi_gpu_wrong_bytes", offsetof(faults_t, multi_gpu_wrong_bytes)},
   };
   for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) {
     if (strcmp(FLAGS[i].name, name) == 0) {
@@ -952,6 +957,8 @@ void dbl_reset_all(void) {
   free(g.hallocs);
   memset(&g, 0, sizeof g);
   g.current_ctx = -1;
+  g.current_context = -1;
+  dbl_reference_reset();
   dbl_reset_calls();
 }
 
@@ -1047,6 +1054,7 @@ int dbl_register(uintptr_t p, size_t size, unsigned flags, int device) {
   r->private_file = info.private_file;
   r->fail_once = fail_once;
   r->after_reset = device >= 0 && device < DBL_MAX_DEVICES && g.reset_seen[device];
+  r->context = dbl_context();
   if (++g.registered_since_init == g.faults.stuck_registration) r->never_release = 1;
   if (g.faults.stale_after_write && !prot_none && (r->snapshot = malloc(size)) != NULL) memcpy(r->snapshot, (const void *)p, size);
   if (g.prof.stuck_unregister && (prot_none || overlap)) {
@@ -1086,6 +1094,7 @@ int dbl_unregister(uintptr_t p) {
     if (g.faults.unmapped_unregister_fails && msync((void *)r->pstart, r->pend - r->pstart, MS_ASYNC) != 0) {
       return g.prof.unregister_fault_result;
     }
+    dbl_note_released(r->start, r->len);
     remove_reg(i);
     dbl_ref_released();
     return DR_OK;
@@ -1201,7 +1210,20 @@ double dbl_rate(int device, const char *kind) {
   return k == 0 ? r->registered : k == 1 ? r->pinned : r->pageable;
 }
 
+int dbl_in_dalloc(uintptr_t p, size_t n) { return find_alloc(g.dallocs, g.ndallocs, p, n) != NULL; }
+int dbl_in_halloc(uintptr_t p, size_t n) { return find_alloc(g.hallocs, g.nhallocs, p, n) != NULL; }
+
 int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
+  return dbl_htod_in(dst, src, n, device, dbl_context(), entry);
+}
+
+/* A registration of another context counts as registered there when it is PORTABLE, or when the profile makes every
+ * registration portable; never under the fault portable_ignored. */
+static int registered_in(const reg_t *r, int context) {
+  return r->context == context || ((g.prof.registrations_portable || (r->flags & DBL_PORTABLE_FLAG)) && !g.faults.portable_ignored);
+}
+
+int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context, double entry) {
   if (n == 0) return DR_OK;
   if (!dst || !src || src + n < src) return DR_INVALID_VALUE;
   if (!find_alloc(g.dallocs, g.ndallocs, dst, n)) return DR_INVALID_VALUE;
@@ -1221,7 +1243,7 @@ int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry) {
   }
   int registered = 0;
   for (size_t i = 0; i < g.nregs; i++) {
-    if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len)) {
+    if (ranges_overlap(src, src + n, g.regs[i].start, g.regs[i].start + g.regs[i].len) && registered_in(&g.regs[i], context)) {
       registered = 1;
       g.regs[i].used = 1;
     }

@@ -79,6 +79,9 @@ typedef struct {
    * truncated registered file died of SIGBUS), so the double reads it too, past the end of the file if need
    * be: the process gets the same SIGBUS. 0: every copy is checked and refused instead. */
   size_t cpu_copy_max;
+  /* 1: every registration counts as registered in every context, PORTABLE or not (CUDA: measured on the H200, a
+   * created context copied a registration without PORTABLE at the registered speed); 0: only a PORTABLE one does. */
+  int registrations_portable;
 } profile_t;
 
 /* Single faults, from MAPPED_REG_DOUBLE_FAULTS. */
@@ -107,7 +110,13 @@ typedef struct {
   size_t register_max;            /* > 0: a registration of more bytes is refused (OUT_OF_MEMORY) */
   int unmapped_unregister_fails;  /* unregister of a registration whose range is no longer mapped fails */
   int reset_keeps_registrations;  /* an explicit context / device reset keeps the registrations */
-  unsigned ref_faults;            /* the reference checks' faults (reference.h: REF_*) */
+  /* Faults of the reference copy checks (reference_copies.c; README.md: one per check). */
+  int portable_ignored;           /* PORTABLE is ignored: a copy from another context runs as pageable (right bytes, slow) */
+  int async_wrong_bytes;          /* an async copy to the registration's own device flips one byte */
+  int devptr_wrong;               /* a device-to-device copy read through a registration's device pointer flips one byte */
+  int pointer_still_registered;   /* the pointer query still answers for a released registration */
+  int multi_gpu_wrong_bytes;      /* an async copy to a device other than the registration's flips one byte */
+  unsigned ref_faults;            /* the other reference checks' faults (reference.h: REF_*) */
 } faults_t;
 
 #define DBL_MAX_DEVICES 16
@@ -169,6 +178,7 @@ typedef struct {
   int idle_failed;    /* idle_release_fails: its one failure happened */
   int after_reset;    /* idle_release_fails: made after an explicit reset of its device */
   unsigned char *snapshot; /* stale_after_write: its bytes when registered (malloc'd) */
+  int context;        /* the context it was registered in (dbl_context()): another one copies it as pageable unless PORTABLE */
 } reg_t;
 
 typedef struct {
@@ -194,6 +204,8 @@ typedef struct {
   int ctx_refcount[DBL_MAX_DEVICES]; /* CUDA primary contexts */
   int current_ctx;                   /* CUDA: device of the current context, -1 none */
   int current_device;                /* HIP: hipSetDevice */
+  int current_context;               /* CUDA: the current context's id (a primary context: its device; a created one:
+                                        DBL_MAX_DEVICES + its slot), -1 none; HIP's context is its current device */
   reg_t *regs;
   size_t nregs, capregs;
   alloc_t *dallocs;                  /* "device" memory: malloc'd host memory */
@@ -257,6 +269,30 @@ DBL_HIDDEN int dbl_hfree(uintptr_t p);
 /* Host-to-device copy for API ordinal `device`, paced to its rates from `entry` (dbl_now() at the call's entry). */
 DBL_HIDDEN int dbl_htod(uintptr_t dst, uintptr_t src, size_t n, int device, double entry);
 DBL_HIDDEN int dbl_dtoh(uintptr_t dst, uintptr_t src, size_t n);
+/* dbl_htod as seen from context `context` (a registration of another context that is not PORTABLE: pageable). */
+DBL_HIDDEN int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context, double entry);
+/* Whether [p, p + n) lies in one device allocation / one page-locked allocation. */
+DBL_HIDDEN int dbl_in_dalloc(uintptr_t p, size_t n);
+DBL_HIDDEN int dbl_in_halloc(uintptr_t p, size_t n);
+
+/* reference_copies.c: what the reference copy checks need (contexts, streams, device pointers, several devices). */
+#define DBL_PORTABLE_FLAG 0x1u /* CU_MEMHOSTREGISTER_PORTABLE, hipHostRegisterPortable */
+/* The current context's id (state_t.current_context; HIP: the current device). */
+DBL_HIDDEN int dbl_context(void);
+/* A registration was released (pointer_still_registered remembers the last few). */
+DBL_HIDDEN void dbl_note_released(uintptr_t start, size_t len);
+DBL_HIDDEN void dbl_reference_reset(void);
+/* Streams: created on `device` in `context`; an async copy is queued and runs at the stream's synchronize (or
+ * destroy); a NULL stream runs it at once. */
+DBL_HIDDEN int dbl_stream_create(int device, int context, void **out);
+DBL_HIDDEN int dbl_stream_sync(void *stream);
+DBL_HIDDEN int dbl_stream_destroy(void *stream);
+DBL_HIDDEN int dbl_htod_async(uintptr_t dst, uintptr_t src, size_t n, void *stream, int device, int context);
+/* Device-to-device copy; the source may be a registration's device pointer (the device reads the host memory). */
+DBL_HIDDEN int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n);
+/* The device pointer the driver knows for address p (cuPointerGetAttribute DEVICE_POINTER); INVALID_VALUE for one
+ * it does not know. */
+DBL_HIDDEN int dbl_pointer_device_pointer(uintptr_t p, uintptr_t *out);
 
 /* CLOCK_MONOTONIC, in seconds. */
 DBL_HIDDEN double dbl_now(void);
@@ -314,6 +350,7 @@ DBL_HIDDEN int dbl_free_unless_null(int (*release)(uintptr_t p), void *ptr);
   __attribute__((constructor)) static void dbl_driver_setup(void) {                                \
     dbl_set_names(NAMES, (int)(sizeof NAMES / sizeof NAMES[0]));                                   \
     g.current_ctx = -1;                                                                            \
+    g.current_context = -1;                                                                        \
   }                                                                                                \
   static T code(int r) { return dbl_api_code(api, r); }                                            \
   static int parse_profile(const char *name, profile_t *p) {                                       \

@@ -31,7 +31,10 @@ static const char *const NAMES[] = {
     "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxReset_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
     "cuMemAlloc_v2", "cuMemFree_v2", "cuMemHostAlloc", "cuMemFreeHost", "cuMemHostRegister_v2",
     "cuMemHostUnregister", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuGetErrorName", "cuGetErrorString",
-    "cuMemGetInfo_v2", "cuMemHostGetDevicePointer_v2",
+    /* the reference checks' calls (reference.c, reference_copies.c) */
+    "cuCtxCreate_v2", "cuCtxDestroy_v2", "cuStreamCreate", "cuStreamSynchronize", "cuStreamDestroy_v2",
+    "cuMemcpyHtoDAsync_v2", "cuMemHostGetDevicePointer_v2", "cuMemcpyDtoD_v2", "cuPointerGetAttribute",
+    "cuMemGetInfo_v2",
 };
 
 /* What every profile of the CUDA double shares: CUDA's register flags, READ_ONLY needed for a read-only mapping,
@@ -39,7 +42,10 @@ static const char *const NAMES[] = {
 static const profile_t CUDA_BASE = {
     .api = API_CUDA, .readonly_flag = CU_MEMHOSTREGISTER_READ_ONLY, .readonly_needs_flag = 1, .cpu_copy_max = 64 * 1024,
     .valid_flags = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY,
-    .unregister_fault_result = DR_UNKNOWN, .integrated_fail_result = DR_NOT_SUPPORTED};
+    .unregister_fault_result = DR_UNKNOWN, .integrated_fail_result = DR_NOT_SUPPORTED,
+    /* docs/results/h200-reference-probe.txt: a created context copied a registration without PORTABLE at the
+     * registered speed */
+    .registrations_portable = 1};
 
 /* The CUDA double knows one profile of its own, "cuda", and "nodevice". The HIP profile names
  * (rocm724, rocm-fixed) describe the HIP library: when a process sets one for its HIP double, the CUDA
@@ -56,9 +62,21 @@ static int check_device(int dev) {
   return DR_OK;
 }
 
-/* Memory calls need a current, live primary context; *dev receives its device. */
+/* Contexts made by cuCtxCreate_v2 (beside the primary ones): their id is DBL_MAX_DEVICES + the slot. */
+#define DBL_MAX_CREATED 16
+static char created_handles[DBL_MAX_CREATED];
+static int created_live[DBL_MAX_CREATED];
+static int created_dev[DBL_MAX_CREATED];
+
+/* Memory calls need a current, live context (primary, or created); *dev receives its device. */
 static int check_ctx(int *dev) {
   if (!g.initialized) return DR_NOT_INITIALIZED;
+  if (g.current_context >= DBL_MAX_DEVICES) {
+    int k = g.current_context - DBL_MAX_DEVICES;
+    if (k >= DBL_MAX_CREATED || !created_live[k]) return DR_INVALID_CONTEXT;
+    *dev = created_dev[k];
+    return DR_OK;
+  }
   if (g.current_ctx < 0 || g.current_ctx >= g.ndevices || g.ctx_refcount[g.current_ctx] <= 0) {
     return DR_INVALID_CONTEXT;
   }
@@ -120,7 +138,7 @@ static int attribute(int *value, int attrib, CUdevice dev) {
     case 76: *value = 0; return DR_OK;      /* COMPUTE_CAPABILITY_MINOR (not measured) */
     /* the attributes the reference checks hold to behaviour: reference.c (MAPPED_REG_DOUBLE_ATTRIBUTES, its lies) */
     case 88: return dbl_ref_attribute(REF_PAGEABLE_ACCESS, value);   /* PAGEABLE_MEMORY_ACCESS: facts 0 */
-    case 91: return dbl_ref_attribute(REF_HOST_POINTER, value);      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM (not measured) 1 */
+    case 91: return dbl_ref_attribute(REF_HOST_POINTER, value);      /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: docs/results/h200-reference-probe.txt 1 */
     case 99: return dbl_ref_attribute(REF_HOST_REGISTER, value);     /* HOST_REGISTER_SUPPORTED: facts 1 */
     case 100: return dbl_ref_attribute(REF_PAGE_TABLES, value);      /* PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: facts 0 */
     case 113: return dbl_ref_attribute(REF_READONLY_REGISTER, value);/* READ_ONLY_HOST_REGISTER_SUPPORTED: facts 1 */
@@ -167,13 +185,56 @@ DBL_API CUresult cuCtxSetCurrent(void *ctx) {
   if (r != DR_OK) return code(r);
   if (!ctx) {
     g.current_ctx = -1;
+    g.current_context = -1;
     return code(DR_OK);
   }
   char *c = ctx;
+  if (c >= created_handles && c < created_handles + DBL_MAX_CREATED) {
+    int k = (int)(c - created_handles);
+    if (!created_live[k]) return code(DR_INVALID_CONTEXT);
+    g.current_ctx = created_dev[k];
+    g.current_context = DBL_MAX_DEVICES + k;
+    return code(DR_OK);
+  }
   if (c < ctx_handles || c >= ctx_handles + DBL_MAX_DEVICES) return code(DR_INVALID_CONTEXT);
   int dev = (int)(c - ctx_handles);
   if (dev >= g.ndevices || g.ctx_refcount[dev] <= 0) return code(DR_INVALID_CONTEXT);
   g.current_ctx = dev;
+  g.current_context = dev;
+  return code(DR_OK);
+}
+
+/* A context of its own on `dev`, made current (cuCtxCreate pushes it: the double has no stack, it sets it). */
+DBL_API CUresult cuCtxCreate_v2(void **pctx, unsigned int flags, CUdevice dev) {
+  DBL_ENTER();
+  int r = dbl_check_out(check_device, dev, pctx);
+  if (r != DR_OK) return code(r);
+  if (flags > 0x1f) return code(DR_INVALID_VALUE);
+  for (int k = 0; k < DBL_MAX_CREATED; k++) {
+    if (created_live[k]) continue;
+    created_live[k] = 1;
+    created_dev[k] = dev;
+    g.current_ctx = dev;
+    g.current_context = DBL_MAX_DEVICES + k;
+    *pctx = &created_handles[k];
+    return code(DR_OK);
+  }
+  return code(DR_OUT_OF_MEMORY);
+}
+
+/* Destroys a created context (a primary context is not destroyed this way: INVALID_CONTEXT). */
+DBL_API CUresult cuCtxDestroy_v2(void *ctx) {
+  DBL_ENTER();
+  int r = check_init();
+  if (r != DR_OK) return code(r);
+  char *c = ctx;
+  if (!c || c < created_handles || c >= created_handles + DBL_MAX_CREATED || !created_live[c - created_handles]) return code(DR_INVALID_CONTEXT);
+  int k = (int)(c - created_handles);
+  created_live[k] = 0;
+  if (g.current_context == DBL_MAX_DEVICES + k) {
+    g.current_ctx = -1;
+    g.current_context = -1;
+  }
   return code(DR_OK);
 }
 
@@ -243,12 +304,38 @@ DBL_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes) {
   DBL_RETURN_AFTER(check_ctx(&dev), dbl_dtoh((uintptr_t)dst, (uintptr_t)src, bytes));
 }
 
-/* ---------------------------------------------------------------- the reference checks' calls (reference.c) */
+/* ---------------------------------------------------------------- the reference checks' calls (reference.c, reference_copies.c) */
 
 DBL_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
   DBL_ENTER();
   int dev;
   DBL_RETURN_AFTER(check_ctx(&dev), dbl_ref_mem_info(free_bytes, total_bytes));
+}
+
+DBL_API CUresult cuStreamCreate(void **phStream, unsigned int flags) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  if (flags > 1) return code(DR_INVALID_VALUE); /* CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING */
+  return code(dbl_stream_create(dev, g.current_context, phStream));
+}
+
+DBL_API CUresult cuStreamSynchronize(void *hStream) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_stream_sync(hStream));
+}
+
+DBL_API CUresult cuStreamDestroy_v2(void *hStream) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_stream_destroy(hStream));
+}
+
+DBL_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, void *hStream) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_htod_async((uintptr_t)dst, (uintptr_t)src, bytes, hStream, dev, g.current_context));
 }
 
 DBL_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags) {
@@ -259,6 +346,26 @@ DBL_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsig
   uintptr_t d = 0;
   r = dbl_ref_device_pointer((uintptr_t)p, &d);
   if (r == DR_OK) *pdptr = (CUdeviceptr)d;
+  return code(r);
+}
+
+DBL_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_dtod((uintptr_t)dst, (uintptr_t)src, bytes));
+}
+
+#define CU_POINTER_ATTRIBUTE_DEVICE_POINTER 3
+
+/* DEVICE_POINTER only; any other attribute is INVALID_VALUE here. */
+DBL_API CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr ptr) {
+  DBL_ENTER();
+  int r = check_init();
+  if (r != DR_OK) return code(r);
+  if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_POINTER) return code(DR_INVALID_VALUE);
+  uintptr_t d = 0;
+  r = dbl_pointer_device_pointer((uintptr_t)ptr, &d);
+  if (r == DR_OK) *(CUdeviceptr *)data = (CUdeviceptr)d;
   return code(r);
 }
 
@@ -294,6 +401,7 @@ DBL_API void double_reset(void) {
   pthread_mutex_lock(&g_mu);
   dbl_reset_all();
   memset(ctx_created, 0, sizeof ctx_created);
+  memset(created_live, 0, sizeof created_live);
   pthread_mutex_unlock(&g_mu);
 }
 

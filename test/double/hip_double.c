@@ -52,6 +52,7 @@ typedef int hipError_t;
 
 #define hipMemcpyHostToDevice 1
 #define hipMemcpyDeviceToHost 2
+#define hipMemcpyDeviceToDevice 3
 
 /* hipDeviceAttribute_t of HIP 4.x (ROCm/HIP 746dcac4: the members before Integrated, which are stable) */
 #define ATTR4_MAX_THREADS_PER_BLOCK 0
@@ -84,7 +85,10 @@ static const char *const NAMES[] = {
     "hipDeviceGetPCIBusId", "hipDeviceTotalMem", "hipDeviceGetAttribute", "hipSetDevice",
     "hipDeviceSynchronize", "hipDeviceReset", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree",
     "hipHostRegister", "hipHostUnregister", "hipMemcpy", "hipGetErrorName", "hipGetErrorString",
-    "hipMemGetInfo", "hipHostGetDevicePointer",
+    /* the reference checks' calls (reference.c, reference_copies.c) */
+    "hipStreamCreate", "hipStreamSynchronize", "hipStreamDestroy", "hipMemcpyAsync", "hipHostGetDevicePointer",
+    "hipPointerGetAttribute",
+    "hipMemGetInfo",
 };
 
 /* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
@@ -274,15 +278,40 @@ DBL_API hipError_t hipMemcpy(void *dst, const void *src, size_t size, int kind) 
   switch (kind) {
     case hipMemcpyHostToDevice: return code(dbl_htod((uintptr_t)dst, (uintptr_t)src, size, g.current_device, entry));
     case hipMemcpyDeviceToHost: return code(dbl_dtoh((uintptr_t)dst, (uintptr_t)src, size));
-    default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device only */
+    case hipMemcpyDeviceToDevice: return code(dbl_dtod((uintptr_t)dst, (uintptr_t)src, size));
+    default: return code(DR_INVALID_MEMCPY_DIRECTION); /* the double copies host<->device and device<->device only */
   }
 }
 
-/* ---------------------------------------------------------------- the reference checks' calls (reference.c) */
+/* ---------------------------------------------------------------- the reference checks' calls (reference.c, reference_copies.c) */
 
 DBL_API hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   DBL_ENTER();
   DBL_RETURN_AFTER(ensure_init(), dbl_ref_mem_info(free_bytes, total_bytes));
+}
+
+DBL_API hipError_t hipStreamCreate(void **stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_create(g.current_device, g.current_device, stream));
+}
+
+DBL_API hipError_t hipStreamSynchronize(void *stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_sync(stream));
+}
+
+DBL_API hipError_t hipStreamDestroy(void *stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_stream_destroy(stream));
+}
+
+/* Host to device only (the double's async copies); other kinds: hipErrorInvalidMemcpyDirection. */
+DBL_API hipError_t hipMemcpyAsync(void *dst, const void *src, size_t size, int kind, void *stream) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (kind != hipMemcpyHostToDevice) return code(DR_INVALID_MEMCPY_DIRECTION);
+  return code(dbl_htod_async((uintptr_t)dst, (uintptr_t)src, size, stream, g.current_device, g.current_device));
 }
 
 DBL_API hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned int flags) {
@@ -293,6 +322,20 @@ DBL_API hipError_t hipHostGetDevicePointer(void **devPtr, void *hstPtr, unsigned
   uintptr_t d = 0;
   r = dbl_ref_device_pointer((uintptr_t)hstPtr, &d);
   if (r == DR_OK) *devPtr = (void *)d;
+  return code(r);
+}
+
+#define HIP_POINTER_ATTRIBUTE_DEVICE_POINTER 3
+
+/* HIP_POINTER_ATTRIBUTE_DEVICE_POINTER only; any other attribute is hipErrorInvalidValue here. */
+DBL_API hipError_t hipPointerGetAttribute(void *data, int attribute, void *ptr) {
+  DBL_ENTER();
+  int r = ensure_init();
+  if (r != DR_OK) return code(r);
+  if (!data || attribute != HIP_POINTER_ATTRIBUTE_DEVICE_POINTER) return code(DR_INVALID_VALUE);
+  uintptr_t d = 0;
+  r = dbl_pointer_device_pointer((uintptr_t)ptr, &d);
+  if (r == DR_OK) *(void **)data = (void *)d;
   return code(r);
 }
 

@@ -1,7 +1,8 @@
 /*
  * Driver double: the reference checks' promises (reference.h). The engine (common.c) calls these hooks; the
  * CUDA and HIP doubles answer the attributes, cuMemGetInfo / hipMemGetInfo and cuMemHostGetDevicePointer /
- * hipHostGetDevicePointer from here.
+ * hipHostGetDevicePointer from here (the one device pointer of the double: reference_copies.c reads through it and
+ * answers the pointer query with it).
  */
 #include "common.h"
 
@@ -112,13 +113,17 @@ int dbl_ref_mem_info(size_t *free_bytes, size_t *total_bytes) {
   return DR_OK;
 }
 
+uintptr_t dbl_ref_device_offset(void) {
+  int same = g.ref_attrs.host_pointer && !has(REF_ATTR_HOST_POINTER_LIES);
+  return same ? 0 : REF_DEVICE_ALIAS;
+}
+
 int dbl_ref_device_pointer(uintptr_t p, uintptr_t *out) {
   if (!out || !p) return DR_INVALID_VALUE;
   int known = 0;
   for (size_t i = 0; i < g.nregs && !known; i++) known = p >= g.regs[i].start && p - g.regs[i].start < g.regs[i].len;
   for (size_t i = 0; i < g.nhallocs && !known; i++) known = p >= g.hallocs[i].p && p - g.hallocs[i].p < g.hallocs[i].len;
   if (!known) return DR_INVALID_VALUE;
-  int same = g.ref_attrs.host_pointer && !has(REF_ATTR_HOST_POINTER_LIES);
-  *out = same ? p : p + REF_DEVICE_ALIAS;
+  *out = p + dbl_ref_device_offset();
   return DR_OK;
 }

@@ -53,7 +53,9 @@ enum { REF_HOST_REGISTER, REF_READONLY_REGISTER, REF_HOST_POINTER, REF_PAGEABLE_
 int dbl_ref_attribute(int which, int *value);
 /* The device's free and total memory. */
 int dbl_ref_mem_info(size_t *free_bytes, size_t *total_bytes);
-/* The device address of a registered (or page-locked) host address p. */
+/* The device address of a registered (or page-locked) host address p: p + dbl_ref_device_offset(). */
 int dbl_ref_device_pointer(uintptr_t p, uintptr_t *out);
+/* What a device address adds to its host address: 0 where CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM is 1 (and true). */
+uintptr_t dbl_ref_device_offset(void);
 
 #endif

@@ -28,6 +28,8 @@ export interface DoubleConfig {
   order?: string;
   /** MAPPED_REG_DOUBLE_NOISE, e.g. `sd=2.6%,drift=1%,seed=3`. */
   noise?: string;
+  /** MAPPED_REG_DOUBLE_ATTRIBUTES, e.g. `host_pointer=0` (test/double/README.md). */
+  attributes?: string;
 }
 
 export interface Loaded {
@@ -52,6 +54,7 @@ const ENV = [
   'MAPPED_REG_DOUBLE_RATES',
   'MAPPED_REG_DOUBLE_ORDER',
   'MAPPED_REG_DOUBLE_NOISE',
+  'MAPPED_REG_DOUBLE_ATTRIBUTES',
   ...Array.from({ length: 16 }, (_, i) => `MAPPED_REG_DOUBLE_RATES_${i}`),
 ];
 
@@ -65,6 +68,7 @@ export function doubleEnv(config: DoubleConfig): Record<string, string | undefin
   if (config.rates !== undefined) env.MAPPED_REG_DOUBLE_RATES = config.rates;
   if (config.order !== undefined) env.MAPPED_REG_DOUBLE_ORDER = config.order;
   if (config.noise !== undefined) env.MAPPED_REG_DOUBLE_NOISE = config.noise;
+  if (config.attributes !== undefined) env.MAPPED_REG_DOUBLE_ATTRIBUTES = config.attributes;
   for (const [n, rates] of Object.entries(config.ratesOf ?? {})) env[`MAPPED_REG_DOUBLE_RATES_${n}`] = rates;
   return env;
 }
