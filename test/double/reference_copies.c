@@ -171,7 +171,11 @@ int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n) {
     return DR_OK;
   }
   if (dbl_in_dalloc(src, n)) {
-    memmove((void *)dst, (const void *)src, n);
+    /* never memmove: the host-busy library (LD_PRELOAD) paces every memmove, and a driver's copies keep their own
+     * rates under it; overlapping device ranges (undefined on a real driver) are copied byte by byte */
+    if (dst + n <= src || src + n <= dst) memcpy((void *)dst, (const void *)src, n);
+    else if (dst < src) for (size_t i = 0; i < n; i++) ((unsigned char *)dst)[i] = ((const unsigned char *)src)[i];
+    else for (size_t i = n; i-- > 0;) ((unsigned char *)dst)[i] = ((const unsigned char *)src)[i];
     return DR_OK;
   }
   return DR_INVALID_VALUE;
