@@ -21,6 +21,8 @@ export class DiscoveryError extends Error {}
 /** One discovering process. */
 export interface Group {
   readonly backends: Backend[];
+  /** A process of its own made its discovery (false: answered here, its libraries not found). */
+  readonly inProcess: boolean;
   /** What it found and the device it offers, once it reported. */
   event?: DiscoveryEvent;
   offer?: PlainDevice;
@@ -133,7 +135,7 @@ export function withoutProcess(backends: readonly Backend[], selection: Readonly
     reports.push(report);
   }
   const event: DiscoveryEvent = { type: 'discovery', durationMs: 0, discovery: { devices: [], backends: reports, gpuDriverFound: false }, device: null };
-  return { backends: [...backends], event, answer: () => {}, started: false, runs: Promise.resolve([]), others: new Map(), failure: Promise.resolve(undefined), reported: Promise.resolve() };
+  return { backends: [...backends], inProcess: false, event, answer: () => {}, started: false, runs: Promise.resolve([]), others: new Map(), failure: Promise.resolve(undefined), reported: Promise.resolve() };
 }
 
 function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions): Started {
@@ -141,6 +143,7 @@ function startGroup(backends: Backend[], selection: Readonly<Selection>, o: Orch
   let tell: (devices: SuiteOptions[]) => void = () => {};
   const g: Started = {
     backends,
+    inProcess: true,
     started: false,
     reported: new Promise<void>((resolve) => (arrived = resolve)),
     answer(devices) {

@@ -81,7 +81,7 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
     const checking = o.listOnly ? undefined : checkDevices(discovered.groups, chosen, choice, probes, orchestrate);
     const fsType = statfs(o.scratchDir).fsName;
 
-    const inProcesses = discovered.groups.flatMap((g) => (g.event ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));
+    const inProcesses = discovered.groups.flatMap((g) => (g.event && g.inProcess ? [{ backends: g.event.discovery.backends.map((b) => b.backend), ms: g.event.durationMs }] : []));
     // on a terminal, wrapped at its width (reporters/look.ts)
     const fitted = (l: string): void => wrap(l, term.look?.width).forEach((w) => term.out(w));
     discoveryLines({ ms: tDiscovered - t0, inProcesses, found, selected: chosen, interrupted: stop.signal.aborted }).forEach(fitted);
