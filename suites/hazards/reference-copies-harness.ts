@@ -4,7 +4,7 @@
 // released at the end. What all the reference checks share (the device's reference kit, when a check applies):
 // ./reference-harness.ts.
 import type { DeviceOps } from '../../bindings/device-ops.js';
-import type { AttributeReading, OtherContext, ReferenceKit } from '../../bindings/reference-kit.js';
+import type { AttributeReading, ReferenceKit } from '../../bindings/reference-kit.js';
 import type { ReferenceOps } from '../../bindings/reference-ops.js';
 import { type Host, firstDifference } from '../../src/index.js';
 import { type Code, codeText, driverCall } from './harness.js';
@@ -107,9 +107,4 @@ export function askPointer(ref: ReferenceOps, address: bigint): PointerAnswer {
 export function withDevicesOps<T>(kit: ReferenceKit, ordinals: readonly number[], bytes: number, log: (m: string) => void, f: (ops: DeviceOps[]) => T): T {
   const open = (i: number, held: DeviceOps[]): T => (i === ordinals.length ? f(held) : kit.withDeviceOps(ordinals[i]!, bytes, (ops) => open(i + 1, [...held, ops]), { log }));
   return open(0, []);
-}
-
-/** The second context's ops for `f`, released when it returns. */
-export function withSecondContext<T>(second: OtherContext, bytes: number, log: (m: string) => void, f: (ops: DeviceOps) => T): T {
-  return second.withOps(bytes, f, { log });
 }

@@ -22,7 +22,6 @@ import {
   streamCopyText,
   valueOrWhy,
   withDevicesOps,
-  withSecondContext,
 } from './reference-copies-harness.js';
 import { referenceCheckWhere } from './reference-harness.js';
 import type { ReferenceKit } from '../../bindings/reference-kit.js';
@@ -52,7 +51,7 @@ export const portableSecondContext = copyCheck(
         if (nothingTo(reg)) return reg.refused;
         // the same file mapped again, unregistered: the staged (pageable) copy of the same bytes, for comparison
         return withMapping(ctx, fd, size, PROT.READ, MAP.SHARED, (staged) =>
-          withSecondContext(second, size, ctx.log, (other) => {
+          second.withOps(size, (other) => {
             const served = serveCopy(other, m, bytes);
             const runs = Math.max(3, ctx.options.runs);
             const measure = (): number[] => interleavedGBps(size, runs, [() => ops.upload(m), () => other.upload(m), () => other.upload(staged)]);
@@ -92,7 +91,7 @@ export const portableSecondContext = copyCheck(
                 unregister: unregister.code,
               },
             };
-          }),
+          }, { log: ctx.log }),
         );
       }),
     );
