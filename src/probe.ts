@@ -311,7 +311,6 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: 
   };
 }
 
-
 /** How the log names each copy. */
 const COPY_NAMES: Record<'registered' | 'pageLocked' | 'staged' | 'hostCopy', string> = { registered: 'registered', pageLocked: 'page-locked', staged: 'staged', hostCopy: 'host copy' };
 

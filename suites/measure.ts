@@ -52,11 +52,6 @@ export const QUIET_WAIT = {
  */
 export const LOCK_WAIT_MIN_S = 20;
 
-/** How long a run waits for the timing lock: --quiet-wait (another run timing is the machine busy), at least LOCK_WAIT_MIN_S. */
-export function lockWaitMs(quietWaitS: number): number {
-  return Math.max(quietWaitS, LOCK_WAIT_MIN_S) * 1000;
-}
-
 /**
  * A wait for the host, as the section tells its runner: started (what it waits for, and the most it may take), or
  * over. The command's watchdog does not count it against the check's --timeout (cli/orchestrate.ts).
@@ -174,7 +169,8 @@ function takeLock(deviceId: string, limitMs: number): ReturnType<typeof acquireT
 export function measureSection(o: MeasureOptions): { section: TimingSection; load: () => DeviceLoad | undefined; fault: () => HostFault | undefined } {
   let load: DeviceLoad | undefined;
   let fault: HostFault | undefined;
-  const lockLimitMs = lockWaitMs(o.quiet.waitS);
+  // how long the lock is waited for: --quiet-wait (another run timing is the machine busy), at least LOCK_WAIT_MIN_S
+  const lockLimitMs = Math.max(o.quiet.waitS, LOCK_WAIT_MIN_S) * 1000;
   const section: TimingSection = (time, bytes) => {
     const monitor: GpuUsersMonitor | { note: string } = o.pciBusId ? openGpuUsers(o.backend, o.pciBusId) : { note: 'the device has no PCI bus id' };
     const exclude = [process.pid, process.ppid];

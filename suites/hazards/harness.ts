@@ -33,7 +33,8 @@ export function codeText(c: Code): string {
 }
 
 export const succeeded = (c: Code | undefined): boolean => c !== undefined && c.code === 0;
-export const hex = (n: number): string => `0x${n.toString(16)}`;
+/** A number or an address (bigint) in hex: `0x7f00`. */
+export const hex = (n: number | bigint): string => `0x${n.toString(16)}`;
 export const addressText = (h: Host): string => `0x${h.address.toString(16)}`;
 export const sizeText = (n: number): string => (n >= MiB && n % MiB === 0 ? `${n / MiB} MiB` : n >= 1024 && n % 1024 === 0 ? `${n / 1024} KiB` : `${n} bytes`);
 

@@ -1,7 +1,9 @@
 // The attributes that describe registration, each held to what the driver then does (the CUDA documentation of
 // cuDeviceGetAttribute and cuMemHostRegister; hip-tests reads them and never holds them): a contradiction fails
 // with both sides named. What the H200 answered: docs/reference-checks.md.
-import { PROT } from '../../bindings/libc.js';
+import type { DeviceOps } from '../../bindings/device-ops.js';
+import type { ReferenceAttribute, ReferenceKit } from '../../bindings/reference-kit.js';
+import type { CheckContext, Observation } from '../check.js';
 import { driverCall, hex, registerServeRelease, succeeded, trialData, trialText, withHeld, withMappedFile, codeText, type Trial, addressText } from './harness.js';
 import { readingData, readingText, readingValue, referenceCheck } from './reference-harness.js';
 
@@ -22,25 +24,44 @@ function judge(value: number | undefined, said: string, t: Trial, what: string):
   return { status: 'pass' };
 }
 
+/**
+ * What the two "registration supported" attributes share: a fresh file mapping, the attribute read, a registration
+ * with `flags` (of the ops) tried (registered, served, released) and judged against it. `what` names the
+ * registration in the verdict, `observedFlags` puts the flags before the trial's text, `because` ends a failure's message.
+ */
+function supportedAgainstTrial(
+  ctx: CheckContext,
+  kit: ReferenceKit,
+  attribute: ReferenceAttribute,
+  o: { flags: (ops: DeviceOps) => number; what: (flags: number) => string; expected: (flags: number) => string; observedFlags?: boolean; because?: string },
+): Observation {
+  return withMappedFile(ctx, {}, (m, bytes, ops) =>
+    withHeld(ops, (held) => {
+      const a = kit.attribute(attribute);
+      const flags = o.flags(ops);
+      const t = registerServeRelease(held, m, bytes, flags);
+      const { status, message } = judge(readingValue(a), readingText(a), t, o.what(flags));
+      return {
+        status,
+        expected: o.expected(flags),
+        observed: `${readingText(a)}; ${o.observedFlags ? `flags ${hex(flags)}: ` : ''}${trialText(t)}`,
+        ...(message ? { message: o.because ? `${message}; ${o.because}` : message } : {}),
+        data: { ...readingData(a), ...trialData(t) },
+      };
+    }),
+  );
+}
+
 export const hostRegisterAttribute = referenceCheck(
   'hazard.host_register_attribute',
   'HOST_REGISTER_SUPPORTED agrees with what registration of a file mapping does',
   ['hostRegister'],
   (ctx, kit) =>
-    withMappedFile(ctx, {}, (m, bytes, ops) =>
-      withHeld(ops, (held) => {
-        const a = kit.attribute('hostRegister');
-        const t = registerServeRelease(held, m, bytes, ops.registerFlags);
-        const { status, message } = judge(readingValue(a), readingText(a), t, 'host registration');
-        return {
-          status,
-          expected: `registered (flags ${hex(ops.registerFlags)}), served and released where the attribute says 1; refused where it says 0`,
-          observed: `${readingText(a)}; ${trialText(t)}`,
-          ...(message ? { message } : {}),
-          data: { ...readingData(a), ...trialData(t) },
-        };
-      }),
-    ),
+    supportedAgainstTrial(ctx, kit, 'hostRegister', {
+      flags: (ops) => ops.registerFlags,
+      what: () => 'host registration',
+      expected: (flags) => `registered (flags ${hex(flags)}), served and released where the attribute says 1; refused where it says 0`,
+    }),
 );
 
 export const readOnlyRegisterAttribute = referenceCheck(
@@ -49,22 +70,17 @@ export const readOnlyRegisterAttribute = referenceCheck(
   ['readOnlyRegister'],
   (ctx, kit) => {
     const flag = ctx.device.native?.kit.readOnlyFlag;
-    return withMappedFile(ctx, { prot: PROT.READ }, (m, bytes, ops) =>
-      withHeld(ops, (held) => {
-        const a = kit.attribute('readOnlyRegister');
+    return supportedAgainstTrial(ctx, kit, 'readOnlyRegister', {
+      flags: () => {
         if (flag === undefined) throw new Error(`${ctx.device.id}: a read-only registration attribute without a read-only flag`);
-        const t = registerServeRelease(held, m, bytes, flag);
-        const { status, message } = judge(readingValue(a), readingText(a), t, `registration with the read-only flag ${hex(flag)}`);
-        return {
-          status,
-          expected: `registered with ${hex(flag)}, served and released where the attribute says 1; refused where it says 0`,
-          observed: `${readingText(a)}; flags ${hex(flag)}: ${trialText(t)}`,
-          // the tool's own register flag follows this attribute (bindings/cuda.ts): a lie here breaks the other checks too
-          ...(message ? { message: `${message}; the tool takes its register flag from this attribute` } : {}),
-          data: { ...readingData(a), ...trialData(t) },
-        };
-      }),
-    );
+        return flag;
+      },
+      what: (flags) => `registration with the read-only flag ${hex(flags)}`,
+      expected: (flags) => `registered with ${hex(flags)}, served and released where the attribute says 1; refused where it says 0`,
+      observedFlags: true,
+      // the tool's own register flag follows this attribute (bindings/cuda.ts): a lie here breaks the other checks too
+      because: 'the tool takes its register flag from this attribute',
+    });
   },
 );
 

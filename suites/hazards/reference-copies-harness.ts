@@ -1,14 +1,13 @@
-// The copy machinery of the reference copy checks (./reference-copies.ts): copies on a created stream, best-of-N
-// timings, a read through a device pointer, the pointer query, and ops held open on several devices at once. No
-// check is defined here. The discipline is the harness's (./harness.ts): registrations through Held, released at the
-// end. What all the reference checks share (the device's reference kit): ./reference-harness.ts.
+// The copy machinery of the reference copy checks (./reference-copies.ts): copies on a created stream, interleaved
+// best-of-N timings, a read through a device pointer, the pointer query, and ops held open on several devices at
+// once. No check is defined here. The discipline is the harness's (./harness.ts): registrations through Held,
+// released at the end. What all the reference checks share (the device's reference kit, when a check applies):
+// ./reference-harness.ts.
 import type { DeviceOps } from '../../bindings/device-ops.js';
-import type { AttributeReading, OtherContext, ReferenceKit } from '../../bindings/reference-kit.js';
+import type { AttributeReading, ReferenceKit } from '../../bindings/reference-kit.js';
 import type { ReferenceOps } from '../../bindings/reference-ops.js';
 import { type Host, firstDifference } from '../../src/index.js';
-import type { CheckContext } from '../check.js';
-import { type Code, driverCall } from './harness.js';
-import { referenceKit } from './reference-harness.js';
+import { type Code, codeText, driverCall } from './harness.js';
 
 /** The window the portable check times: enough bytes that a registered copy and a staged one differ plainly. */
 export const PORTABLE_BYTES = 16 * 1024 * 1024;
@@ -24,30 +23,12 @@ export function referenceOf(ops: DeviceOps): ReferenceOps {
   return r;
 }
 
-/** Whether the device's driver has the reference calls: true, or the reason (a named skip). */
-export function referenceApplies(ctx: CheckContext): true | string {
-  const kit = referenceKit(ctx);
-  if (typeof kit === 'string') return kit;
-  return kit.missing === undefined ? true : `${ctx.device.driver.name} ${ctx.device.driver.version}: ${kit.missing}`;
-}
-
 /** An attribute's value, or the text of why there is none (the error its query gave, or why the driver has no such attribute). */
 export function valueOrWhy(reading: AttributeReading): number | string {
   return 'value' in reading ? reading.value : 'error' in reading ? reading.error : reading.absent;
 }
 
 // ---- timing (reported; only the portable check judges a ratio, of two registered copies) ----
-
-/** GB/s (1e9 bytes per second) of the fastest of `runs` runs of `f`, which moves `bytes` bytes. */
-export function bestGBps(bytes: number, runs: number, f: () => void): number {
-  let best = Infinity;
-  for (let i = 0; i < runs; i++) {
-    const t0 = performance.now();
-    f();
-    best = Math.min(best, performance.now() - t0);
-  }
-  return bytes / (Math.max(best, 1e-6) / 1000) / 1e9;
-}
 
 /** Several timings interleaved round by round, so that a machine that slows for a while slows each alike; GB/s each. */
 export function interleavedGBps(bytes: number, runs: number, fs: readonly (() => void)[]): number[] {
@@ -100,7 +81,7 @@ export function streamCopy(ops: DeviceOps, host: Host): StreamCopy {
 export const streamCopied = (s: StreamCopy): boolean => s.create.code === 0 && s.copy?.code === 0 && s.sync?.code === 0;
 
 export function streamCopyText(s: StreamCopy): string {
-  const part = (what: string, c: Code | undefined): string => (c === undefined ? '' : `${what} ${c.code === 0 ? '0' : `${c.code} ${c.name}`}`);
+  const part = (what: string, c: Code | undefined): string => (c === undefined ? '' : `${what} ${codeText(c)}`);
   return [part('stream', s.create), part('async copy', s.copy), part('synchronize', s.sync), part('destroy', s.destroy)].filter(Boolean).join(', ');
 }
 
@@ -126,9 +107,4 @@ export function askPointer(ref: ReferenceOps, address: bigint): PointerAnswer {
 export function withDevicesOps<T>(kit: ReferenceKit, ordinals: readonly number[], bytes: number, log: (m: string) => void, f: (ops: DeviceOps[]) => T): T {
   const open = (i: number, held: DeviceOps[]): T => (i === ordinals.length ? f(held) : kit.withDeviceOps(ordinals[i]!, bytes, (ops) => open(i + 1, [...held, ops]), { log }));
   return open(0, []);
-}
-
-/** The second context's ops for `f`, released when it returns. */
-export function withSecondContext<T>(second: OtherContext, bytes: number, log: (m: string) => void, f: (ops: DeviceOps) => T): T {
-  return second.withOps(bytes, f, { log });
 }

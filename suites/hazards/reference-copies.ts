@@ -16,35 +16,19 @@ import {
   deviceBytes,
   gbpsText,
   interleavedGBps,
-  referenceApplies,
   referenceOf,
   streamCopied,
   streamCopy,
   streamCopyText,
   valueOrWhy,
   withDevicesOps,
-  withSecondContext,
 } from './reference-copies-harness.js';
-import { referenceKit } from './reference-harness.js';
+import { referenceCheckWhere } from './reference-harness.js';
 import type { ReferenceKit } from '../../bindings/reference-kit.js';
 
-/** A copy check: suite `hazards`, applies where the device's driver registers and has the copies' calls (and `more` says yes). */
+/** A copy check: a reference check that applies where the device's driver has the copies' calls (and `more` says yes). */
 function copyCheck(id: string, title: string, run: (ctx: CheckContext, kit: ReferenceKit) => Observation, more?: (ctx: CheckContext, kit: ReferenceKit) => true | string): Check {
-  const kitOf = (ctx: CheckContext): ReferenceKit => {
-    const kit = referenceKit(ctx);
-    if (typeof kit === 'string') throw new Error(kit);
-    return kit;
-  };
-  return {
-    id,
-    suite: 'hazards',
-    title,
-    applies: (ctx) => {
-      const a = referenceApplies(ctx);
-      return a !== true || !more ? a : more(ctx, kitOf(ctx));
-    },
-    run: (ctx) => run(ctx, kitOf(ctx)),
-  };
+  return referenceCheckWhere(id, title, (ctx, kit) => (kit.missing !== undefined ? `${ctx.device.driver.name} ${ctx.device.driver.version}: ${kit.missing}` : more ? more(ctx, kit) : true), run);
 }
 
 const diffText = (diff: number | null): string => (diff === null ? 'not compared' : diff === -1 ? 'bytes equal' : `bytes differ at offset ${diff}`);
@@ -67,7 +51,7 @@ export const portableSecondContext = copyCheck(
         if (nothingTo(reg)) return reg.refused;
         // the same file mapped again, unregistered: the staged (pageable) copy of the same bytes, for comparison
         return withMapping(ctx, fd, size, PROT.READ, MAP.SHARED, (staged) =>
-          withSecondContext(second, size, ctx.log, (other) => {
+          second.withOps(size, (other) => {
             const served = serveCopy(other, m, bytes);
             const runs = Math.max(3, ctx.options.runs);
             const measure = (): number[] => interleavedGBps(size, runs, [() => ops.upload(m), () => other.upload(m), () => other.upload(staged)]);
@@ -107,7 +91,7 @@ export const portableSecondContext = copyCheck(
                 unregister: unregister.code,
               },
             };
-          }),
+          }, { log: ctx.log }),
         );
       }),
     );
@@ -203,7 +187,7 @@ export const devicePointerRead = copyCheck(
           pointer === undefined ? `${kit.devicePointerCall} failed` : '',
           pointer !== undefined && !right ? 'the device read the wrong bytes through the device pointer (a false success)' : '',
           !succeeded(unregister) ? 'the release failed' : '',
-          stillKnown && pageable !== 1 ? `${kit.names.pointerQuery} still answers for the released range (device pointer ${hex0(after!.devicePointer!)})` : '',
+          stillKnown && pageable !== 1 ? `${kit.names.pointerQuery} still answers for the released range (device pointer ${hex(after!.devicePointer!)})` : '',
         ].filter(Boolean);
         const warn = problems.length === 0 && stillKnown && pageable === 1;
         return {
@@ -211,19 +195,19 @@ export const devicePointerRead = copyCheck(
           expected,
           observed: [
             'register 0',
-            `device pointer ${pointer !== undefined ? hex0(pointer) : codeText(got)} (host ${hex0(m.address)}, CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM ${canUse})`,
+            `device pointer ${pointer !== undefined ? hex(pointer) : codeText(got)} (host ${hex(m.address)}, CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM ${canUse})`,
             read ? `read through it: ${read.code === 0 ? diffText(seen?.diff ?? null) : codeText(read)}` : '',
-            `query before release: ${before.code.code === 0 ? hex0(before.devicePointer!) : codeText(before.code)}`,
+            `query before release: ${before.code.code === 0 ? hex(before.devicePointer!) : codeText(before.code)}`,
             `unregister ${codeText(unregister)}`,
-            after ? `query after release: ${after.code.code === 0 ? hex0(after.devicePointer!) : codeText(after.code)}` : '',
+            after ? `query after release: ${after.code.code === 0 ? hex(after.devicePointer!) : codeText(after.code)}` : '',
           ]
             .filter(Boolean)
             .join('; '),
           ...(problems.length > 0 ? { message: problems.join('; ') } : warn ? { message: `the released range is still known, on a device with PAGEABLE_MEMORY_ACCESS 1 (the device reaches pageable memory anyway): recorded, not judged` } : {}),
           data: {
             flags,
-            devicePointer: pointer !== undefined ? hex0(pointer) : null,
-            hostPointer: hex0(m.address),
+            devicePointer: pointer !== undefined ? hex(pointer) : null,
+            hostPointer: hex(m.address),
             canUseHostPointer: canUse,
             pageableMemoryAccess: pageable,
             devicePointerCall: got.code,
@@ -236,8 +220,6 @@ export const devicePointerRead = copyCheck(
       }),
     ),
 );
-
-const hex0 = (n: bigint): string => `0x${n.toString(16)}`;
 
 // ---- several GPUs at once ----
 
@@ -296,6 +278,5 @@ export const everyGpuAtOnce = copyCheck(
   },
 );
 
-/** In the order they run, before hazard.context_reset (./index.ts). */
 /** The copy checks, in the order they run (./reference.ts lists them with the other reference checks). */
 export const referenceCopyChecks: readonly Check[] = [portableSecondContext, asyncStreamCopy, devicePointerRead, everyGpuAtOnce];

@@ -14,34 +14,49 @@ export function referenceKit(ctx: CheckContext): ReferenceKit | string {
 }
 
 /**
- * A reference check: suite `hazards`, applies where the device has a reference kit and, for each attribute in
- * `attributes`, a driver that has it (an attribute newer than the runtime, or one the driver never had, is a skip
- * with its reason).
+ * A check on the device's reference kit: suite `hazards`, applies where the device has a reference kit and `where`
+ * says yes (true, or the reason it does not apply: a named skip). `run` is given the kit; the runner asks
+ * `applies` first, so `where` is not asked again there.
  */
-export function referenceCheck(id: string, title: string, attributes: readonly ReferenceAttribute[], run: (ctx: CheckContext, kit: ReferenceKit) => Observation): Check {
-  const kitFor = (ctx: CheckContext): ReferenceKit | string => {
-    const kit = referenceKit(ctx);
-    if (typeof kit === 'string') return kit;
-    for (const a of attributes) {
-      const r = kit.attribute(a);
-      if ('absent' in r) return r.absent;
-    }
-    return kit;
-  };
+export function referenceCheckWhere(
+  id: string,
+  title: string,
+  where: (ctx: CheckContext, kit: ReferenceKit) => true | string,
+  run: (ctx: CheckContext, kit: ReferenceKit) => Observation,
+): Check {
   return {
     id,
     suite: 'hazards',
     title,
     applies: (ctx) => {
-      const kit = kitFor(ctx);
-      return typeof kit === 'string' ? kit : true;
+      const kit = referenceKit(ctx);
+      return typeof kit === 'string' ? kit : where(ctx, kit);
     },
     run: (ctx) => {
-      const kit = kitFor(ctx);
+      const kit = referenceKit(ctx);
       if (typeof kit === 'string') throw new Error(`${id}: ${kit}`);
       return run(ctx, kit);
     },
   };
+}
+
+/**
+ * A reference check that reads `attributes`: applies where, for each, the driver has it (an attribute newer than
+ * the runtime, or one the driver never had, is a skip with its reason).
+ */
+export function referenceCheck(id: string, title: string, attributes: readonly ReferenceAttribute[], run: (ctx: CheckContext, kit: ReferenceKit) => Observation): Check {
+  return referenceCheckWhere(
+    id,
+    title,
+    (_ctx, kit) => {
+      for (const a of attributes) {
+        const r = kit.attribute(a);
+        if ('absent' in r) return r.absent;
+      }
+      return true;
+    },
+    run,
+  );
 }
 
 /** `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED (99) = 1`, or the error its query gave. */

@@ -73,7 +73,7 @@ function refusedRaw(ops: DeviceOps, kit: ReferenceKit, o: { address: bigint; len
   return {
     status,
     expected,
-    observed: `register 0x${o.address.toString(16)} (+${o.length}) flags ${hex(o.flags)}: ${codeText(reg)}${un ? `; unregister ${codeText(un)}` : ''}`,
+    observed: `register ${hex(o.address)} (+${o.length}) flags ${hex(o.flags)}: ${codeText(reg)}${un ? `; unregister ${codeText(un)}` : ''}`,
     ...(status === 'fail'
       ? { message: `the driver accepted ${o.what} (a false success)${un && !succeeded(un) ? ', and would not release it: kept in the table until the process ends' : ''}` }
       : status === 'warn'

@@ -5,8 +5,8 @@
 // leak falls in both halves, while another process allocating on the GPU at the same time (the host's doing, not
 // the driver's) falls once, in one half, and is a warn that says so.
 import { lockedMemory, type LockedMemory } from '../../bindings/locked-memory.js';
-import { firstDifference } from '../../src/index.js';
 import { MiB, codeText, driverCall, registerServeRelease, servedText, succeeded, trialText, withHeld, withMappedFile, type Code } from './harness.js';
+import { deviceBytes } from './reference-copies-harness.js';
 import { referenceCheck } from './reference-harness.js';
 
 /** The cycles timed and counted: hip-tests' 100. */
@@ -82,11 +82,9 @@ export const registerCycles = referenceCheck(
         }
         const lockedAfter = lockedMemory();
         // the last copy's bytes, read back after the figures (the page-locked buffer is not theirs)
-        const into = ops.allocHost(MiB);
-        let last: number | null = null;
-        const back = done > 0 ? driverCall(() => ops.download(into)) : undefined;
-        if (back && succeeded(back)) last = firstDifference(into.bytes, bytes);
-        driverCall(() => ops.freeHost(into));
+        const got = done > 0 ? deviceBytes(ops, bytes) : undefined;
+        const back = got?.download;
+        const last = got?.diff ?? null;
         const fell = memAfter ? memBefore.free - memAfter.free : 0;
         // what each half took: a leak takes in both, another process's allocation in one
         const falls = halves.map((free, i) => (i === 0 ? memBefore!.free : halves[i - 1]!) - free);
