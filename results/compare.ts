@@ -12,8 +12,6 @@ import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, NotAskedDevice, RegressionKind, RunResult } from './types.js';
 import { checkDetail } from './check-text.js';
 import { type DropDecision, type RunFigure, beyond, decideDrop, gbpsLogs, ratioLogs } from './decision.js';
-
-export type { NotAskedDevice } from './types.js';
 import { gbpsText, oneLine, percent, plural } from './format.js';
 
 export { SEVERITY } from './status.js';
@@ -123,14 +121,14 @@ export interface MoreRuns {
 }
 
 /** One device's registered / page-locked as the decision takes it: its rounds' pairs, or its figure alone. */
-export function ratioFigure(d: DeviceWithHost): RunFigure {
+function ratioFigure(d: DeviceWithHost): RunFigure {
   const t = d.timing;
   const s = t?.samples;
   return { ...(s ? { logs: ratioLogs(s.registeredMs.map((x) => x ?? NaN), s.pageLockedMs) } : {}), ...(t?.pageLockedRatio !== undefined ? { figure: t.pageLockedRatio } : {}) };
 }
 
 /** One device's registered GB/s as the decision takes it: its rounds, or its figure alone. */
-export function bandwidthFigure(d: DeviceWithHost): RunFigure {
+function bandwidthFigure(d: DeviceWithHost): RunFigure {
   const t = d.timing;
   const s = t?.samples;
   return { ...(s && t?.bytes ? { logs: gbpsLogs(t.bytes, s.registeredMs) } : {}), ...(t ? { figure: t.registeredGBps } : {}) };
