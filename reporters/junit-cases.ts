@@ -14,6 +14,7 @@
 //   `hostname`, so that two hosts' suites never merge.
 // - no testcase that judges nothing: the gate's figures are testcases only against a baseline (or where the gate
 //   said something of them); a passing testcase is a check that passed (or warned) or a figure the gate held.
+import { verdictLabel } from '../results/compare.js';
 import { checkReason } from '../results/check-text.js';
 import { FAILING } from '../results/status.js';
 import type { CheckResult, DeviceResult, DeviceWithHost, GateDecision, GateNote, GateReason, RunResult } from '../results/types.js';
@@ -73,7 +74,9 @@ export interface RunEnd {
 /** A time in seconds, to the millisecond; 0 for what is not a finite positive number. */
 export const seconds = (ms: number): number => (Number.isFinite(ms) && ms > 0 ? Math.round(ms) / 1000 : 0);
 
-const verdictLabel = (v: { kind: string; refusal?: string }): string => (v.refusal ? `${v.kind} (${v.refusal})` : v.kind);
+/** A device's testsuite time: its checks' durations summed (a duration not finite or not positive counts none). */
+export const checksSeconds = (checks: readonly { durationMs: number }[]): number => seconds(checks.reduce((ms, c) => ms + (Number.isFinite(c.durationMs) && c.durationMs > 0 ? c.durationMs : 0), 0));
+
 
 /** A testcase's title: the device first, as Vitest puts the file before the test (`cuda:0 > hazard.tmpfs_bytes`). */
 export const caseTitle = (device: string, what: string): string => `${device} > ${what}`;
@@ -241,7 +244,7 @@ export function junitCases(result: RunResult, run: RunEnd = {}): JunitReport {
       runErrors.add(d.id);
       cases.push({ name: caseTitle(d.id, 'run.errors'), classname: `${d.id}.run`, time: 0, outcome: { element: 'error', message: n === 1 ? d.errors[0]! : `${n} errors outside any check: ${d.errors[0]!}`, type: 'run', body: d.errors.join('\n') } });
     }
-    const time = seconds(d.checks.reduce((ms, c) => ms + (Number.isFinite(c.durationMs) && c.durationMs > 0 ? c.durationMs : 0), 0));
+    const time = checksSeconds(d.checks);
     suites.push({ name: `${d.id} ${d.name} [${verdictLabel(d.verdict)}] on ${host}`, hostname: host, timestamp: result.startedAt, time, properties: properties(d, host, gate), cases });
   }
   const host = result.host.hostname;

@@ -8,7 +8,7 @@ import { type MatrixRow, matrixHeadline, type RuntimeMatrix, type RuntimeRun } f
 import { FAILING } from '../results/status.js';
 import { escapeHtml, htmlPage } from './html-page.js';
 import { junitReportXml } from './junit.js';
-import { type CaseOutcome, type JunitCase, type JunitSuite, seconds } from './junit-cases.js';
+import { type CaseOutcome, type JunitCase, type JunitSuite, checksSeconds, seconds } from './junit-cases.js';
 import { terminalSafe } from './safe-text.js';
 
 const API: Record<string, string> = { cuda: 'CUDA', hip: 'HIP' };
@@ -105,7 +105,7 @@ export function matrixJunit(m: RuntimeMatrix, runs: readonly RuntimeRun[], tool:
             : undefined;
       return { classname: `${row.runtime}.${d.id}.${c.suite}`, name: `${row.runtime} ${d.id} > ${c.id}`, time: seconds(c.durationMs), ...(outcome ? { outcome } : {}) };
     });
-    suites.push({ name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`, hostname, timestamp: run.result!.startedAt, time: seconds(d.checks.reduce((a, c) => a + (Number.isFinite(c.durationMs) ? c.durationMs : 0), 0)), properties, cases });
+    suites.push({ name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`, hostname, timestamp: run.result!.startedAt, time: checksSeconds(d.checks), properties, cases });
   }
   const decisions: JunitCase[] = m.candidates.map((c) => ({
     classname: 'runtimes',

@@ -11,9 +11,7 @@ import { findExpectation, type Expectation, type Expectations } from './expectat
 import { type CheckStatus, FAILING, isRanked, SEVERITY } from './status.js';
 import type { BandwidthFigures, ChangeKind, CheckResult, DeviceWithHost, NotAskedDevice, RegressionKind, RunResult } from './types.js';
 import { checkDetail } from './check-text.js';
-import { type DropDecision, type RunFigure, decideDrop, gbpsLogs, ratioLogs } from './decision.js';
-
-export type { NotAskedDevice } from './types.js';
+import { type DropDecision, type RunFigure, beyond, decideDrop, gbpsLogs, ratioLogs } from './decision.js';
 import { gbpsText, oneLine, percent, plural } from './format.js';
 
 export { SEVERITY } from './status.js';
@@ -123,14 +121,14 @@ export interface MoreRuns {
 }
 
 /** One device's registered / page-locked as the decision takes it: its rounds' pairs, or its figure alone. */
-export function ratioFigure(d: DeviceWithHost): RunFigure {
+function ratioFigure(d: DeviceWithHost): RunFigure {
   const t = d.timing;
   const s = t?.samples;
   return { ...(s ? { logs: ratioLogs(s.registeredMs.map((x) => x ?? NaN), s.pageLockedMs) } : {}), ...(t?.pageLockedRatio !== undefined ? { figure: t.pageLockedRatio } : {}) };
 }
 
 /** One device's registered GB/s as the decision takes it: its rounds, or its figure alone. */
-export function bandwidthFigure(d: DeviceWithHost): RunFigure {
+function bandwidthFigure(d: DeviceWithHost): RunFigure {
   const t = d.timing;
   const s = t?.samples;
   return { ...(s && t?.bytes ? { logs: gbpsLogs(t.bytes, s.registeredMs) } : {}), ...(t ? { figure: t.registeredGBps } : {}) };
@@ -179,6 +177,15 @@ function keyed(r: RunResult, withHost: boolean): Map<string, DeviceWithHost> {
   return out;
 }
 
+/**
+ * The baseline's other runs (--baseline given more than once), their devices matched as OLD's are (keyed): for each
+ * device's key, the same device in each of them. compare and the gate's re-timing judge with the same ones.
+ */
+export function otherRuns(runs: readonly RunResult[] | undefined, withHost: boolean): (key: string) => DeviceWithHost[] {
+  const maps = (runs ?? []).map((r) => keyed(r, withHost));
+  return (key) => maps.flatMap((m) => (m.has(key) ? [m.get(key)!] : []));
+}
+
 /** Old and new result of one check, classed by the rules above (expectations not yet applied). */
 export function classify(o: { status: CheckStatus } | undefined, n: { status: CheckStatus } | undefined): { kind: ChangeKind; note?: string } {
   // the host failed the check in NEW: no judgement of the driver either way, and the gate cannot pass on it
@@ -218,7 +225,7 @@ export function exceedsDrop(old: number, neu: number, maxDrop: number): boolean 
 }
 
 /** A rise beyond the limit (a fix): the mirror image of a fall, NEW above OLD by more than maxDrop of OLD. */
-const beyondRise = (drop: number, maxDrop: number): boolean => -drop - maxDrop > 1e-9;
+const beyondRise = (drop: number, maxDrop: number): boolean => beyond(-drop, maxDrop);
 
 const figureText = (x: number | undefined): string | undefined => (x === undefined ? undefined : gbpsText(x));
 const signed = (drop: number): string => `${drop > 0 ? '-' : '+'}${percent(Math.abs(drop))}`;
@@ -492,10 +499,9 @@ export function compareResults(old: RunResult | undefined, neu: RunResult, optio
     notAskedFor.push({ id: p.old!.id, name: p.old!.name, backend: p.old!.backend, pciBusId: p.old!.pciBusId, asked });
     return false;
   });
-  // the baseline's other runs, their devices matched as OLD's are
-  const others = (options.moreBaselines ?? []).map((r) => keyed(r, matchedByHost));
+  const othersOf = otherRuns(options.moreBaselines, matchedByHost);
   const devices = ps.map(([key, p]) => {
-    const olds = others.flatMap((m) => (m.has(key) ? [m.get(key)!] : []));
+    const olds = othersOf(key);
     return compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined, olds.length ? { olds } : undefined);
   });
   return {

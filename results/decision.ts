@@ -101,13 +101,13 @@ const validLogs = (logs: readonly number[] | undefined): number[] => (logs ?? []
  * The rounds' spread, robustly: 1.4826 x the median absolute deviation (the sd of normal samples), so that one copy
  * that ended late (a thread preempted on a loaded host) does not widen the interval as a sample sd would.
  */
-export function robustSd(logs: readonly number[]): number {
+function robustSd(logs: readonly number[]): number {
   const m = median(logs);
   return 1.4826 * median(logs.map((x) => Math.abs(x - m)));
 }
 
 /** One run's centre (log) and the standard error of that centre, or null where only its figure is known. */
-export function runCentre(r: RunFigure): { centre: number; se: number | null } | undefined {
+function runCentre(r: RunFigure): { centre: number; se: number | null } | undefined {
   const logs = validLogs(r.logs);
   if (logs.length >= MIN_ROUNDS) return { centre: median(logs), se: (MEDIAN_SE * robustSd(logs)) / Math.sqrt(logs.length) };
   if (r.figure !== undefined && r.figure > 0 && Number.isFinite(r.figure)) return { centre: Math.log(r.figure), se: null };
@@ -203,7 +203,7 @@ export function decideDrop(input: DropInput): DropDecision | undefined {
  * a load of 11, most 2-ms copies of a run ended late). A pair's sum and its ratio are uncorrelated for noise that
  * falls on both copies alike, so keeping the faster pairs does not bias the ratio.
  */
-export function quietRounds(times: readonly number[]): number[] {
+function quietRounds(times: readonly number[]): number[] {
   const keep = Math.min(times.length, Math.max(MIN_ROUNDS, Math.ceil(times.length / 2)));
   return times
     .map((t, i) => [t, i] as const)

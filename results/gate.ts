@@ -14,7 +14,7 @@
 // while registered / page-locked (`registration`), which a busy machine moves far less, is judged always; a
 // fall seen on a machine that stayed busy is the host's too.
 import { MAX_RETIMES } from './decision.js';
-import { type Change, type Comparison, type MoreRuns, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
+import { type Change, type Comparison, type MoreRuns, type DeviceComparison, BANDWIDTH_CHECK, REGISTRATION_CHECK, VERDICT_CHECK, bandwidthChange, registrationChange, changeLine, classify, classifyVerdict, compareResults, failingChanges, otherRuns, recount, regressionKind, totalCounts, verdictLabel } from './compare.js';
 import type { Expectations } from './expectations.js';
 import { InputError } from './read.js';
 import { type Backend, BACKENDS, type CheckResult, type DeviceLoad, type DeviceWithHost, type GateDecision, type GateNote, type GateReason, type MissingDevice, type RunResult } from './types.js';
@@ -132,10 +132,7 @@ async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Prom
   for (let t = 0; t < MAX_RETIMES; t++) {
     r = await once('probe.verdict', t);
     const again = asRerun(neu, rerunTiming(r));
-    if (!again) {
-      if (t === 0) judged = undefined;
-      break;
-    }
+    if (!again) break;
     together = again.timing?.samples !== undefined && runs.every((x) => x.timing?.samples !== undefined);
     judged = judge(again, together ? { olds, news: [...runs] } : { olds });
     // timed again only while the runs so far cannot tell the figure from the limit (never for a busy machine)
@@ -147,19 +144,19 @@ async function rerunFigure({ ch, old, olds, neu, maxDrop, once }: Suspect): Prom
   const ratio = data?.timing?.pageLockedRatio ?? undefined;
   const shown = registration ? (ratio !== undefined ? ratio.toFixed(3) : undefined) : figure !== undefined ? gbpsText(figure) : undefined;
   const info = r ? { status: r.status, ...(figure !== undefined ? { registeredGBps: figure } : {}) } : undefined;
-  // the runs judged together are counted in the decision's noise (`1+2 runs`)
-  const timed = together;
   const rerunText = `re-run: ${shown ?? r?.status ?? 'none'}`;
-  if (judged?.kind === 'error') return { ...judged, ...(timed ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
-  if (judged?.kind === 'regression' && timed) return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
+  const notJudged = (): Change => still(ch, info, r ? rerunText : 'could not be re-run');
+  // the runs judged together are counted in the decision's noise (`1+2 runs`)
+  if (judged?.kind === 'error') return { ...judged, ...(together ? { note: `${judged.note ?? ''}; ${rerunText}` } : {}), rerun: info! };
+  if (judged?.kind === 'regression' && together) return { ...judged, note: `${judged.note ?? ''}; ${rerunText}`, rerun: info! };
   if (judged?.kind === 'regression') return still(ch, info, rerunText);
   if (ch.kind !== 'regression') {
     // re-timed because the first run alone was near the limit, or too noisy to judge: the runs decide
     if (judged) return { ...judged, ...(judged.note ? {} : { note: rerunText }), rerun: info! };
-    return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
+    return notJudged();
   }
   if (judged && shown !== undefined) return { ...flaky(ch, info!, shown), ...(judged.decision ? { decision: judged.decision } : {}) };
-  return still(ch, info, r ? `re-run: ${shown ?? r.status}` : 'could not be re-run');
+  return notJudged();
 }
 
 async function rerunCheck({ ch, old, once }: Suspect): Promise<Change> {
@@ -192,6 +189,7 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
     }
     return p;
   };
+  const othersOf = otherRuns(moreBaselines, c.matchedByHost);
   for (const d of c.devices) {
     const neu = d.id.new ? byId.get(d.id.new) : undefined;
     if (!neu) continue;
@@ -202,8 +200,7 @@ async function rerunFlakes(c: Comparison, run: RunResult, baseline: RunResult | 
       // a figure the decision could not tell from the limit, or too noisy to judge, is re-timed too (`retime`)
       const figure = (ch.check === BANDWIDTH_CHECK || ch.check === REGISTRATION_CHECK) && ch.decision?.retime === true && (ch.kind === 'unchanged' || ch.decision.outcome === 'too-noisy');
       const again = ch.kind === 'regression' || figure ? rerunOf(ch, tooSlow) : undefined;
-      const olds = (moreBaselines ?? []).flatMap((b) => (b.devices as DeviceWithHost[]).filter((x) => x.backend === d.backend && x.pciBusId === d.pciBusId && x.name === d.name).slice(0, 1));
-      if (again) d.changes[i] = await again({ ch, old, olds, neu, maxDrop, once: (checkId, attempt) => once(neu.id, checkId, attempt) });
+      if (again) d.changes[i] = await again({ ch, old, olds: othersOf(d.key), neu, maxDrop, once: (checkId, attempt) => once(neu.id, checkId, attempt) });
     }
     recount(d);
   }

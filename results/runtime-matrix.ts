@@ -5,6 +5,8 @@
 // terminal, HTML and JUnit reporters of the matrix and written as runtime-matrix.json.
 import { readFileSync, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
+import { verdictLabel } from './compare.js';
+import { plural } from './format.js';
 import type { RuntimeBackend, RuntimeProbe, RuntimeRecord } from './runtime.js';
 import { whyNotStarted } from './runtime.js';
 import type { RunResult } from './types.js';
@@ -72,8 +74,6 @@ export interface RuntimeMatrix {
   readonly runs: readonly { readonly runtime: string; readonly file: string }[];
 }
 
-const verdictText = (v: { kind: string; refusal?: string }): string => (v.refusal ? `${v.kind} (${v.refusal})` : v.kind);
-
 /** The reason a runtime's run has no device to show: its load, its start, its run, or its discovery's note. */
 function noDeviceRow(r: RuntimeRun): Pick<MatrixRow, 'kind' | 'reason'> {
   if (!r.probe.loaded) return { kind: 'not-loaded', reason: r.probe.reason ?? 'did not load' };
@@ -95,7 +95,7 @@ function rowsOf(r: RuntimeRun): MatrixRow[] {
     ...base,
     kind: 'device' as const,
     device: { id: d.id, name: d.name, pciBusId: d.pciBusId },
-    verdict: verdictText(d.verdict),
+    verdict: verdictLabel(d.verdict),
     ...(d.timing ? { registeredGBps: d.timing.registeredGBps } : {}),
     ...(d.timing?.pageLockedRatio !== undefined ? { pageLockedRatio: d.timing.pageLockedRatio } : {}),
     notPassed: d.checks.filter((c) => c.status !== 'pass' && c.status !== 'skip').map((c) => `${c.id} ${c.status}`),
@@ -135,7 +135,7 @@ export const matrixExitStatus = (m: RuntimeMatrix): number => (m.pass ? 0 : 1);
 export function matrixHeadline(m: RuntimeMatrix): string {
   if (m.candidates.length === 0) return 'PASS: no candidate runtime beside the baseline';
   if (m.pass) return `PASS: every candidate runtime is at least as good as its baseline (${m.candidates.map((c) => c.runtime).join(', ')})`;
-  return `FAIL: ${m.regressed.length} candidate runtime${m.regressed.length === 1 ? '' : 's'} regressed against the baseline: ${m.regressed.join(', ')}`;
+  return `FAIL: ${plural(m.regressed.length, 'candidate runtime')} regressed against the baseline: ${m.regressed.join(', ')}`;
 }
 
 /** The largest matrix file read (it names files; it never holds results). */
