@@ -4,7 +4,7 @@
 // (cli/runtime-probe-child.ts) for its version and whether it starts. One file found under several names (the
 // /opt/rocm link, libamdhip64.so and .so.7) is one runtime.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RuntimeBackend, RuntimeProbe } from '../results/runtime.js';
@@ -116,7 +116,7 @@ export function findRuntimes(o: { backends: readonly RuntimeBackend[]; root: str
   const named = o.named.map((p) => {
     const backend = backendOfLibrary(p);
     if (!backend) throw new UsageError(`--runtime ${p}: not a runtime's library by its name (libcuda*, libamdhip64*)`);
-    if (!existsSync(p) || !real(p)) throw new UsageError(`--runtime ${p}: no such file`);
+    if (!real(p)) throw new UsageError(`--runtime ${p}: no such file`);
     return { backend, path: p, label: p };
   });
   const found: FoundRuntime[] = [];

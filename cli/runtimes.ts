@@ -33,10 +33,13 @@ function stateOf(r: FoundRuntime): string {
   return `${p.reason ?? 'does not start'}${why ? `: ${why}` : ''}`;
 }
 
+/** A runtime's name as the matrix writes it (reporters/runtime-matrix.ts runtimeName). */
+const nameOf = (r: FoundRuntime): string => runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) });
+
 /** The runtimes found, one line each (runtimes --list, list --runtimes). */
 export function runtimeListLines(found: readonly FoundRuntime[]): string[] {
   if (found.length === 0) return ['no user-space runtime found (CUDA: libcuda.so.1, /usr/local/cuda*/compat; HIP: libamdhip64.so, /opt/rocm*/lib)'];
-  const rows = found.map((r) => [runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) }), r.source, r.path, stateOf(r)]);
+  const rows = found.map((r) => [nameOf(r), r.source, r.path, stateOf(r)]);
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((x) => x[i]!.length)));
   return rows.map((x) => x.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  ').trimEnd());
 }
@@ -120,14 +123,14 @@ async function runAll(o: RuntimesOptions, found: readonly FoundRuntime[], base: 
     const runtime = recordOf(r, b);
     if (stoppedBy()) break;
     if (!r.probe.loaded) {
-      say(`${runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) })}: not run: ${stateOf(r)}`);
+      say(`${nameOf(r)}: not run: ${stateOf(r)}`);
       runs.push({ runtime, probe: r.probe });
       continue;
     }
     const stem = fileStem(r, found);
     const json = join(out, `${stem}.json`);
     const log = join(out, `${stem}.log`);
-    say(`${runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) })}: running the suite (${r.path}; log ${log})`);
+    say(`${nameOf(r)}: running the suite (${r.path}; log ${log})`);
     const t0 = performance.now();
     const code = await runOne(o, r, json, log, baselineFile.get(r.backend));
     let result: RunResult | undefined;
