@@ -5,7 +5,7 @@
 // results/gate.ts, the busy-machine rules included). Exit 0 when every candidate is at least as good, 1 when one
 // is not, 2 for bad input (before anything runs). docs/runtimes.md walks through it.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resultsJson } from '../reporters/json.js';
@@ -16,7 +16,7 @@ import { whyNotStarted } from '../results/runtime.js';
 import { MATRIX_FILE, matrixExitStatus, runtimeMatrix, type RuntimeRun } from '../results/runtime-matrix.js';
 import type { RunResult } from '../results/types.js';
 import type { RuntimesOptions } from './options.js';
-import { writeOutput } from './outputs.js';
+import { writeAtomically, writeOutput } from './outputs.js';
 import { type FoundRuntime, findRuntimes, RUNTIME_ENV } from './runtime-discovery.js';
 import { onStop, stoppedBy, stoppedStatus } from './signals.js';
 import { UsageError } from './usage-error.js';
@@ -75,16 +75,16 @@ function runOne(o: RuntimesOptions, r: FoundRuntime, json: string, log: string, 
   // a session of its own: a Ctrl-C reaches this command alone, which stops the run it started (that run then stops its devices)
   const child = spawn(process.execPath, args, { env: { ...process.env, [RUNTIME_ENV[r.backend]]: r.path }, stdio: ['ignore', fd, fd], detached: true });
   const stop = onStop((signal) => child.kill(signal));
+  // 'close' comes after 'error' too (a process that could not start): the log is closed there alone, once
+  let failed = false;
+  child.on('error', () => {
+    failed = true;
+  });
   return new Promise((done) => {
     child.on('close', (code) => {
       stop();
       closeSync(fd);
-      done(code);
-    });
-    child.on('error', () => {
-      stop();
-      closeSync(fd);
-      done(null);
+      done(failed ? null : code);
     });
   });
 }
@@ -142,7 +142,7 @@ async function runAll(o: RuntimesOptions, found: readonly FoundRuntime[], base: 
     if (result) {
       // the results file records the runtime it was run under (an optional field: compare, merge, report read it as any run)
       result = { ...result, runtime };
-      writeFileSync(json, resultsJson(result));
+      writeAtomically(json, resultsJson(result));
       if (r === b) baselineFile.set(r.backend, json);
     }
     const problem = result ? undefined : lastProblem(log);
@@ -170,7 +170,7 @@ export async function runtimesCommand(o: RuntimesOptions, say: Say, tool: string
   say('');
   const runs = await runAll(o, found, base, say);
   const m = runtimeMatrix(runs);
-  writeFileSync(join(o.out!, MATRIX_FILE), `${JSON.stringify(m, null, 2)}\n`);
+  writeAtomically(join(o.out!, MATRIX_FILE), `${JSON.stringify(m, null, 2)}\n`);
   if (o.junit) writeOutput(o.junit, matrixJunit(m, runs, tool));
   if (o.html) writeOutput(o.html, matrixHtml(m));
   say('');
