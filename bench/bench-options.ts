@@ -30,13 +30,13 @@ const MAX_REPEAT = 100;
 const MAX_GPUS = 64;
 
 /** The command of the build in package folder `dir` (its dist/cli/main.js), or why there is none. */
-export function againstMain(dir: string): string | { error: string } {
+function againstMain(dir: string): string | { error: string } {
   const main = join(resolve(dir), 'dist', 'cli', 'main.js');
   return existsSync(main) ? main : { error: `--against ${dir}: no dist/cli/main.js there (a package folder with a built dist/)` };
 }
 
 /** --scale's list: positive whole GPU counts, rising, at most MAX_GPUS. */
-export function scaleCounts(text: string): number[] {
+function scaleCounts(text: string): number[] {
   const counts = text.split(',').map((s) => s.trim());
   if (counts.some((c) => !/^[1-9][0-9]*$/.test(c) || Number(c) > MAX_GPUS)) throw new UsageError(`--scale ${text}: GPU counts from 1 to ${MAX_GPUS}, comma-separated (e.g. 1,2,4,8)`);
   const n = counts.map(Number);

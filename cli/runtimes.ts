@@ -37,7 +37,7 @@ function stateOf(r: FoundRuntime): string {
 const nameOf = (r: FoundRuntime): string => runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) });
 
 /** The runtimes found, one line each (runtimes --list, list --runtimes). */
-export function runtimeListLines(found: readonly FoundRuntime[]): string[] {
+function runtimeListLines(found: readonly FoundRuntime[]): string[] {
   if (found.length === 0) return ['no user-space runtime found (CUDA: libcuda.so.1, /usr/local/cuda*/compat; HIP: libamdhip64.so, /opt/rocm*/lib)'];
   const rows = found.map((r) => [nameOf(r), r.source, r.path, stateOf(r)]);
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((x) => x[i]!.length)));
