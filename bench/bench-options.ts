@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import yargs from 'yargs';
-import { MEASURE_OPTIONS, UsageError, measureOptions, once } from '../cli/options.js';
+import { MEASURE_OPTIONS, UsageError, measureOptions, once, textOption } from '../cli/options.js';
 
 export { UsageError };
 
@@ -30,13 +30,13 @@ const MAX_REPEAT = 100;
 const MAX_GPUS = 64;
 
 /** The command of the build in package folder `dir` (its dist/cli/main.js), or why there is none. */
-export function againstMain(dir: string): string | { error: string } {
+function againstMain(dir: string): string | { error: string } {
   const main = join(resolve(dir), 'dist', 'cli', 'main.js');
   return existsSync(main) ? main : { error: `--against ${dir}: no dist/cli/main.js there (a package folder with a built dist/)` };
 }
 
 /** --scale's list: positive whole GPU counts, rising, at most MAX_GPUS. */
-export function scaleCounts(text: string): number[] {
+function scaleCounts(text: string): number[] {
   const counts = text.split(',').map((s) => s.trim());
   if (counts.some((c) => !/^[1-9][0-9]*$/.test(c) || Number(c) > MAX_GPUS)) throw new UsageError(`--scale ${text}: GPU counts from 1 to ${MAX_GPUS}, comma-separated (e.g. 1,2,4,8)`);
   const n = counts.map(Number);
@@ -57,10 +57,10 @@ export async function parseOptions(argv: string[]): Promise<Options> {
       'scratch-dir': { ...MEASURE_OPTIONS['scratch-dir'], describe: "folder for the scratch file, on a disk (default: the package's scratch/); tmpfs and ramfs are refused" },
       'allow-tmpfs-scratch': MEASURE_OPTIONS['allow-tmpfs-scratch'],
       device: { ...MEASURE_OPTIONS.device, describe: 'only this CUDA/HIP device (repeatable), e.g. cuda:0; also given to the conformance run' },
-      json: { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--json'), describe: 'write the results as JSON' },
-      'native-bin': { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--native-bin'), describe: 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found' },
+      json: textOption('--json', 'write the results as JSON'),
+      'native-bin': textOption('--native-bin', 'a built bench/native/staged.c to use when no C compiler (cc, or $CC) is found'),
       repeat: { type: 'number', default: 1, describe: `conformance runs of this build (median of N; at most ${MAX_REPEAT}); with --against, as many of the other build, alternating` },
-      against: { ...MEASURE_OPTIONS['scratch-dir'], coerce: once('--against'), describe: 'a package folder with another build (DIR/dist/cli/main.js, e.g. the code before a change): its conformance runs alternate with this one\'s' },
+      against: textOption('--against', 'a package folder with another build (DIR/dist/cli/main.js, e.g. the code before a change): its conformance runs alternate with this one\'s'),
       scale: { type: 'string', coerce: once('--scale'), describe: 'the run against the GPU count: the command on the first N GPUs found for each N (e.g. 1,2,4,8), then each GPU of the largest N alone' },
       'drop-caches': { type: 'boolean', default: true, describe: 'as root, also write 1 to /proc/sys/vm/drop_caches for the cold page cache (--no-drop-caches: do not)' },
     })

@@ -72,8 +72,9 @@ function template(): RunResult {
   return JSON.parse(readFileSync(found, 'utf8')) as RunResult;
 }
 
-/** mulberry32: a small seeded generator, so that the same options write the same fleet. */
-function random(seed: number): () => number {
+/** mulberry32: a small seeded generator of [0, 1), so that the same options write the same fleet (test/support's noise
+ * model draws from it too). */
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

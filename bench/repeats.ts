@@ -12,7 +12,7 @@ function sample(build: RepeatRun['build'], order: number, c: Conformance): Repea
   return { build, order, wallMs: c.wallMs, exitCode: c.exitCode, ...(c.memory.run ? { peakPssKiB: c.memory.run.pssKiB } : {}), ...(c.phasesMs ? { phasesMs: c.phasesMs } : {}) };
 }
 
-export function median(xs: readonly number[]): number {
+function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;

@@ -10,7 +10,7 @@ import { type RunFrom, conformanceRun } from './conformance.js';
 import type { Scaling } from './result.js';
 
 /** Targets (reported, never enforced): the run over the most GPUs against the run over one, and each figure against its device alone. */
-export const SCALING_TARGETS = { overOne: 1.5, aloneDeviation: 0.03 } as const;
+const SCALING_TARGETS = { overOne: 1.5, aloneDeviation: 0.03 } as const;
 
 export async function scalingRuns(o: Options, gpus: readonly string[], counts: readonly number[], from: RunFrom = {}): Promise<Scaling> {
   const usable = counts.filter((n) => n <= gpus.length);

@@ -74,7 +74,7 @@ export function eachOnce(option: string, what: string): (v: string | string[]) =
 }
 
 /** A path (or another single text value) given once. */
-const path = (option: string, describe: string) => ({ type: 'string', requiresArg: true, describe, coerce: once(option) }) as const;
+export const textOption = (option: string, describe: string) => ({ type: 'string', requiresArg: true, describe, coerce: once(option) }) as const;
 
 /** A number of a single value, read by cli/numbers.ts; `shown`: its default as --help shows it (applied in runValues). */
 function number(option: string, spec: Omit<NumberSpec, 'option'>, shown: string, describe: string) {
@@ -96,7 +96,7 @@ const maxDropOf = (v: number | undefined): number => v ?? DEFAULT_MAX_DROP;
 // Every option that takes a value must be given one (`--size` alone is bad usage, not 256).
 /** What is measured and where: the options the command and the bench share. */
 export const MEASURE_OPTIONS = {
-  'scratch-dir': path('--scratch-dir', "folder for the scratch files, on a disk (default: the package's scratch/); tmpfs and ramfs are refused"),
+  'scratch-dir': textOption('--scratch-dir', "folder for the scratch files, on a disk (default: the package's scratch/); tmpfs and ramfs are refused"),
   'allow-tmpfs-scratch': { type: 'boolean', default: false, describe: 'accept a --scratch-dir on tmpfs or ramfs (its files are memory: the run then tests no file on a disk)' },
   size: number('--size', { what: `a positive whole number of MiB (at most ${MAX_SIZE_MIB})`, whole: true, min: 1, max: MAX_SIZE_MIB }, String(DEFAULT_SIZE_MIB), 'MiB of the region probed'),
   device: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'only this device id (repeatable), e.g. cuda:0' },
@@ -133,7 +133,7 @@ export const RUN_OPTIONS = {
     default: [] as string[],
     describe: 'skip the checks whose id matches this glob (repeatable), and the checks that need them: reported skip, "skipped by --skip GLOB"',
   },
-  'skips-file': path('--skips-file', 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)'),
+  'skips-file': textOption('--skips-file', 'skip the checks of this file: one glob a line, # comments (checks known to hang a driver)'),
   ...OUTPUT_OPTIONS,
   baseline: {
     type: 'string',
@@ -143,7 +143,7 @@ export const RUN_OPTIONS = {
     describe:
       'the gate: compare with this earlier results file (a device gone, a status more severe, a verdict that left Usable, a figure down more than --max-drop at the stated confidence: exit 1); repeatable: several runs of the baseline, whose spread between runs the decision on the figures uses (the first is the one of statuses and verdicts)',
   },
-  expectations: path('--expectations', 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does'),
+  expectations: textOption('--expectations', 'known failures and flakes (deqp-runner style): listed failures do not fail the gate, a listed failure that passes does'),
   require: { type: 'string', array: true, requiresArg: true, describe: 'the gate: this must be present (repeatable): a backend (cuda), a device (hip:1) or an exact count (cuda=8)' },
   'max-drop': maxDropOption('the gate: the largest drop against --baseline that is not a regression (10% or 0.1), of registered / page-locked always, of the registered GB/s where the machine was quiet'),
   'quiet-wait': number(
@@ -158,7 +158,7 @@ export const RUN_OPTIONS = {
 export const RUN_ONLY_OPTIONS = ['size', 'runs', 'min-relative-speed', 'timeout', 'baseline', 'expectations', 'require', 'max-drop', 'quiet-wait'] as const satisfies readonly (keyof typeof RUN_OPTIONS)[];
 
 /** Where runtimes are looked for (runtimes, list --runtimes). */
-const RUNTIME_ROOT = path('--runtime-root', 'the folder under which opt/rocm*/lib/libamdhip64.so* and usr/local/cuda*/compat/libcuda.so.1 are looked for (default: /)');
+const RUNTIME_ROOT = textOption('--runtime-root', 'the folder under which opt/rocm*/lib/libamdhip64.so* and usr/local/cuda*/compat/libcuda.so.1 are looked for (default: /)');
 
 const hidden = { hidden: true } as const;
 /**
@@ -188,7 +188,7 @@ export const COMPARE_OPTIONS = {
 } as const;
 
 /** A file the command must be given (the output, the store), once. */
-const requiredFile = (option: string, describe: string) => ({ ...path(option, describe), demandOption: true }) as const;
+const requiredFile = (option: string, describe: string) => ({ ...textOption(option, describe), demandOption: true }) as const;
 /** The results files that merge and report read. */
 export const RESULTS_FILES = { type: 'string', array: true, demandOption: true, describe: 'results files (JSON)' } as const;
 /** The page of report and history report. */
@@ -229,11 +229,11 @@ export const RUNTIMES_OPTIONS = {
   list: { type: 'boolean', default: false, describe: 'list the runtimes found, with their versions and whether each starts; runs nothing' },
   backend: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: `only the runtimes of this backend (repeatable): ${RUNTIME_BACKENDS.join(', ')}` },
   runtime: { type: 'string', array: true, requiresArg: true, default: [] as string[], describe: 'a runtime library to run too (repeatable): a libcuda* or libamdhip64* file' },
-  'baseline-runtime': path('--baseline-runtime', "the runtime the others are gated against (default: the system's, the one a plain run loads)"),
+  'baseline-runtime': textOption('--baseline-runtime', "the runtime the others are gated against (default: the system's, the one a plain run loads)"),
   'runtime-root': RUNTIME_ROOT,
-  out: path('--out', "the folder for each runtime's results (RUNTIME.json), its run's log (RUNTIME.log) and runtime-matrix.json (made when missing)"),
-  junit: path('--junit', 'the matrix as JUnit XML: a testsuite per runtime and device'),
-  html: path('--html', 'the matrix as one HTML page'),
+  out: textOption('--out', "the folder for each runtime's results (RUNTIME.json), its run's log (RUNTIME.log) and runtime-matrix.json (made when missing)"),
+  junit: textOption('--junit', 'the matrix as JUnit XML: a testsuite per runtime and device'),
+  html: textOption('--html', 'the matrix as one HTML page'),
 } as const;
 
 // ---- yargs' output, as inferred from the definitions ---------------------------------------------------------------

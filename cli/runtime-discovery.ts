@@ -4,7 +4,7 @@
 // (cli/runtime-probe-child.ts) for its version and whether it starts. One file found under several names (the
 // /opt/rocm link, libamdhip64.so and .so.7) is one runtime.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RuntimeBackend, RuntimeProbe } from '../results/runtime.js';
@@ -12,7 +12,7 @@ import { UsageError } from './usage-error.js';
 
 const child = join(dirname(fileURLToPath(import.meta.url)), 'runtime-probe-child.js');
 /** Seconds a probe may take (a runtime that hangs in its init is a row that says so). */
-export const PROBE_TIMEOUT_S = 60;
+const PROBE_TIMEOUT_S = 60;
 
 /** The variable that makes a process load this runtime (the backend's MAPPED_REG_*_LIBRARY). */
 export const RUNTIME_ENV: Record<RuntimeBackend, string> = { cuda: 'MAPPED_REG_CUDA_LIBRARY', hip: 'MAPPED_REG_HIP_LIBRARY' };
@@ -29,7 +29,7 @@ export interface FoundRuntime {
 }
 
 /** The backend a named library is of, by its file's name. */
-export function backendOfLibrary(path: string): RuntimeBackend | undefined {
+function backendOfLibrary(path: string): RuntimeBackend | undefined {
   const name = basename(path);
   if (name.startsWith('libcuda')) return 'cuda';
   if (name.startsWith('libamdhip64')) return 'hip';
@@ -53,7 +53,7 @@ const real = (p: string): string | undefined => {
 };
 
 /** The runtimes installed under `root` (/ on a machine; a fake tree in tests): path and label, one per real file. */
-export function installedRuntimes(root: string, backends: readonly RuntimeBackend[]): { backend: RuntimeBackend; path: string; label: string }[] {
+function installedRuntimes(root: string, backends: readonly RuntimeBackend[]): { backend: RuntimeBackend; path: string; label: string }[] {
   const out: { backend: RuntimeBackend; path: string; label: string }[] = [];
   if (backends.includes('hip')) {
     for (const d of list(join(root, 'opt')).filter((n) => n.startsWith('rocm'))) {
@@ -76,7 +76,7 @@ export function installedRuntimes(root: string, backends: readonly RuntimeBacken
 }
 
 /** The probe of one runtime, in a process of its own; a probe that crashed or hung is a runtime that did not start. */
-export function probeInChild(backend: RuntimeBackend, library: string | undefined, env: NodeJS.ProcessEnv = process.env): RuntimeProbe {
+function probeInChild(backend: RuntimeBackend, library: string | undefined, env: NodeJS.ProcessEnv = process.env): RuntimeProbe {
   const r = spawnSync(process.execPath, [child, backend, library ?? ''], {
     env: library ? { ...env, [RUNTIME_ENV[backend]]: library } : env,
     encoding: 'utf8',
@@ -116,7 +116,7 @@ export function findRuntimes(o: { backends: readonly RuntimeBackend[]; root: str
   const named = o.named.map((p) => {
     const backend = backendOfLibrary(p);
     if (!backend) throw new UsageError(`--runtime ${p}: not a runtime's library by its name (libcuda*, libamdhip64*)`);
-    if (!existsSync(p) || !real(p)) throw new UsageError(`--runtime ${p}: no such file`);
+    if (!real(p)) throw new UsageError(`--runtime ${p}: no such file`);
     return { backend, path: p, label: p };
   });
   const found: FoundRuntime[] = [];

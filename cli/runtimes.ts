@@ -5,7 +5,7 @@
 // results/gate.ts, the busy-machine rules included). Exit 0 when every candidate is at least as good, 1 when one
 // is not, 2 for bad input (before anything runs). docs/runtimes.md walks through it.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resultsJson } from '../reporters/json.js';
@@ -16,7 +16,7 @@ import { whyNotStarted } from '../results/runtime.js';
 import { MATRIX_FILE, matrixExitStatus, runtimeMatrix, type RuntimeRun } from '../results/runtime-matrix.js';
 import type { RunResult } from '../results/types.js';
 import type { RuntimesOptions } from './options.js';
-import { writeOutput } from './outputs.js';
+import { writeAtomically, writeOutput } from './outputs.js';
 import { type FoundRuntime, findRuntimes, RUNTIME_ENV } from './runtime-discovery.js';
 import { onStop, stoppedBy, stoppedStatus } from './signals.js';
 import { UsageError } from './usage-error.js';
@@ -33,10 +33,13 @@ function stateOf(r: FoundRuntime): string {
   return `${p.reason ?? 'does not start'}${why ? `: ${why}` : ''}`;
 }
 
+/** A runtime's name as the matrix writes it (reporters/runtime-matrix.ts runtimeName). */
+const nameOf = (r: FoundRuntime): string => runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) });
+
 /** The runtimes found, one line each (runtimes --list, list --runtimes). */
-export function runtimeListLines(found: readonly FoundRuntime[]): string[] {
+function runtimeListLines(found: readonly FoundRuntime[]): string[] {
   if (found.length === 0) return ['no user-space runtime found (CUDA: libcuda.so.1, /usr/local/cuda*/compat; HIP: libamdhip64.so, /opt/rocm*/lib)'];
-  const rows = found.map((r) => [runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) }), r.source, r.path, stateOf(r)]);
+  const rows = found.map((r) => [nameOf(r), r.source, r.path, stateOf(r)]);
   const widths = [0, 1, 2].map((i) => Math.max(...rows.map((x) => x[i]!.length)));
   return rows.map((x) => x.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  ').trimEnd());
 }
@@ -72,16 +75,16 @@ function runOne(o: RuntimesOptions, r: FoundRuntime, json: string, log: string, 
   // a session of its own: a Ctrl-C reaches this command alone, which stops the run it started (that run then stops its devices)
   const child = spawn(process.execPath, args, { env: { ...process.env, [RUNTIME_ENV[r.backend]]: r.path }, stdio: ['ignore', fd, fd], detached: true });
   const stop = onStop((signal) => child.kill(signal));
+  // 'close' comes after 'error' too (a process that could not start): the log is closed there alone, once
+  let failed = false;
+  child.on('error', () => {
+    failed = true;
+  });
   return new Promise((done) => {
     child.on('close', (code) => {
       stop();
       closeSync(fd);
-      done(code);
-    });
-    child.on('error', () => {
-      stop();
-      closeSync(fd);
-      done(null);
+      done(failed ? null : code);
     });
   });
 }
@@ -120,14 +123,14 @@ async function runAll(o: RuntimesOptions, found: readonly FoundRuntime[], base: 
     const runtime = recordOf(r, b);
     if (stoppedBy()) break;
     if (!r.probe.loaded) {
-      say(`${runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) })}: not run: ${stateOf(r)}`);
+      say(`${nameOf(r)}: not run: ${stateOf(r)}`);
       runs.push({ runtime, probe: r.probe });
       continue;
     }
     const stem = fileStem(r, found);
     const json = join(out, `${stem}.json`);
     const log = join(out, `${stem}.log`);
-    say(`${runtimeName({ runtime: r.label, backend: r.backend, ...(r.probe.version ? { version: r.probe.version } : {}) })}: running the suite (${r.path}; log ${log})`);
+    say(`${nameOf(r)}: running the suite (${r.path}; log ${log})`);
     const t0 = performance.now();
     const code = await runOne(o, r, json, log, baselineFile.get(r.backend));
     let result: RunResult | undefined;
@@ -139,7 +142,7 @@ async function runAll(o: RuntimesOptions, found: readonly FoundRuntime[], base: 
     if (result) {
       // the results file records the runtime it was run under (an optional field: compare, merge, report read it as any run)
       result = { ...result, runtime };
-      writeFileSync(json, resultsJson(result));
+      writeAtomically(json, resultsJson(result));
       if (r === b) baselineFile.set(r.backend, json);
     }
     const problem = result ? undefined : lastProblem(log);
@@ -167,7 +170,7 @@ export async function runtimesCommand(o: RuntimesOptions, say: Say, tool: string
   say('');
   const runs = await runAll(o, found, base, say);
   const m = runtimeMatrix(runs);
-  writeFileSync(join(o.out!, MATRIX_FILE), `${JSON.stringify(m, null, 2)}\n`);
+  writeAtomically(join(o.out!, MATRIX_FILE), `${JSON.stringify(m, null, 2)}\n`);
   if (o.junit) writeOutput(o.junit, matrixJunit(m, runs, tool));
   if (o.html) writeOutput(o.html, matrixHtml(m));
   say('');

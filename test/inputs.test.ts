@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { InputError, MAX_INPUT_BYTES, readInput, TEXT_INPUT_BYTES } from '../results/read.js';
-import { MAIN, NO_HAZARDS, cleanEnv, commandEnd } from './support/command.js';
+import { MAIN, NO_HAZARDS, cleanEnv } from './support/command.js';
+import { commandEnd } from './support/processes.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-inputs-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { junitXml } from '../reporters/junit.js';
 import type { RunResult } from '../results/types.js';
-import { MAIN, cleanEnv, commandEnd } from './support/command.js';
+import { MAIN, cleanEnv } from './support/command.js';
+import { commandEnd } from './support/processes.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-io-guards-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));

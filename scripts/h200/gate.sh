@@ -16,8 +16,7 @@ root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/runs"
-cc -shared -fPIC -O2 -o "$work/cuda-shim.so" "$here/cuda-shim.c" -ldl || { echo "gate.sh: the shim did not build" >&2; exit 1; }
-real=${MAPPED_REG_SHIM_REAL:-}
+source "$here/shim.sh"
 main=(node "$root/dist/cli/main.js" "$@")
 scratch=$work/scratch
 mkdir -p "$scratch"
@@ -47,9 +46,6 @@ run() {
   [[ $code == "$want" ]] || failures=$((failures + 1))
 }
 
-driver=()
-[[ -n $real ]] && driver=(MAPPED_REG_CUDA_LIBRARY="$real")
-shim=(MAPPED_REG_CUDA_LIBRARY="$work/cuda-shim.so" ${real:+MAPPED_REG_SHIM_REAL="$real"})
 base=$work/runs/baseline.json
 
 run baseline 0 "${driver[@]}" --

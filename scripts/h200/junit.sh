@@ -16,8 +16,7 @@ root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/runs" "$work/scratch"
-cc -shared -fPIC -O2 -o "$work/cuda-shim.so" "$here/cuda-shim.c" -ldl || { echo "junit.sh: the shim did not build" >&2; exit 1; }
-real=${MAPPED_REG_SHIM_REAL:-}
+source "$here/shim.sh"
 : > "$out/junit.txt"
 failures=0
 # run NAME EXPECTED-EXIT [VAR=VALUE...] -- [options]
@@ -35,9 +34,6 @@ run() {
   echo "$name: exit $code (expected $want); $read" | tee -a "$out/junit.txt"
   [[ $code == "$want" && $ok == 0 ]] || failures=$((failures + 1))
 }
-driver=()
-[[ -n $real ]] && driver=(MAPPED_REG_CUDA_LIBRARY="$real")
-shim=(MAPPED_REG_CUDA_LIBRARY="$work/cuda-shim.so" ${real:+MAPPED_REG_SHIM_REAL="$real"})
 run plain 0 "${driver[@]}" -- "$@"
 cp "$work/runs/plain.json" "$work/baseline.json"
 run driver-start-999 1 "${shim[@]}" MAPPED_REG_SHIM_CUINIT=999 -- --baseline "$work/baseline.json" "$@"

@@ -22,12 +22,8 @@ n=${MAPPED_REG_QUIET_RUNS:-40}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/runs" "$work/pairs" "$work/scratch"
-cc -shared -fPIC -O2 -o "$work/cuda-shim.so" "$here/cuda-shim.c" -ldl || { echo "quiet-pairs.sh: the shim did not build" >&2; exit 1; }
-real=${MAPPED_REG_SHIM_REAL:-}
+source "$here/shim.sh"
 main=(node "$root/dist/cli/main.js")
-driver=()
-[[ -n $real ]] && driver=(MAPPED_REG_CUDA_LIBRARY="$real")
-shim=(MAPPED_REG_CUDA_LIBRARY="$work/cuda-shim.so" ${real:+MAPPED_REG_SHIM_REAL="$real"})
 txt=$out/quiet-pairs.txt
 : > "$txt"
 say() { echo "$*" | tee -a "$txt"; }

@@ -25,8 +25,7 @@ root=$(cd "$here/../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/mapped-reg-reference.XXXXXX") || { echo "reference.sh: no temporary folder" >&2; exit 1; }
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out" "$work/runs" "$work/scratch" || exit 1
-cc -shared -fPIC -O2 -o "$work/cuda-shim.so" "$here/cuda-shim.c" -ldl || { echo "reference.sh: the shim did not build" >&2; exit 1; }
-real=${MAPPED_REG_SHIM_REAL:-}
+source "$here/shim.sh"
 ids=(hazard.portable_second_context hazard.async_stream_copy hazard.device_pointer hazard.every_gpu_at_once)
 checks=()
 for id in "${ids[@]}"; do checks+=(--check "$id"); done
@@ -68,7 +67,6 @@ status() { node -e 'const d = JSON.parse(require("node:fs").readFileSync(process
   done
   every=$(status honest hazard.every_gpu_at_once)
 
-  shim=(MAPPED_REG_CUDA_LIBRARY="$work/cuda-shim.so" ${real:+MAPPED_REG_SHIM_REAL="$real"})
   e=$(run shim-pointer-still "${shim[@]}" MAPPED_REG_SHIM_POINTER_STILL_REGISTERED=1 -- --device cuda:0 "${checks[@]}" "$@")
   line shim-pointer-still "$e"
   [[ $(status shim-pointer-still hazard.device_pointer) == fail ]] || { echo "EXPECTATION FAILED: shim-pointer-still hazard.device_pointer is not fail"; failed=1; }

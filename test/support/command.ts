@@ -1,6 +1,5 @@
 // The command as the tests start it: where it is built, and the environment it gets (the tests' own, less any
 // MAPPED_REG_* variable of the machine, plus what a test sets).
-import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -26,17 +25,4 @@ export function cleanEnv(extra: Record<string, string | undefined> = {}, drop: s
   const base = { ...process.env };
   for (const k of Object.keys(base)) if (k.startsWith('MAPPED_REG_') || drop.includes(k)) delete base[k];
   return { ...base, MAPPED_REG_PROC_ROOT: QUIET_PROC, ...extra };
-}
-
-/**
- * The command run in `cwd` with no timeout of its own (an input that could hang it), standard input closed, the
- * step summary unset: the promise of its end, with what it said on stderr.
- */
-export function commandEnd(cwd: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: cleanEnv({}, ['GITHUB_STEP_SUMMARY']), cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('close', (code) => done({ code, stderr }));
-  });
 }

@@ -13,17 +13,8 @@ export interface Noise {
   load: number;
 }
 
-/** mulberry32: a seeded generator of [0, 1). */
-export function generator(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32: a seeded generator of [0, 1) (the fleet's, bench/fleet.ts). */
+export { random as generator } from '../../bench/fleet.js';
 
 /** A standard normal draw (Box-Muller). */
 export function gauss(u: () => number): number {

@@ -39,6 +39,16 @@ export function startCli(args: string[], env: Record<string, string | undefined>
   };
 }
 
+/**
+ * The command run in `cwd` with no timeout of its own (an input that could hang it), standard input closed, the
+ * step summary unset (startCli): the promise of its end, with what it said on stderr.
+ */
+export async function commandEnd(cwd: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const started = startCli(args, { GITHUB_STEP_SUMMARY: undefined }, cwd, ['ignore', 'ignore', 'pipe']);
+  const { code } = await started.exit;
+  return { code, stderr: started.stderr() };
+}
+
 /** Polls `ok` every 20 ms until it holds; rejects after `ms` naming `what`. */
 export function waitUntil(ok: () => boolean, ms: number, what: string): Promise<void> {
   const t0 = performance.now();
