@@ -11,6 +11,7 @@ import {
   REPORT_OPTIONS,
   RUN_ONLY_OPTIONS,
   RUN_OPTIONS,
+  RUNTIMES_OPTIONS,
 } from './options.js';
 
 const NAME = 'mapped-reg-conformance';
@@ -22,12 +23,13 @@ const COMMANDS: Readonly<Record<string, { usage: string; options: readonly strin
   compare: { usage: `${NAME} compare OLD NEW [--json] [--expectations FILE] [--max-drop N]`, options: Object.keys(COMPARE_COMMAND_OPTIONS) },
   merge: { usage: `${NAME} merge FILES... -o OUT`, options: [...Object.keys(MERGE_OPTIONS), 'output'] },
   report: { usage: `${NAME} report FILES... --html OUT`, options: Object.keys(REPORT_OPTIONS) },
+  runtimes: { usage: `${NAME} runtimes --out DIR [--runtime PATH]... [--baseline-runtime PATH] [options of run] | --list`, options: Object.keys(RUNTIMES_OPTIONS) },
   history: { usage: `${NAME} history add|compare|report [options]`, options: [] },
   'history add': { usage: `${NAME} history add PATHS... --db FILE`, options: Object.keys(HISTORY_ADD_OPTIONS) },
   'history compare': { usage: `${NAME} history compare --db FILE --old SEL --new SEL [--json] [--expectations FILE] [--max-drop N]`, options: Object.keys(HISTORY_COMPARE_OPTIONS) },
   'history report': { usage: `${NAME} history report --db FILE --html OUT [--expectations FILE] [--max-drop N]`, options: Object.keys(HISTORY_REPORT_OPTIONS) },
 };
-const TOP = ['run', 'list', 'compare', 'merge', 'report', 'history'];
+const TOP = ['run', 'list', 'compare', 'merge', 'report', 'runtimes', 'history'];
 const HISTORY = ['add', 'compare', 'report'];
 /** Options every command has. */
 const COMMON = ['help', 'version'];

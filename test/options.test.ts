@@ -168,11 +168,13 @@ describe('usage errors that help', () => {
     refused(cli(['--basline', fixture]), /unknown option --basline \(did you mean --baseline\?\)/);
     refused(cli(['compare', fixture, fixture, '--jsno']), /unknown option --jsno \(did you mean --json\?\); usage: mapped-reg-conformance compare OLD NEW/);
     refused(cli(['merge', fixture, '-o', join(work, 'm.json'), '-x']), /unknown option -x; usage: mapped-reg-conformance merge FILES\.\.\. -o OUT/);
+    refused(cli(['runtimes', '--basline-runtime', 'x']), /unknown option --basline-runtime \(did you mean --baseline-runtime\?\); usage: mapped-reg-conformance runtimes --out DIR/);
   });
 
   it('a mistyped command: did you mean run?', () => {
     refused(cli(['rnu']), /^mapped-reg-conformance: unexpected argument "rnu" \(did you mean run\?\)/);
     refused(cli(['lsit']), /\(did you mean list\?\)/);
+    refused(cli(['runtime']), /unexpected argument "runtime" \(did you mean runtimes\?\)/);
     refused(cli(['history', 'compre']), /unexpected argument "compre" \(did you mean history compare\?\); usage: mapped-reg-conformance history add\|compare\|report/);
   });
 
