@@ -12,12 +12,25 @@ import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
 import { type MemInfo, type ReferenceCalls, declareOptional, memInfo, pointerQuery } from './reference-ops.js';
 import { hostAddress } from './device-ops.js';
+import { sysfsRoot } from './pci.js';
+import { readSmallFile } from './small-file.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
 export const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
+
+/** cuDriverGetVersion's number as CUDA names its versions: 13000 is 13.0, 12080 is 12.8. */
+export function cudaVersionText(raw: number): string {
+  return `${Math.floor(raw / 1000)}.${(raw % 1000) / 10}`;
+}
+
+/** The NVIDIA kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
+export function nvidiaModuleVersion(): string | undefined {
+  const read = readSmallFile(`${sysfsRoot()}/module/nvidia/version`);
+  return 'text' in read ? read.text.trim() || undefined : undefined;
+}
 
 /** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */
 export const CU_DEVICE_ATTRIBUTE = {

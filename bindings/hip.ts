@@ -70,6 +70,11 @@ export function hipVersion(raw: number): HipVersion {
   return { raw, major, minor, patch: raw % 100_000 };
 }
 
+/** A HIP version as its releases are named: 7.2.4 (the patch is HIP's build number: 5.7.31921). */
+export function hipVersionText(v: HipVersion): string {
+  return `${v.major}.${v.minor}.${v.patch}`;
+}
+
 /** hipDeviceAttributeIntegrated for a runtime that reports `runtimeVersion` (see the values above). */
 export function hipIntegratedAttribute(runtimeVersion: number): number {
   const { major, minor } = hipVersion(runtimeVersion);

@@ -341,7 +341,7 @@ const mutations = [
   // ---- the runtimes side by side (issue 33)
   ['runtimes: /opt/rocm, a link, named by itself', 'runtimes: discovery', runtimeDiscovery, edits(["        const dir = realpathSync(join(root, 'opt', d));", "        const dir = join(root, 'opt', d);"]), RUNTIMES],
   ['runtimes: the compat driver looked for in lib64', 'runtimes: discovery', runtimeDiscovery, edits(["d, 'compat', 'libcuda.so.1')", "d, 'lib64', 'libcuda.so.1')"]), RUNTIMES],
-  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', runtimeProbe, edits(['text: `${v.major}.${v.minor}.${v.patch}`', 'text: `${v.major}.${v.minor}`']), RUNTIMES],
+  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', 'bindings/hip.ts', edits(['return `${v.major}.${v.minor}.${v.patch}`;', 'return `${v.major}.${v.minor}`;']), RUNTIMES],
   ["runtimes: an init's code dropped", 'runtimes: why it did not start', runtimeProbe, edits(['const code = e instanceof DriverError ? { code: e.code, codeName: e.codeName } : {};', 'const code = {};']), RUNTIMES],
   ['runtimes: an older compat driver called newer', 'runtimes: why it did not start', runtimeFacts, edits(['if (order !== undefined && order < 0) return', 'if (order !== undefined && order > 0) return']), RUNTIMES],
   ['runtimes: every candidate passes', 'runtimes: the decision', runtimeMatrixModel, edits(['if (gate) return { ...base, pass: gate.pass,', 'if (gate) return { ...base, pass: true,']), RUNTIMES],
