@@ -6,11 +6,11 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type Held, type IntLike, type OpsDriver, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, withDriverOps } from './driver-kit.js';
+import { type Checker, type Held, type IntLike, type MemInfo, type OpsDriver, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, memInfo, outPointer, pointerQuery, readyCall, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
-import { type MemInfo, type ReferenceCalls, declareOptional, memInfo, pointerQuery } from './reference-ops.js';
+import { type ReferenceCalls, declareOptional } from './reference-ops.js';
 import { hostAddress } from './device-ops.js';
 import { sysfsRoot } from './pci.js';
 import { readSmallFile } from './small-file.js';

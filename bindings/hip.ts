@@ -6,11 +6,11 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
+import { type Checker, type IntLike, type MemInfo, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, memInfo, outPointer, pointerQuery, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
-import { type MemInfo, type ReferenceCalls, declareOptional, memInfo, pointerQuery } from './reference-ops.js';
+import { type ReferenceCalls, declareOptional } from './reference-ops.js';
 import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';

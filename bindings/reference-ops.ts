@@ -6,7 +6,6 @@
 // context, the other devices, the attributes): ./reference-kit.ts.
 import type { LibraryHandle } from 'koffi';
 import type { Host } from '../src/ops.js';
-import type { Checker, IntLike, Out } from './driver-kit.js';
 
 /** One driver's reference calls, made in whatever context (device) is current: the ops make theirs current first. */
 export interface ReferenceCalls {
@@ -97,30 +96,4 @@ export function declareOptional<F>(lib: LibraryHandle, prototypes: Record<string
     }
   }
   return missing.length > 0 ? { missing: `the driver lacks ${missing.join(', ')}` } : { functions: out as F };
-}
-
-/**
- * The pointer query (cuPointerGetAttribute / hipPointerGetAttribute) through `query`, which writes the device
- * address into an 8-byte buffer through a `void *`; the result checked, the device made current by `ready`.
- */
-export function pointerQuery({ check }: Checker, ready: () => void, call: string, query: (data: Buffer) => number): bigint {
-  ready();
-  const data = Buffer.alloc(8);
-  check(call, query(data));
-  return data.readBigUInt64LE(0);
-}
-
-/** What cuMemGetInfo / hipMemGetInfo say of the current device, in bytes. */
-export interface MemInfo {
-  free: number;
-  total: number;
-}
-
-/** cuMemGetInfo_v2 / hipMemGetInfo through `fn`, the result checked, the device made current by `ready`. */
-export function memInfo({ check }: Checker, ready: () => void, call: string, fn: (free: Out<IntLike>, total: Out<IntLike>) => number): MemInfo {
-  ready();
-  const free: Out<IntLike> = [0];
-  const total: Out<IntLike> = [0];
-  check(call, fn(free, total));
-  return { free: Number(free[0]), total: Number(total[0]) };
 }

@@ -378,7 +378,7 @@ const mutations = [
   ["reference: a fall of free device memory in one half of the cycles called a leak", 'reference: repetition', refRepetition, edits(['falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES)', 'falls.some((f) => f >= HALF_SLACK_BYTES)']), REFERENCE],
   ["reference: the cycles' growth of VmLck not judged", 'reference: repetition', refRepetition, edits(['grew.locked > 0 ? `VmLck grew', 'false ? `VmLck grew']), REFERENCE],
   ['reference: VmLck read from the VmPin line', 'reference: repetition', lockedMemoryFile, edits(["const lockedKiB = field('VmLck');", "const lockedKiB = field('VmPin');"]), REFERENCE],
-  ['reference: cuMemGetInfo free read from total', 'reference: repetition', 'bindings/reference-ops.ts', edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
+  ['reference: cuMemGetInfo free read from total', 'reference: repetition', 'bindings/driver-kit.ts', edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
   ["reference: unknown flag bits tried without the device's own flag", 'reference: negatives', refNegatives, edits(['const flags = (bits | own) >>> 0;', 'const flags = bits >>> 0;']), REFERENCE],
   ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
   ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],
