@@ -6,18 +6,31 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type Held, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, withDriverOps } from './driver-kit.js';
+import { type Checker, type Held, type IntLike, type MemInfo, type OpsDriver, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, memInfo, outPointer, pointerQuery, readyCall, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
-import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { type ReferenceCalls, declareOptional } from './reference-ops.js';
 import { hostAddress } from './device-ops.js';
+import { sysfsRoot } from './pci.js';
+import { readSmallFile } from './small-file.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
 export { DriverError, LibraryNotFoundError, NotADriverError } from './errors.js';
 
 export const CUDA_LIBRARY = 'libcuda.so.1';
 export const CUDA_LIBRARY_ENV = 'MAPPED_REG_CUDA_LIBRARY';
+
+/** cuDriverGetVersion's number as CUDA names its versions: 13000 is 13.0, 12080 is 12.8. */
+export function cudaVersionText(raw: number): string {
+  return `${Math.floor(raw / 1000)}.${(raw % 1000) / 10}`;
+}
+
+/** The NVIDIA kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
+export function nvidiaModuleVersion(): string | undefined {
+  const read = readSmallFile(`${sysfsRoot()}/module/nvidia/version`);
+  return 'text' in read ? read.text.trim() || undefined : undefined;
+}
 
 /** The CUdevice_attribute values the suite asks for (cuda.h: CU_DEVICE_ATTRIBUTE_*). */
 export const CU_DEVICE_ATTRIBUTE = {
@@ -209,12 +222,6 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   memHostGetDevicePointer(address: bigint): bigint;
 }
 
-/** What cuMemGetInfo / hipMemGetInfo say of the current device. */
-export interface MemInfo {
-  free: number;
-  total: number;
-}
-
 /**
  * Load the CUDA driver from `path`, else from $MAPPED_REG_CUDA_LIBRARY, else libcuda.so.1 (one driver per
  * name, cached). Throws LibraryNotFoundError when there is no such file, NotADriverError when it does not
@@ -275,7 +282,6 @@ function contextCalls(c: CudaFunctions, checks: Checker, ready: () => void, dev:
 
 /** The reference calls of `r`, each result checked; `devicePointer` is the driver's cuMemHostGetDevicePointer_v2. */
 function cudaReferenceCalls(r: CudaReferenceFunctions, devicePointer: (address: bigint) => bigint, checks: Checker, ready: () => void): ReferenceCalls {
-  const { check } = checks;
   const call = readyCall(checks, ready);
   return {
     streamCreate: () => {
@@ -287,12 +293,7 @@ function cudaReferenceCalls(r: CudaReferenceFunctions, devicePointer: (address: 
     memcpyHtoDAsync: (dst, src, stream) => call('cuMemcpyHtoDAsync_v2', () => r.cuMemcpyHtoDAsync_v2(dst, hostAddress('CUDA', 'cuMemcpyHtoDAsync_v2', src), src.bytes.length, stream)),
     hostDevicePointer: (host) => devicePointer(hostAddress('CUDA', 'cuMemHostGetDevicePointer_v2', host)),
     memcpyDtoD: (dst, src, bytes) => call('cuMemcpyDtoD_v2', () => r.cuMemcpyDtoD_v2(dst, src, checkSize('cuMemcpyDtoD_v2 size', bytes))),
-    pointerDevicePointer(address) {
-      ready();
-      const out = pointerOut();
-      check('cuPointerGetAttribute', r.cuPointerGetAttribute(out.buffer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
-      return out.read();
-    },
+    pointerDevicePointer: (address) => pointerQuery(checks, ready, 'cuPointerGetAttribute', (data) => r.cuPointerGetAttribute(data, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address)),
   };
 }
 
@@ -326,15 +327,10 @@ function makeDriver(path: string, c: CudaFunctions, lib: LibraryHandle): CudaDri
 }
 
 /** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
-function referenceCalls(c: CudaFunctions, { check }: Checker, ready: () => void): Pick<CudaDriver, 'memGetInfo' | 'memHostGetDevicePointer'> {
+function referenceCalls(c: CudaFunctions, checks: Checker, ready: () => void): Pick<CudaDriver, 'memGetInfo' | 'memHostGetDevicePointer'> {
+  const { check } = checks;
   return {
-    memGetInfo(): MemInfo {
-      ready();
-      const free: Out<IntLike> = [0];
-      const total: Out<IntLike> = [0];
-      check('cuMemGetInfo_v2', c.cuMemGetInfo_v2(free, total));
-      return { free: Number(free[0]), total: Number(total[0]) };
-    },
+    memGetInfo: () => memInfo(checks, ready, 'cuMemGetInfo_v2', (free, total) => c.cuMemGetInfo_v2(free, total)),
     memHostGetDevicePointer: (address: bigint): bigint => memHostGetDevicePointer(c, check, ready, address),
   };
 }
@@ -379,39 +375,45 @@ function referenceDriver(c: CudaFunctions, lib: LibraryHandle, checks: Checker, 
  */
 export function withCudaOps<T>(driver: CudaDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
   return withDriverOps(
-    {
-      api: 'CUDA',
-      owner: 'withCudaOps',
-      open(ordinal, hold) {
-        const ctx = driver.primaryCtxRetain(ordinal);
-        const held: Held = {
-          makeCurrent: () => driver.ctxSetCurrent(ctx),
-          currentWhat: `making the context of CUDA device ${ordinal} current`,
-          release(left) {
-            const what = `the primary context retain of CUDA device ${ordinal}`;
-            return left === 0
-              ? { what, run: () => driver.primaryCtxRelease(ordinal) }
-              : {
-                  what,
-                  kept: `${left} registration${left === 1 ? '' : 's'} made through these ops ${left === 1 ? 'is' : 'are'} not released, and the last release of the context would drop ${left === 1 ? 'it' : 'them'} behind the caller's back`,
-                };
-          },
-        };
-        // held from here: a context that will not become current is still released
-        hold(held);
-        driver.ctxSetCurrent(ctx);
-        return held;
+    cudaOpsDriver(driver, 'withCudaOps', (ordinal) => driver.primaryCtxRetain(ordinal), (ordinal) => ({
+      currentWhat: `making the context of CUDA device ${ordinal} current`,
+      release(left) {
+        const what = `the primary context retain of CUDA device ${ordinal}`;
+        return left === 0
+          ? { what, run: () => driver.primaryCtxRelease(ordinal) }
+          : {
+              what,
+              kept: `${left} registration${left === 1 ? '' : 's'} made through these ops ${left === 1 ? 'is' : 'are'} not released, and the last release of the context would drop ${left === 1 ? 'it' : 'them'} behind the caller's back`,
+            };
       },
-      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
-      malloc: (n) => driver.memAlloc(n),
-      free: (buffer) => driver.memFree(buffer),
-      calls: cudaOpsCalls(driver),
-    },
+    })),
     ordinal,
     bytes,
     f,
     options,
   );
+}
+
+/**
+ * The ops' driver of a CUDA context that `take` gives (retained or created): held from then on, so that a context
+ * that will not become current is still given back as `held` says; `register` passes cudaRegisterFlags.
+ */
+function cudaOpsDriver(driver: CudaDriver, owner: string, take: (ordinal: number) => bigint, held: (ordinal: number, ctx: bigint) => Omit<Held, 'makeCurrent'>): OpsDriver {
+  return {
+    api: 'CUDA',
+    owner,
+    open(ordinal, hold) {
+      const ctx = take(ordinal);
+      const h: Held = { makeCurrent: () => driver.ctxSetCurrent(ctx), ...held(ordinal, ctx) };
+      hold(h);
+      driver.ctxSetCurrent(ctx);
+      return h;
+    },
+    registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
+    malloc: (n) => driver.memAlloc(n),
+    free: (buffer) => driver.memFree(buffer),
+    calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference),
+  };
 }
 
 /** READ_ONLY when the device reports READ_ONLY_HOST_REGISTER_SUPPORTED = 1, else 0. */
@@ -425,10 +427,6 @@ function cudaRegisterFlags(driver: CudaDriver, ordinal: number): number {
   return 0;
 }
 
-function cudaOpsCalls(driver: CudaDriver) {
-  return driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference);
-}
-
 /**
  * withCudaOps in a context of its own on device `ordinal` (cuCtxCreate_v2), destroyed when f returns (cuCtxDestroy_v2):
  * for the reference checks, which copy from it what the device's primary context registered. Registrations are
@@ -438,25 +436,10 @@ export function withCudaCreatedContextOps<T>(driver: CudaDriver, ordinal: number
   const contexts = driver.createdContexts;
   if (typeof contexts === 'string') throw new Error(`CUDA: no created context: ${contexts}`);
   return withDriverOps(
-    {
-      api: 'CUDA',
-      owner: 'withCudaCreatedContextOps',
-      open(ordinal, hold) {
-        const ctx = contexts.create(ordinal);
-        const held: Held = {
-          makeCurrent: () => driver.ctxSetCurrent(ctx),
-          currentWhat: `making the created context on CUDA device ${ordinal} current`,
-          release: () => ({ what: `the context created on CUDA device ${ordinal}`, run: () => contexts.destroy(ctx) }),
-        };
-        hold(held);
-        driver.ctxSetCurrent(ctx);
-        return held;
-      },
-      registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
-      malloc: (n) => driver.memAlloc(n),
-      free: (buffer) => driver.memFree(buffer),
-      calls: cudaOpsCalls(driver),
-    },
+    cudaOpsDriver(driver, 'withCudaCreatedContextOps', (ordinal) => contexts.create(ordinal), (ordinal, ctx) => ({
+      currentWhat: `making the created context on CUDA device ${ordinal} current`,
+      release: () => ({ what: `the context created on CUDA device ${ordinal}`, run: () => contexts.destroy(ctx) }),
+    })),
     ordinal,
     bytes,
     f,

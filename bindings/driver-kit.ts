@@ -41,6 +41,12 @@ export interface DriverLibrary {
   readonly prototypes: Record<string, string>;
 }
 
+/** The libraries a loader of `library` tries, in order: `path`, else $env (when set and not empty), else the defaults. */
+export function libraryCandidates(library: Pick<DriverLibrary, 'env' | 'defaults'>, path?: string, env: NodeJS.ProcessEnv = process.env): readonly string[] {
+  const explicit = path ?? (env[library.env] || undefined);
+  return explicit === undefined ? library.defaults : [explicit];
+}
+
 /**
  * A loader for `library`: from `path`, else from $env, else the first of the defaults that exists; one driver per
  * list of candidates, cached for the life of the process. Throws LibraryNotFoundError when none is there,
@@ -51,8 +57,7 @@ export interface DriverLibrary {
 export function driverLoader<F, D>(library: DriverLibrary, make: (path: string, c: F, lib: LibraryHandle) => D): (path?: string) => D {
   const cache = new Map<string, D>();
   return (path?: string): D => {
-    const explicit = path ?? (process.env[library.env] || undefined);
-    const candidates = explicit === undefined ? library.defaults : [explicit];
+    const candidates = libraryCandidates(library, path);
     const key = candidates.join('\n');
     let driver = cache.get(key);
     if (driver === undefined) {
@@ -144,6 +149,32 @@ export function outPointer(api: DriverApi, { check }: Checker, call: string, fn:
   check(call, fn(out));
   if (out[0] === null) throw new Error(`${api}: ${call} succeeded but gave a NULL ${what}`);
   return out[0];
+}
+
+/**
+ * The pointer query (cuPointerGetAttribute / hipPointerGetAttribute) through `query`, which writes the device
+ * address into an 8-byte buffer through a `void *`; the result checked, the device made current by `ready`.
+ */
+export function pointerQuery({ check }: Checker, ready: () => void, call: string, query: (data: Buffer) => number): bigint {
+  ready();
+  const data = Buffer.alloc(8);
+  check(call, query(data));
+  return data.readBigUInt64LE(0);
+}
+
+/** What cuMemGetInfo / hipMemGetInfo say of the current device, in bytes. */
+export interface MemInfo {
+  free: number;
+  total: number;
+}
+
+/** cuMemGetInfo_v2 / hipMemGetInfo through `fn`, the result checked, the device made current by `ready`. */
+export function memInfo({ check }: Checker, ready: () => void, call: string, fn: (free: Out<IntLike>, total: Out<IntLike>) => number): MemInfo {
+  ready();
+  const free: Out<IntLike> = [0];
+  const total: Out<IntLike> = [0];
+  check(call, fn(free, total));
+  return { free: Number(free[0]), total: Number(total[0]) };
 }
 
 /** The text of a NUL-terminated buffer a driver filled (a name, a PCI bus id). */

@@ -6,11 +6,11 @@
 
 import type { Host } from '../src/ops.js';
 import { type DeviceOps, type WithOpsOptions, checkOrdinal, checkSize } from './device-ops.js';
-import { type Checker, type IntLike, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, outPointer, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
+import { type Checker, type IntLike, type MemInfo, type Out, type Pointer, driverCalls, driverErrorClass, driverLoader, hostCalls, memInfo, outPointer, pointerQuery, readyCall, setDeviceOpsDriver, withDriverOps } from './driver-kit.js';
 import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, driverBase, driverCommon, errorTexts, outNumber } from './driver-queries.js';
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
-import { type ReferenceCalls, declareOptional, pointerOut } from './reference-ops.js';
+import { type ReferenceCalls, declareOptional } from './reference-ops.js';
 import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -68,6 +68,11 @@ export function hipVersion(raw: number): HipVersion {
   const major = Math.floor(raw / 10_000_000);
   const minor = Math.floor((raw % 10_000_000) / 100_000);
   return { raw, major, minor, patch: raw % 100_000 };
+}
+
+/** A HIP version as its releases are named: 7.2.4 (the patch is HIP's build number: 5.7.31921). */
+export function hipVersionText(v: HipVersion): string {
+  return `${v.major}.${v.minor}.${v.patch}`;
 }
 
 /** hipDeviceAttributeIntegrated for a runtime that reports `runtimeVersion` (see the values above). */
@@ -225,12 +230,6 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   hostGetDevicePointer(address: bigint): bigint;
 }
 
-/** What hipMemGetInfo says of the current device. */
-export interface MemInfo {
-  free: number;
-  total: number;
-}
-
 /**
  * Load the HIP runtime from `path`, else from $MAPPED_REG_HIP_LIBRARY, else the first of HIP_LIBRARIES that
  * exists (cached per name). LibraryNotFoundError lists every name tried; NotADriverError when a file is
@@ -273,7 +272,6 @@ function hipReferenceCalls(lib: LibraryHandle, c: HipFunctions, checks: Checker,
   const declared = declareOptional<HipReferenceFunctions>(lib, REFERENCE_PROTOTYPES);
   if ('missing' in declared) return declared.missing;
   const r = declared.functions;
-  const { check } = checks;
   const call = readyCall(checks, ready);
   return {
     streamCreate: () => {
@@ -286,12 +284,7 @@ function hipReferenceCalls(lib: LibraryHandle, c: HipFunctions, checks: Checker,
       call('hipMemcpyAsync', () => r.hipMemcpyAsync(dst, hostAddress('HIP', 'hipMemcpyAsync', src), src.bytes.length, HIP_MEMCPY_KIND.HOST_TO_DEVICE, stream)),
     hostDevicePointer: (host) => hostGetDevicePointer(c, checks, ready, hostAddress('HIP', 'hipHostGetDevicePointer', host)),
     memcpyDtoD: (dst, src, bytes) => call('hipMemcpy', () => c.hipMemcpy(dst, src, checkSize('hipMemcpy size', bytes), HIP_MEMCPY_KIND.DEVICE_TO_DEVICE)),
-    pointerDevicePointer(address) {
-      ready();
-      const out = pointerOut();
-      check('hipPointerGetAttribute', r.hipPointerGetAttribute(out.buffer, HIP_POINTER_ATTRIBUTE_DEVICE_POINTER, address));
-      return out.read();
-    },
+    pointerDevicePointer: (address) => pointerQuery(checks, ready, 'hipPointerGetAttribute', (data) => r.hipPointerGetAttribute(data, HIP_POINTER_ATTRIBUTE_DEVICE_POINTER, address)),
   };
 }
 
@@ -338,13 +331,7 @@ function makeDriver(path: string, c: HipFunctions, lib: LibraryHandle): HipDrive
 /** The calls only the reference checks make (suites/hazards/reference-*.ts): free memory, a registration's device address. */
 function referenceCalls(c: HipFunctions, checks: Checker, ready: () => void): Pick<HipDriver, 'memGetInfo' | 'hostGetDevicePointer'> {
   return {
-    memGetInfo(): MemInfo {
-      ready();
-      const free: Out<IntLike> = [0];
-      const total: Out<IntLike> = [0];
-      checks.check('hipMemGetInfo', c.hipMemGetInfo(free, total));
-      return { free: Number(free[0]), total: Number(total[0]) };
-    },
+    memGetInfo: () => memInfo(checks, ready, 'hipMemGetInfo', (free, total) => c.hipMemGetInfo(free, total)),
     hostGetDevicePointer: (address: bigint): bigint => hostGetDevicePointer(c, checks, ready, address),
   };
 }

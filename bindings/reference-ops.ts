@@ -97,9 +97,3 @@ export function declareOptional<F>(lib: LibraryHandle, prototypes: Record<string
   }
   return missing.length > 0 ? { missing: `the driver lacks ${missing.join(', ')}` } : { functions: out as F };
 }
-
-/** An 8-byte out buffer for a call that writes a pointer or a device address through a `void *` (cuPointerGetAttribute). */
-export function pointerOut(): { buffer: Buffer; read(): bigint } {
-  const buffer = Buffer.alloc(8);
-  return { buffer, read: () => buffer.readBigUInt64LE(0) };
-}

@@ -4,11 +4,9 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { RuntimeBackend, RuntimeProbe } from '../results/runtime.js';
-import { loadCuda } from './cuda.js';
+import { CUDA_LIBRARY, type CudaDriver, cudaVersionText, loadCuda, nvidiaModuleVersion } from './cuda.js';
 import { DriverError } from './errors.js';
-import { loadHip } from './hip.js';
-import { sysfsRoot } from './pci.js';
-import { readSmallFile } from './small-file.js';
+import { HIP_LIBRARIES, type HipDriver, hipVersionText, loadHip } from './hip.js';
 import { errorText } from '../src/fatal.js';
 
 /** The start of the library file's name, as the loader mapped it. */
@@ -39,31 +37,30 @@ function mappedFile(backend: RuntimeBackend, named: string): string | undefined 
 /** libcuda.so.580.95.05: the release its file's name carries. */
 const releaseOf = (file: string | undefined): string | undefined => (file ? /\.so\.(\d+\.\d+(?:\.\d+)?)$/.exec(file)?.[1] : undefined);
 
-function kernelModule(): string | undefined {
-  const read = readSmallFile(`${sysfsRoot()}/module/nvidia/version`);
-  return 'text' in read ? read.text.trim() || undefined : undefined;
-}
-
 /** Probes the runtime of `backend` at `library` (undefined: the system's, as the default search finds it). */
 export function probeRuntime(backend: RuntimeBackend, library: string | undefined): RuntimeProbe {
-  const named = library ?? (backend === 'cuda' ? 'libcuda.so.1' : 'libamdhip64.so');
-  let driver: ReturnType<typeof loadCuda> | ReturnType<typeof loadHip>;
+  const named = library ?? (backend === 'cuda' ? CUDA_LIBRARY : HIP_LIBRARIES[0]!);
+  let loaded: { backend: 'cuda'; driver: CudaDriver } | { backend: 'hip'; driver: HipDriver };
   try {
-    driver = backend === 'cuda' ? loadCuda(library) : loadHip(library);
+    loaded = backend === 'cuda' ? { backend, driver: loadCuda(library) } : { backend, driver: loadHip(library) };
   } catch (e) {
     return { backend, library: named, loaded: false, started: false, reason: `did not load: ${errorText(e)}` };
   }
+  const { driver } = loaded;
   const file = mappedFile(backend, driver.path) ?? driver.path;
   const shown = library ?? driver.path;
-  const facts = backend === 'cuda' ? { ...(releaseOf(file) ? { release: releaseOf(file) } : {}), ...(kernelModule() ? { kernelModule: kernelModule() } : {}) } : {};
+  // CUDA's release (its file's name) and kernel module, each read once
+  const release = backend === 'cuda' ? releaseOf(file) : undefined;
+  const kernelModule = backend === 'cuda' ? nvidiaModuleVersion() : undefined;
+  const facts = { ...(release ? { release } : {}), ...(kernelModule ? { kernelModule } : {}) };
   let version: { text: string; raw: number } | undefined;
   try {
-    if (backend === 'cuda') {
-      const raw = loadCuda(library).driverVersion();
-      version = { text: `${Math.floor(raw / 1000)}.${(raw % 1000) / 10}`, raw };
+    if (loaded.backend === 'cuda') {
+      const raw = loaded.driver.driverVersion();
+      version = { text: cudaVersionText(raw), raw };
     } else {
-      const v = loadHip(library).runtimeVersion();
-      version = { text: `${v.major}.${v.minor}.${v.patch}`, raw: v.raw };
+      const v = loaded.driver.runtimeVersion();
+      version = { text: hipVersionText(v), raw: v.raw };
     }
   } catch {
     version = undefined;

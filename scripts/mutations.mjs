@@ -219,7 +219,7 @@ const mutations = [
   ['a buffer freed only on the retry is not reported', 'spec: a buffer could not be freed', probe, edits(['        if (k > 1) unfreed.push(', '        if (k > 2) unfreed.push(']), MODEL],
   ['Wrong_bytes blamed on the device when the map changed', 'spec: Wrong_bytes only while map and reference agree', probe, edits(['      if (d >= 0) return Inconclusive(`the map changed during the probe', '      if (d < -1) return Inconclusive(`the map changed during the probe']), MODEL],
   // ---- our own: the bindings
-  ['withCudaOps gives back the context retain while a registration is outstanding', 'bindings: the context retain', 'bindings/cuda.ts', edits(['            return left === 0\n', '            return true\n']), BINDINGS],
+  ['withCudaOps gives back the context retain while a registration is outstanding', 'bindings: the context retain', 'bindings/cuda.ts', edits(['        return left === 0\n', '        return true\n']), BINDINGS],
   ['deviceOps: an upload larger than the device buffer reaches the driver', 'bindings: sizes', deviceOps, edits(["      enter('upload');\n      fits('upload', host);\n", "      enter('upload');\n"]), BINDINGS],
   // ---- the gate at its boundaries (each rule just inside, at and past its edge)
   ['gate boundary: exceedsDrop as the plain fraction (exactly the limit rounds into a drop)', 'gate: the bandwidth limit', compareRules, edits(['  return (old - neu) / old - maxDrop > 1e-9;', '  return 1 - neu / old > maxDrop;']), GATE],
@@ -341,7 +341,7 @@ const mutations = [
   // ---- the runtimes side by side (issue 33)
   ['runtimes: /opt/rocm, a link, named by itself', 'runtimes: discovery', runtimeDiscovery, edits(["        const dir = realpathSync(join(root, 'opt', d));", "        const dir = join(root, 'opt', d);"]), RUNTIMES],
   ['runtimes: the compat driver looked for in lib64', 'runtimes: discovery', runtimeDiscovery, edits(["d, 'compat', 'libcuda.so.1')", "d, 'lib64', 'libcuda.so.1')"]), RUNTIMES],
-  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', runtimeProbe, edits(['text: `${v.major}.${v.minor}.${v.patch}`', 'text: `${v.major}.${v.minor}`']), RUNTIMES],
+  ["runtimes: a HIP runtime's version without its patch", 'runtimes: the version from the library', 'bindings/hip.ts', edits(['return `${v.major}.${v.minor}.${v.patch}`;', 'return `${v.major}.${v.minor}`;']), RUNTIMES],
   ["runtimes: an init's code dropped", 'runtimes: why it did not start', runtimeProbe, edits(['const code = e instanceof DriverError ? { code: e.code, codeName: e.codeName } : {};', 'const code = {};']), RUNTIMES],
   ['runtimes: an older compat driver called newer', 'runtimes: why it did not start', runtimeFacts, edits(['if (order !== undefined && order < 0) return', 'if (order !== undefined && order > 0) return']), RUNTIMES],
   ['runtimes: every candidate passes', 'runtimes: the decision', runtimeMatrixModel, edits(['if (gate) return { ...base, pass: gate.pass,', 'if (gate) return { ...base, pass: true,']), RUNTIMES],
@@ -378,7 +378,7 @@ const mutations = [
   ["reference: a fall of free device memory in one half of the cycles called a leak", 'reference: repetition', refRepetition, edits(['falls.length === 2 && falls.every((f) => f >= HALF_SLACK_BYTES)', 'falls.some((f) => f >= HALF_SLACK_BYTES)']), REFERENCE],
   ["reference: the cycles' growth of VmLck not judged", 'reference: repetition', refRepetition, edits(['grew.locked > 0 ? `VmLck grew', 'false ? `VmLck grew']), REFERENCE],
   ['reference: VmLck read from the VmPin line', 'reference: repetition', lockedMemoryFile, edits(["const lockedKiB = field('VmLck');", "const lockedKiB = field('VmPin');"]), REFERENCE],
-  ['reference: cuMemGetInfo free read from total', 'reference: repetition', cudaBinding, edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
+  ['reference: cuMemGetInfo free read from total', 'reference: repetition', 'bindings/driver-kit.ts', edits(['return { free: Number(free[0]), total: Number(total[0]) };', 'return { free: Number(total[0]), total: Number(total[0]) };']), REFERENCE],
   ["reference: unknown flag bits tried without the device's own flag", 'reference: negatives', refNegatives, edits(['const flags = (bits | own) >>> 0;', 'const flags = bits >>> 0;']), REFERENCE],
   ['reference: an accepted flag, pointer or size counted as refused', 'reference: negatives', refNegatives, edits(["return succeeded(c) ? 'fail'", "return succeeded(c) ? 'pass'"]), REFERENCE],
   ['reference: a raw registration wrongly accepted is not released', 'reference: negatives', refNegatives, edits(['    un = driverCall(() => ops.unregisterAddress(o.address));', '    un = undefined;']), REFERENCE],

@@ -1,6 +1,4 @@
 // The CUDA backend: libcuda.so.1 (bindings/cuda.ts), a discovery group of its own, native ops on each device.
-import { sysfsRoot } from '../pci.js';
-import { readSmallFile } from '../small-file.js';
 import { errorText } from '../../src/fatal.js';
 import { type DiscoveredDevice, ask } from '../backend.js';
 import {
@@ -9,20 +7,16 @@ import {
   CUDA_ERROR_INVALID_VALUE,
   CUDA_LIBRARY,
   CUDA_LIBRARY_ENV,
+  cudaVersionText,
   CU_MEMHOSTREGISTER,
   type CudaDriver,
   loadCuda,
+  nvidiaModuleVersion,
   withCudaCreatedContextOps,
   withCudaOps,
 } from '../cuda.js';
 import { identityFacts, registeringBackend, registeringDevice } from './registering.js';
 import { type ReferenceAttribute, type ReferenceKit, readAttribute } from '../reference-kit.js';
-
-/** The kernel module's version (`<sysfs>/module/nvidia/version`), read without blocking; undefined when it cannot be. */
-function nvidiaModuleVersion(): string | undefined {
-  const read = readSmallFile(`${sysfsRoot()}/module/nvidia/version`);
-  return 'text' in read ? read.text.trim() || undefined : undefined;
-}
 
 /** NativeDevice.keepContext for CUDA device `ordinal`: one primary context retain, taken once, never released. */
 function keepCudaContext(driver: CudaDriver, ordinal: number): () => void {
@@ -122,7 +116,7 @@ function cudaDevice(driver: CudaDriver, i: number, version: string): DiscoveredD
 function listCuda(driver: CudaDriver): { devices: DiscoveredDevice[]; note?: string } {
   const v = driver.driverVersion();
   const module = nvidiaModuleVersion();
-  const version = `${Math.floor(v / 1000)}.${(v % 1000) / 10}${module ? ` (kernel module ${module})` : ''}`;
+  const version = `${cudaVersionText(v)}${module ? ` (kernel module ${module})` : ''}`;
   const { count, reason } = driver.devices();
   const devices = Array.from({ length: count }, (_, i) => cudaDevice(driver, i, version));
   return { devices, ...(reason ? { note: `CUDA: ${reason}` } : {}) };

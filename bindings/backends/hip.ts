@@ -9,6 +9,7 @@ import {
   HOST_REGISTER_MAPPED,
   HOST_REGISTER_PORTABLE,
   type HipDriver,
+  hipVersionText,
   loadHip,
   withHipOps,
 } from '../hip.js';
@@ -96,7 +97,7 @@ function hipDevice(driver: HipDriver, i: number, version: string): DiscoveredDev
 
 function listHip(driver: HipDriver): { devices: DiscoveredDevice[]; note?: string } {
   const rv = driver.runtimeVersion();
-  const version = `${rv.major}.${rv.minor}.${rv.patch}`;
+  const version = hipVersionText(rv);
   const { count, reason } = driver.devices();
   const devices = Array.from({ length: count }, (_, i) => hipDevice(driver, i, version));
   return { devices, ...(reason ? { note: `HIP: ${reason} (${driver.path}, HIP ${version})` } : {}) };

@@ -21,6 +21,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { LibraryNotFoundError } from '../errors.js';
 import { mayBeFound } from '../library-search.js';
+import { libraryCandidates } from '../driver-kit.js';
 
 /** What a registering backend's devices carry of its module. */
 export interface RegisteringBackend {
@@ -144,10 +145,10 @@ export function registeringBackend<I extends Backend, D extends { readonly path:
     driver: { api: s.framework, notRegistered: code(s.codes.notRegistered), invalidValue: code(s.codes.invalidValue), policy: { failedQuery: s.failedQuery } },
     discover: () => discoverRegistering(s.id, s.load, s.list),
     notFound: (env = process.env, root = '/') => {
-      // the candidates of its loader (bindings/driver-kit.ts driverLoader): the variable's path, else the names
-      const candidates = env[s.libraryEnv] ? [env[s.libraryEnv]!] : [...s.libraries];
+      // the candidates of its loader: the variable's path, else the names
+      const candidates = libraryCandidates({ env: s.libraryEnv, defaults: s.libraries }, undefined, env);
       const found = candidates.find((c) => mayBeFound(c, env));
-      if (found === undefined) return notLoaded(s.id, new LibraryNotFoundError(s.framework, candidates)).report;
+      if (found === undefined) return notLoaded(s.id, new LibraryNotFoundError(s.framework, [...candidates])).report;
       // a library the variable names is loaded as asked; a default one with no device node to drive is not
       const nodes = s.deviceNodes ?? [];
       if (env[s.libraryEnv] || nodes.length === 0 || nodes.some((n) => existsSync(join(root, n)))) return undefined;

@@ -55,11 +55,16 @@ interface Target {
   missingDependency?: string;
 }
 
-const TARGETS: Record<keyof DoublePaths, Target> = {
+/** A driver double: its API's file on the shared engine (common.c, the reference checks' reference*.c). */
+function engine(output: string, api: string): Target {
   // libm: the noise's log, exp, sqrt and cos (MAPPED_REG_DOUBLE_NOISE)
-  cuda: { output: 'libcuda_double.so', sources: ['cuda_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
-  hip: { output: 'libamdhip64_double.so', sources: ['hip_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
-  fake: { output: 'libfake_double.so', sources: ['fake_double.c', 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] },
+  return { output, sources: [api, 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] };
+}
+
+const TARGETS: Record<keyof DoublePaths, Target> = {
+  cuda: engine('libcuda_double.so', 'cuda_double.c'),
+  hip: engine('libamdhip64_double.so', 'hip_double.c'),
+  fake: engine('libfake_double.so', 'fake_double.c'),
   // dlsym(RTLD_NEXT) finds the real memmove: libdl, for a glibc older than 2.34
   // self-contained: it shares nothing with the driver engine
   nvml: { output: 'libnvidia-ml_double.so', sources: ['nvml_double.c'], headers: [], libs: [] },
@@ -213,14 +218,13 @@ export interface RuntimeDoublePaths {
   cudaCompat: string;
 }
 
-// the same sources and libraries as the HIP and CUDA doubles above: each runtime differs only by its defines
-const HIP_SOURCES = { sources: TARGETS.hip.sources, headers: TARGETS.hip.headers, libs: TARGETS.hip.libs };
+// the engine of the HIP and CUDA doubles above: each runtime differs only by its defines
 const RUNTIME_TARGETS: Record<keyof RuntimeDoublePaths, Target> = {
-  hipOld: { ...HIP_SOURCES, output: 'libamdhip64_runtime_6.4.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=60400000L'] },
-  hipFixed: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.3.0.so', defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=70300000L'] },
-  hip724: { ...HIP_SOURCES, output: 'libamdhip64_runtime_7.2.4.so', defines: ['-DDBL_BUILD_PROFILE="rocm724"', '-DDBL_BUILD_HIP_VERSION=70200004L'] },
-  hipBroken: { ...HIP_SOURCES, output: 'libamdhip64_runtime_broken.so', defines: ['-DDBL_BUILD_HIP_VERSION=70100000L'], missingDependency: 'libhsa-runtime64.so.1' },
-  cudaCompat: { output: 'libcuda_compat_double.so', sources: TARGETS.cuda.sources, headers: TARGETS.cuda.headers, libs: TARGETS.cuda.libs, defines: ['-DDBL_BUILD_INIT_MISMATCH=1', '-DDBL_BUILD_CUDA_VERSION=13000'] },
+  hipOld: { ...engine('libamdhip64_runtime_6.4.0.so', 'hip_double.c'), defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=60400000L'] },
+  hipFixed: { ...engine('libamdhip64_runtime_7.3.0.so', 'hip_double.c'), defines: ['-DDBL_BUILD_PROFILE="rocm-fixed"', '-DDBL_BUILD_HIP_VERSION=70300000L'] },
+  hip724: { ...engine('libamdhip64_runtime_7.2.4.so', 'hip_double.c'), defines: ['-DDBL_BUILD_PROFILE="rocm724"', '-DDBL_BUILD_HIP_VERSION=70200004L'] },
+  hipBroken: { ...engine('libamdhip64_runtime_broken.so', 'hip_double.c'), defines: ['-DDBL_BUILD_HIP_VERSION=70100000L'], missingDependency: 'libhsa-runtime64.so.1' },
+  cudaCompat: { ...engine('libcuda_compat_double.so', 'cuda_double.c'), defines: ['-DDBL_BUILD_INIT_MISMATCH=1', '-DDBL_BUILD_CUDA_VERSION=13000'] },
 };
 
 /** Compiles the runtime doubles (when their sources, flags or defines changed) and returns their paths. */

@@ -274,6 +274,8 @@ DBL_HIDDEN int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, i
 /* Whether [p, p + n) lies in one device allocation / one page-locked allocation. */
 DBL_HIDDEN int dbl_in_dalloc(uintptr_t p, size_t n);
 DBL_HIDDEN int dbl_in_halloc(uintptr_t p, size_t n);
+/* The registration whose range holds [p, p + n), or NULL (reference.c). */
+DBL_HIDDEN reg_t *dbl_ref_reg_holding(uintptr_t p, size_t n);
 
 /* reference_copies.c: what the reference copy checks need (contexts, streams, device pointers, several devices). */
 #define DBL_PORTABLE_FLAG 0x1u /* CU_MEMHOSTREGISTER_PORTABLE, hipHostRegisterPortable */

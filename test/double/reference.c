@@ -118,12 +118,17 @@ uintptr_t dbl_ref_device_offset(void) {
   return same ? 0 : REF_DEVICE_ALIAS;
 }
 
+reg_t *dbl_ref_reg_holding(uintptr_t p, size_t n) {
+  for (size_t i = 0; i < g.nregs; i++) {
+    reg_t *r = &g.regs[i];
+    if (p >= r->start && p - r->start < r->len && n <= r->len - (p - r->start)) return r;
+  }
+  return NULL;
+}
+
 int dbl_ref_device_pointer(uintptr_t p, uintptr_t *out) {
   if (!out || !p) return DR_INVALID_VALUE;
-  int known = 0;
-  for (size_t i = 0; i < g.nregs && !known; i++) known = p >= g.regs[i].start && p - g.regs[i].start < g.regs[i].len;
-  for (size_t i = 0; i < g.nhallocs && !known; i++) known = p >= g.hallocs[i].p && p - g.hallocs[i].p < g.hallocs[i].len;
-  if (!known) return DR_INVALID_VALUE;
+  if (!dbl_ref_reg_holding(p, 1) && !dbl_in_halloc(p, 1)) return DR_INVALID_VALUE;
   *out = p + dbl_ref_device_offset();
   return DR_OK;
 }

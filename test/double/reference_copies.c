@@ -52,17 +52,6 @@ void dbl_reference_reset(void) {
   nreleased = 0;
 }
 
-/* The registration whose range holds [p, p + n), or NULL. */
-static reg_t *reg_holding(uintptr_t p, size_t n) {
-  for (size_t i = 0; i < g.nregs; i++) {
-    reg_t *r = &g.regs[i];
-    if (p >= r->start && p - r->start < r->len && n <= r->len - (p - r->start)) return r;
-  }
-  return NULL;
-}
-
-/* What a device pointer of a registration adds to its host pointer (reference.c: the attribute says whether 0). */
-static uintptr_t devptr_base(void) { return dbl_ref_device_offset(); }
 
 /* ---------------------------------------------------------------- streams */
 
@@ -77,7 +66,7 @@ static stream_t *find_stream(void *s) {
  * device) and multi_gpu_wrong_bytes (a copy to another device, in flight with one to a second device) flip one byte
  * of what arrived. */
 static void async_faults(uintptr_t dst, uintptr_t src, size_t n, int device, int together) {
-  const reg_t *r = reg_holding(src, 1);
+  const reg_t *r = dbl_ref_reg_holding(src, 1);
   if (!r || n == 0) return;
   if ((g.faults.async_wrong_bytes && !together && r->device == device) || (g.faults.multi_gpu_wrong_bytes && together && r->device != device)) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;
@@ -139,12 +128,12 @@ int dbl_htod_async(uintptr_t dst, uintptr_t src, size_t n, void *s, int device, 
     if (r != DR_OK) return r;
   }
   /* copies of one registration queued on streams of different devices are in flight together */
-  const reg_t *from = reg_holding(src, 1);
+  const reg_t *from = dbl_ref_reg_holding(src, 1);
   int together = 0;
   for (int k = 0; from && k < DBL_MAX_STREAMS; k++) {
     if (!streams[k].live || &streams[k] == st || streams[k].device == st->device) continue;
     for (size_t i = 0; i < streams[k].npending; i++) {
-      if (reg_holding(streams[k].pending[i].src, 1) == from) together = streams[k].pending[i].together = 1;
+      if (dbl_ref_reg_holding(streams[k].pending[i].src, 1) == from) together = streams[k].pending[i].together = 1;
     }
   }
   st->pending[st->npending++] = (pending_t){.dst = dst, .src = src, .n = n, .together = together};
@@ -163,8 +152,8 @@ static int still_mapped(uintptr_t p, size_t n) {
 int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n) {
   if (n == 0) return DR_OK;
   if (!dst || !src || !dbl_in_dalloc(dst, n)) return DR_INVALID_VALUE;
-  uintptr_t host = src - devptr_base();
-  if (reg_holding(host, n)) {
+  uintptr_t host = src - dbl_ref_device_offset();
+  if (dbl_ref_reg_holding(host, n)) {
     if (!still_mapped(host, n)) return DR_INVALID_VALUE; /* the device would fault: refused instead */
     memcpy((void *)dst, (const void *)host, n);
     if (g.faults.devptr_wrong) ((unsigned char *)dst)[n / 2] ^= 0xFF;
@@ -183,8 +172,8 @@ int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n) {
 
 int dbl_pointer_device_pointer(uintptr_t p, uintptr_t *out) {
   if (!out) return DR_INVALID_VALUE;
-  if (reg_holding(p, 1)) {
-    *out = p + devptr_base();
+  if (dbl_ref_reg_holding(p, 1)) {
+    *out = p + dbl_ref_device_offset();
     return DR_OK;
   }
   if (dbl_in_dalloc(p, 1)) {
@@ -195,7 +184,7 @@ int dbl_pointer_device_pointer(uintptr_t p, uintptr_t *out) {
   if (g.faults.pointer_still_registered) {
     for (size_t i = 0; i < DBL_RELEASED && i < nreleased; i++) {
       if (released[i].len && p >= released[i].start && p - released[i].start < released[i].len) {
-        *out = p + devptr_base();
+        *out = p + dbl_ref_device_offset();
         return DR_OK;
       }
     }
