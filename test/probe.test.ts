@@ -11,6 +11,7 @@ import {
   probeWithReport,
   windowSize,
   REFERENCE_CHUNK,
+  ROUND_TRIP_CHUNK,
   type Host,
   type ProbeOptions,
   type ReferenceReader,
@@ -648,6 +649,10 @@ function reader(bytes: Uint8Array, fail?: { onRead: number; error: unknown }) {
 /** The region the reader tests probe: windows of 2 chunks + 2 units, so every comparison crosses chunk boundaries and ends on a short chunk. */
 const LENGTH = 2 * (2 * REFERENCE_CHUNK + 2 * UNIT);
 
+/** The class of MemoryOps' page-locked bytes: a read into it is a read into a page-locked buffer (a round trip's, filled first). */
+const PinnedBytes = new MemoryOps(0).allocHost(1).bytes.constructor;
+const intoPinned = (x: { into: Uint8Array }): boolean => x.into instanceof PinnedBytes;
+
 describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
   it('REFERENCE_CHUNK is a few MiB and a multiple of the unit', () => {
     expect(REFERENCE_CHUNK % UNIT).toBe(0);
@@ -662,9 +667,16 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     const report = probeWithReport(s.ops, s.map, r, s.options);
     expect(report.verdict).toEqual({ kind: 'Usable' });
     expect(report.windows).toEqual(inMemory.windows);
-    const pinnedReads = reads.filter((x) => x.length === windowSize(LENGTH));
-    expect(pinnedReads.map((x) => x.offset)).toEqual([windowSize(LENGTH), 0]); // each round trip's buffer filled with the other window
-    const chunked = reads.filter((x) => x.length !== windowSize(LENGTH));
+    // each round trip's buffer (a chunk of the window, ROUND_TRIP_CHUNK, the last one short) filled with the other
+    // window's bytes at the same offset
+    const w = windowSize(LENGTH);
+    const pinnedReads = reads.filter(intoPinned);
+    const chunks = [0, ROUND_TRIP_CHUNK, 2 * ROUND_TRIP_CHUNK];
+    expect(pinnedReads.map((x) => [x.offset, x.length])).toEqual([
+      ...chunks.map((at) => [w + at, Math.min(ROUND_TRIP_CHUNK, w - at)]),
+      ...chunks.map((at) => [at, Math.min(ROUND_TRIP_CHUNK, w - at)]),
+    ]);
+    const chunked = reads.filter((x) => !intoPinned(x));
     expect(chunked.length).toBeGreaterThan(0);
     expect(Math.max(...chunked.map((x) => x.length))).toBeLessThanOrEqual(REFERENCE_CHUNK);
     // every byte of both windows was read for the map check and again for the round trips
@@ -733,7 +745,7 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     const s = setup(LENGTH);
     const { r, reads } = reader(s.reference);
     probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
-    const firstPinnedRead = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    const firstPinnedRead = reads.findIndex(intoPinned) + 1;
     const v = probeWith(s.ops, s.map, reader(s.reference, { onRead: firstPinnedRead + 1, error: new Error('EIO') }).r, s.options);
     expect(v.kind).toBe('Inconclusive');
     expect(s.ops.calls.register).toBe(2);
@@ -746,7 +758,7 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     expect(totalCalls(s.ops)).toBe(0);
     const { r, reads } = reader(s.reference);
     probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
-    const pinned = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    const pinned = reads.findIndex(intoPinned) + 1;
     expect(() => probeWith(s.ops, s.map, reader(s.reference, { onRead: pinned, error: new Interrupted() }).r, s.options)).toThrow(Interrupted);
     expectAllReleased(s.ops, s.table);
   });
