@@ -172,6 +172,7 @@ const mutations = [
   ["memory: window 2's pages dropped although its release failed", "window 2's release", probe, edits(['    run.earlyFailure = e;', '    run.earlyFailure = e;\n    drop?.(windows[1]);']), MODEL],
   ["memory: window 2's later tries start again from the first", "window 2's release", probe, edits(['    for (let k = win.releaseTries + 1; k <= tries; k++) {', '    for (let k = 1; k <= tries; k++) {']), MODEL],
   ["memory: the timing's page-locked buffer allocated before window 2's release", "window 2's release", probe, edits(['  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);\n', ''], ['  const times = timeCopies(t, windows[0], staging, o);', '  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);\n  const times = timeCopies(t, windows[0], staging, o);']), MODEL],
+  ['memory: dropPages advises MADV_NORMAL (nothing leaves the process)', "window 2's pages dropped", 'bindings/libc.ts', edits(['export const MADV_DONTNEED = 4;', 'export const MADV_DONTNEED = 0;']), ['test/libc.test.ts']],
   ["memory: the bench's anonymous PSS read from Pss_File", 'bench: PSS by kind', benchProc, edits(["  const anon = field('Pss_Anon');", "  const anon = field('Pss_File');"]), BENCH_PROC],
   ['staged copy timed by its median, not its best', 'the staged copy', probe, edits(['const stagedGBps = gbps(bytes, staged.best);', 'const stagedGBps = gbps(bytes, staged.median);']), MODEL],
   // ---- release
