@@ -127,7 +127,7 @@ function expectConformanceRun(res: BenchJson, r: Ran): void {
   expect(r.stdout).toMatch(/cuda:0: the suite reported registered [\d.]+ GB\/s, staged [\d.]+ GB\/s: [\d.]+ of the native reference's registered copy in this run/);
   for (const p of runners) {
     expectPositive(p.peakKiB, `runner ${p.device}`);
-    expect(p.targetMiB).toBe(8 + 256);
+    expect(p.targetMiB).toBe(2 * 8 + 48);
     expect(typeof p.withinTarget).toBe('boolean');
     expect(p.rssAnonMaxKiB).toBeGreaterThan(0);
   }
