@@ -593,8 +593,8 @@ interface SelfTestOptions {
 /**
  * Round trips each window (roundTripWindow: a chunk at a time) into the same buffer, first filled with the OTHER
  * window's bytes: a copy that does nothing, or serves the previous window again, leaves bytes that differ from the
- * reference. Refused(Wrong_bytes)
- * when a window came back wrong (Inconclusive when the map itself changed), undefined when both came back equal.
+ * reference. Refused(Wrong_bytes) when a window came back wrong (Inconclusive when the map itself changed),
+ * undefined when both came back equal.
  */
 function roundTripVerdict(t: Ops, windows: readonly [Host, Host], refs: ReferenceWindows, pinned: Host, result: ProbeReport, log: (message: string) => void): Verdict | undefined {
   const w = windows[0].bytes.length;
