@@ -90,7 +90,7 @@ async function main(argv: string[]): Promise<number> {
     startedAt,
     finishedAt: new Date().toISOString(),
     options: { runs: o.runs, sizeMiB: o.sizeMiB, scratchDir: o.scratchDir, devices: o.devices, dropCaches: o.dropCaches, repeat: o.repeat, ...(o.against ? { against: o.against } : {}), ...(o.scale ? { scale: o.scale } : {}) },
-    targets: { nativeRatio: TARGETS.nativeRatio, peakMiB: TARGETS.peakMiB(o.sizeMiB), noGpuRunOverNodeStart: TARGETS.noGpuRunOverNodeStart, gpuRunWallMs: TARGETS.gpuRunWallMs },
+    targets: { nativeRatio: TARGETS.nativeRatio, peakMiB: TARGETS.peakMiB(o.sizeMiB), runnerPeakMiB: TARGETS.runnerPeakMiB(o.sizeMiB), noGpuRunOverNodeStart: TARGETS.noGpuRunOverNodeStart, gpuRunWallMs: TARGETS.gpuRunWallMs },
     gpu: { found: selected.length > 0, ...(selected.length ? {} : { message: notes.join('; ') }), backends: found.backends },
     devices,
     conformance,

@@ -77,10 +77,29 @@ function memoryOf(pid: number): Memory | undefined {
   return { kib: hwm ?? rss!, source: hwm !== undefined ? 'VmHWM' : 'VmRSS', ...parts, ...(rss !== undefined ? { rss } : {}) };
 }
 
-/** Proportional set size (KiB) from /proc/<pid>/smaps_rollup: shared pages split among the processes mapping them. */
-function pssOf(pid: number): number | undefined {
-  const m = /^Pss:\s+(\d+)\s+kB/m.exec(readText(`/proc/${pid}/smaps_rollup`) ?? '');
-  return m ? Number(m[1]) : undefined;
+/** A process's proportional set size (KiB) and its parts, where the kernel splits it (Pss_Anon, Pss_File, Pss_Shmem: Linux 5.9 on). */
+export interface PssParts {
+  pssKiB: number;
+  /** Anonymous memory: the heaps (V8's, the driver's), page-locked memory the driver allocated from the heap. */
+  pssAnonKiB?: number;
+  /** Pages of mapped files: the probe's region once touched, Node.js's and the driver's code. */
+  pssFileKiB?: number;
+  /** Shared memory (tmpfs, memfd, SysV): where a driver's page-locked allocations show (the H200's cuMemHostAlloc). */
+  pssShmemKiB?: number;
+}
+
+/** Proportional set size (KiB) and its parts from the text of /proc/<pid>/smaps_rollup: shared pages split among the processes mapping them. */
+export function pssParts(rollup: string): PssParts | undefined {
+  const field = (name: string): number | undefined => {
+    const m = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(rollup);
+    return m ? Number(m[1]) : undefined;
+  };
+  const pssKiB = field('Pss');
+  if (pssKiB === undefined) return undefined;
+  const anon = field('Pss_Anon');
+  const file = field('Pss_File');
+  const shmem = field('Pss_Shmem');
+  return { pssKiB, ...(anon !== undefined ? { pssAnonKiB: anon } : {}), ...(file !== undefined ? { pssFileKiB: file } : {}), ...(shmem !== undefined ? { pssShmemKiB: shmem } : {}) };
 }
 
 /**
@@ -92,7 +111,8 @@ function pssOf(pid: number): number | undefined {
 export interface TreePeak {
   pssKiB: number;
   rssSumKiB: number;
-  processes: { pid: number; role: ProcessPeak['role']; device?: string; pssKiB: number; rssKiB: number }[];
+  /** What each process held then, its PSS split where the kernel splits it (PssParts). */
+  processes: ({ pid: number; role: ProcessPeak['role']; device?: string; rssKiB: number } & PssParts)[];
 }
 
 const maxOf = (a: number | undefined, b: number | undefined): number | undefined => (b === undefined ? a : Math.max(a ?? 0, b));
@@ -174,7 +194,7 @@ export class TreeSampler {
       const mem = memoryOf(pid);
       if (!mem) continue;
       const rss = mem.rss;
-      const pss = pssOf(pid);
+      const pss = pssParts(readText(`/proc/${pid}/smaps_rollup`) ?? '');
       // Read every time: between fork and exec a child still shows its parent's command line and memory, so
       // a process whose command line changed starts afresh.
       const command = (readText(`/proc/${pid}/cmdline`) ?? '').split('\0').filter((a) => a !== '').join(' ').slice(0, 300);
@@ -197,9 +217,9 @@ export class TreeSampler {
       if (file !== undefined) peak.rssFileMaxKiB = file;
       if (shmem !== undefined) peak.rssShmemMaxKiB = shmem;
       if (pss !== undefined && rss !== undefined) {
-        now.pssKiB += pss;
+        now.pssKiB += pss.pssKiB;
         now.rssSumKiB += rss;
-        now.processes.push({ pid, role: peak.role, ...(peak.device ? { device: peak.device } : {}), pssKiB: pss, rssKiB: rss });
+        now.processes.push({ pid, role: peak.role, ...(peak.device ? { device: peak.device } : {}), rssKiB: rss, ...pss });
       }
     }
     if (now.processes.length > 0 && now.pssKiB > (this.#tree?.pssKiB ?? -1)) this.#tree = now;

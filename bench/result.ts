@@ -143,7 +143,7 @@ export interface BenchResult {
   startedAt: string;
   finishedAt: string;
   options: { runs: number; sizeMiB: number; scratchDir: string; devices: string[]; dropCaches: boolean; repeat: number; against?: string; scale?: number[] };
-  targets: { nativeRatio: number; peakMiB: number; noGpuRunOverNodeStart: number; gpuRunWallMs: number };
+  targets: { nativeRatio: number; peakMiB: number; runnerPeakMiB: number; noGpuRunOverNodeStart: number; gpuRunWallMs: number };
   gpu: { found: boolean; message?: string; backends: { backend: string; library: string | null; devices: number; note?: string }[] };
   devices: DeviceBench[];
   conformance: Conformance;

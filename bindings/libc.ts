@@ -73,6 +73,7 @@ interface Libc {
   mmap(addr: null, length: number, prot: number, flags: number, fd: number, offset: number): bigint;
   munmap(addr: bigint, length: number): number;
   mprotect(addr: bigint, length: number, prot: number): number;
+  madvise(addr: bigint, length: number, advice: number): number;
   statfs(path: string, out: StatfsRaw): number;
   sysconf(name: number): number;
   strerror(errnum: number): string;
@@ -109,6 +110,7 @@ function load(): Libc {
     mmap: lib.func('void *mmap(void *addr, size_t length, int prot, int flags, int fd, int64_t offset)'),
     munmap: lib.func('int munmap(void *addr, size_t length)'),
     mprotect: lib.func('int mprotect(void *addr, size_t length, int prot)'),
+    madvise: lib.func('int madvise(void *addr, size_t length, int advice)'),
     statfs: lib.func('int statfs(const char *path, _Out_ libc_statfs *buf)'),
     sysconf: lib.func('long sysconf(int name)'),
     strerror: lib.func('const char *strerror(int errnum)'),
@@ -273,6 +275,18 @@ export function munmap(m: Mapping): void {
 /** mprotect(2) of a page-aligned range (EINVAL otherwise). */
 export function mprotect(m: Host, prot: number): void {
   check('mprotect', libc().mprotect(m.address, m.bytes.length, prot));
+}
+
+/** madvise(2)'s MADV_DONTNEED (linux/mman.h, the same on x64 and arm64). */
+export const MADV_DONTNEED = 4;
+
+/**
+ * madvise(MADV_DONTNEED) of a page-aligned range: its pages leave this process's memory. Only for a shared
+ * mapping of a file (the file keeps the bytes, and a later read maps them again) that no driver holds: on a
+ * private or anonymous mapping it would throw the bytes away.
+ */
+export function dropPages(m: Host): void {
+  check('madvise', libc().madvise(m.address, m.bytes.length, MADV_DONTNEED));
 }
 
 /**

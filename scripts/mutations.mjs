@@ -39,11 +39,14 @@ const registering = 'bindings/backends/registering.ts';
 const benchScaling = 'bench/scaling.ts';
 const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
+const benchProc = 'bench/proc.ts';
 const discoveryThread = 'cli/discovery-thread.ts';
 
 /** The test files that hold each part. */
 const LIBRARY_SEARCH = ['test/library-search.test.ts'];
 const BENCH = ['test/bench.test.ts'];
+/** The bench's sampler alone (its tests need no bench run). */
+const BENCH_PROC = ['test/bench.test.ts', '-t', 'TreeSampler'];
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
 const CHECKS = ['test/checks.test.ts'];
 const HAZARDS = ['test/hazards.test.ts'];
@@ -159,7 +162,19 @@ const mutations = [
   // ---- the staged copy
   ['staged copy without its memcpy', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,']), MODEL],
   ['staged memcpy made once, before the timing', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(window.bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
-  ['staged memcpy of window 2 instead of window 1', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], pinned, o)', 'timeCopies(t, windows[0], pinned, o, windows[1])']), MODEL],
+  ['staged memcpy of window 2 instead of window 1', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], staging, o)', 'timeCopies(t, windows[0], staging, o, windows[1])']), MODEL],
+  // ---- the memory the probe holds (issue 32): round trips in chunks, window 2 released and dropped before the timing
+  ['memory: the round trips stop after the first chunk of a window', 'round trips in chunks', probe, edits(['  for (let at = 0; at < w; at += c) {', '  for (let at = 0; at < c; at += c) {']), MODEL],
+  ["memory: a chunk's buffer filled with the same window's bytes, not the other's", 'round trips in chunks', probe, edits(['    refs.copy(into.bytes, (1 - i) * w + at);', '    refs.copy(into.bytes, i * w + at);']), MODEL],
+  ["memory: a chunk's buffer not filled before its round trip", 'round trips in chunks', probe, edits(['    refs.copy(into.bytes, (1 - i) * w + at);\n', '']), MODEL],
+  ["memory: a difference's offset taken within its chunk, not the window", 'round trips in chunks', probe, edits(['    if (d >= 0) return at + d;', '    if (d >= 0) return d;']), MODEL],
+  ['memory: window 2 kept registered through the timed copies', "window 2's release", probe, edits(['  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);\n', '']), MODEL],
+  ["memory: window 2's pages dropped although its release failed", "window 2's release", probe, edits(['    run.earlyFailure = e;', '    run.earlyFailure = e;\n    drop?.(windows[1]);']), MODEL],
+  ["memory: window 2's later tries start again from the first", "window 2's release", probe, edits(['    for (let k = win.releaseTries + 1; k <= tries; k++) {', '    for (let k = 1; k <= tries; k++) {']), MODEL],
+  ["memory: the timing's page-locked buffer allocated before window 2's release", "window 2's release", probe, edits(['  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);\n', ''], ['  const times = timeCopies(t, windows[0], staging, o);', '  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);\n  const times = timeCopies(t, windows[0], staging, o);']), MODEL],
+  ["memory: the device's probe keeps window 2's pages (no dropReleased)", "window 2's pages dropped", 'suites/context.ts', edits(['        if (!registrations.isPinned(window)) dropPages(window);', '        void window;']), ['test/probe-memory.test.ts']],
+  ['memory: dropPages advises MADV_NORMAL (nothing leaves the process)', "window 2's pages dropped", 'bindings/libc.ts', edits(['export const MADV_DONTNEED = 4;', 'export const MADV_DONTNEED = 0;']), ['test/libc.test.ts']],
+  ["memory: the bench's anonymous PSS read from Pss_File", 'bench: PSS by kind', benchProc, edits(["  const anon = field('Pss_Anon');", "  const anon = field('Pss_File');"]), BENCH_PROC],
   ['staged copy timed by its median, not its best', 'the staged copy', probe, edits(['const stagedGBps = gbps(bytes, staged.best);', 'const stagedGBps = gbps(bytes, staged.median);']), MODEL],
   // ---- release
   ['Still_registered only when both windows are stuck', 'release', probe, edits(['  if (released.notReleased.length > 0) {', '  if (released.notReleased.length > 1) {']), MODEL],

@@ -51,6 +51,12 @@ export type Reference = Uint8Array | ReferenceReader;
 /** The most of a ReferenceReader's bytes the probe holds at a time (a multiple of UNIT). */
 export const REFERENCE_CHUNK = 4 * 1024 * 1024;
 
+/**
+ * The most of a window one round trip brings back (a multiple of UNIT): the round trips' page-locked buffer is
+ * this size, not a window's, and a window goes through the device in as many round trips as it takes.
+ */
+export const ROUND_TRIP_CHUNK = REFERENCE_CHUNK;
+
 /** One copy's samples, reduced: the best (least) and the median duration, in ms. */
 export interface Timed {
   best: number;
@@ -116,6 +122,13 @@ export interface ProbeOptions {
   now?: () => number;
   /** Where registrations are recorded (default: the process table). */
   table?: RegistrationTable;
+  /**
+   * Drops a released window's pages from the process's memory (the file keeps them): called with window 2 once
+   * its release succeeded, before the timing's page-locked buffer is allocated, so that the timed copies hold one
+   * window of the region and one of page-locked memory, not two and one (default: nothing dropped). What it throws
+   * is logged (a fatal error rethrown); the verdict does not rest on it.
+   */
+  dropReleased?: (window: Host) => void;
 }
 
 export type ReleaseOutcome = 'first' | 'retry' | 'never';
@@ -396,7 +409,11 @@ interface SelfTestRun {
   buffers: Host[];
   reachedCheckedRelease: boolean;
   fatal: FatalSeen;
+  /** What window 2's first try of its release threw, when it was made after the round trips and failed. */
+  earlyFailure?: unknown;
 }
+
+const windowText = (win: WindowReport, i: number): string => `window ${i + 1} (offset ${win.offset}, ${win.length} bytes)`;
 
 /** Allocates the page-locked buffer, registers the windows and runs the self-test; what raises stops it (Inconclusive). */
 function registerAndTest(
@@ -409,9 +426,9 @@ function registerAndTest(
 ): SelfTestRun {
   const run: SelfTestRun = { verdict: Usable, registered: [], buffers: [], reachedCheckedRelease: false, fatal: {} };
   try {
-    // One page-locked buffer of a window: the round trips bring the windows back into it, then the staged copy
-    // uses it as its staging buffer (the round trips are over by then): half a region less pinned memory.
-    const pinned = t.allocHost(result.windowBytes);
+    // The round trips' page-locked buffer: a chunk of a window (ROUND_TRIP_CHUNK), or a whole window when it is
+    // smaller; the timing's, a window, is allocated once window 2 is released (selfTest)
+    const pinned = t.allocHost(Math.min(result.windowBytes, ROUND_TRIP_CHUNK));
     run.buffers.push(pinned);
     const clock = o.now ?? (() => performance.now());
     for (const i of [0, 1] as const) {
@@ -423,7 +440,7 @@ function registerAndTest(
       }
       run.registered.push(i);
     }
-    run.verdict = selfTest(t, windows, refs, pinned, result, o);
+    run.verdict = selfTest(t, windows, refs, pinned, result, o, run, plog);
     run.reachedCheckedRelease = true;
   } catch (e) {
     if (isFatal(e)) run.fatal.error = e;
@@ -446,9 +463,10 @@ function releaseWindows(
   const retried: string[] = [];
   for (const i of [...run.registered].reverse()) {
     const win = result.windows[i]!;
-    const what = `window ${i + 1} (offset ${win.offset}, ${win.length} bytes)`;
-    let last: unknown;
-    for (let k = 1; k <= tries; k++) {
+    const what = windowText(win, i);
+    let last: unknown = i === 1 ? run.earlyFailure : undefined;
+    // window 2's first try may have been made already, after the round trips (releaseSecondWindow)
+    for (let k = win.releaseTries + 1; k <= tries; k++) {
       win.releaseTries = k;
       try {
         t.unregister(windows[i as 0 | 1]);
@@ -544,7 +562,7 @@ export function probeWithReport(ops: Ops, map: Host, reference: Reference, optio
     log: plog.lines,
   };
   const t = trackedOps(ops, table);
-  const run = registerAndTest(t, windows, refs, result, plog, { runs, minRelativeSpeed, now: options.now, log: plog.log, timingSection: options.timingSection, adaptive: options.adaptive });
+  const run = registerAndTest(t, windows, refs, result, plog, { runs, minRelativeSpeed, now: options.now, log: plog.log, timingSection: options.timingSection, adaptive: options.adaptive, dropReleased: options.dropReleased });
 
   // Release whatever happened: windows in reverse order of registration, then the buffers.
   const released = releaseWindows(t, windows, result, run, plog);
@@ -569,19 +587,19 @@ interface SelfTestOptions {
   log: (message: string) => void;
   timingSection: TimingSection | undefined;
   adaptive: AdaptiveRounds | undefined;
+  dropReleased: ProbeOptions['dropReleased'];
 }
 
 /**
- * Round trips each window into the same buffer, first filled with the OTHER window's bytes: a copy that does
- * nothing, or serves the previous window again, leaves bytes that differ from the reference. Refused(Wrong_bytes)
- * when a window came back wrong (Inconclusive when the map itself changed), undefined when both came back equal.
+ * Round trips each window (roundTripWindow: a chunk at a time) into the same buffer, first filled with the OTHER
+ * window's bytes: a copy that does nothing, or serves the previous window again, leaves bytes that differ from the
+ * reference. Refused(Wrong_bytes) when a window came back wrong (Inconclusive when the map itself changed),
+ * undefined when both came back equal.
  */
 function roundTripVerdict(t: Ops, windows: readonly [Host, Host], refs: ReferenceWindows, pinned: Host, result: ProbeReport, log: (message: string) => void): Verdict | undefined {
   const w = windows[0].bytes.length;
   for (const i of [0, 1] as const) {
-    refs.copy(pinned.bytes, (1 - i) * w);
-    t.roundTrip(windows[i], pinned);
-    const d = refs.diff(pinned.bytes, i * w);
+    const d = roundTripWindow(t, windows, i, refs, pinned);
     result.windows[i]!.equal = d < 0;
     result.windows[i]!.firstDifference = d < 0 ? null : d;
     log(`window ${i + 1}: ${d < 0 ? 'bytes equal' : `bytes differ from offset ${d}`}`);
@@ -594,6 +612,53 @@ function roundTripVerdict(t: Ops, windows: readonly [Host, Host], refs: Referenc
     return Refused(Wrong_bytes);
   }
   return undefined;
+}
+
+/**
+ * Round trips each window through the device, a chunk of `pinned`'s size at a time, into that buffer, first filled
+ * with the OTHER window's bytes at the same offset: a copy that does nothing, or serves the previous chunk or
+ * window again, leaves bytes that differ from the reference. The first difference in the window, or -1.
+ */
+function roundTripWindow(t: Ops, windows: readonly [Host, Host], i: 0 | 1, refs: ReferenceWindows, pinned: Host): number {
+  const w = windows[0].bytes.length;
+  const c = pinned.bytes.length;
+  for (let at = 0; at < w; at += c) {
+    const n = Math.min(c, w - at);
+    const into = n === c ? pinned : hostSlice(pinned, 0, n);
+    refs.copy(into.bytes, (1 - i) * w + at);
+    t.roundTrip(hostSlice(windows[i], at, n), into);
+    const d = refs.diff(into.bytes, i * w + at);
+    if (d >= 0) return at + d;
+  }
+  return -1;
+}
+
+/**
+ * Window 2's checked release, as soon as the round trips found both windows right: the timed copies read window 1
+ * alone, so window 2 is released before them (still the reverse order of registration) and its pages leave the
+ * process's memory (dropReleased) before the timing's page-locked buffer is allocated. One try here; a window
+ * still held gets the rest of its tries at the end, with window 1 (releaseWindows), and is never dropped. Logged
+ * as the releases are (`say`): a log that raises does not stop them.
+ */
+function releaseSecondWindow(t: Ops, windows: readonly [Host, Host], result: ProbeReport, run: SelfTestRun, plog: ProbeLog, drop: ProbeOptions['dropReleased']): void {
+  const win = result.windows[1]!;
+  win.releaseTries = 1;
+  try {
+    t.unregister(windows[1]);
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    run.earlyFailure = e;
+    plog.say(`unregister of ${windowText(win, 1)} failed (try 1 of ${RELEASE_TRIES.checked}): ${errorText(e)}`);
+    return;
+  }
+  win.release = 'first';
+  run.registered = run.registered.filter((i) => i !== 1);
+  try {
+    drop?.(windows[1]);
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    plog.say(`window 2's pages were not dropped from memory: ${errorText(e)}`);
+  }
 }
 
 /** The timed copies of window 1, through the timing section when there is one. */
@@ -652,11 +717,20 @@ function selfTest(
   pinned: Host,
   result: ProbeReport,
   o: SelfTestOptions,
+  run: SelfTestRun,
+  plog: ProbeLog,
 ): Verdict {
   const wrong = roundTripVerdict(t, windows, refs, pinned, result, o.log);
   if (wrong !== undefined) return wrong;
 
-  const times = timeCopies(t, windows[0], pinned, o);
+  releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);
+  // the timing's page-locked buffer, a window (the control copy and the staged copy are one copy of a window each)
+  let staging = pinned;
+  if (pinned.bytes.length !== windows[0].bytes.length) {
+    staging = t.allocHost(windows[0].bytes.length);
+    run.buffers.push(staging);
+  }
+  const times = timeCopies(t, windows[0], staging, o);
   // the verdict rests on the registered and staged copies alone (spec: probe_with); the control figures are
   // reported, and left out (null) when their clock gave no valid duration
   const invalid = (['registered', 'staged'] as const).filter((k) => !validDuration(times[k].best));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { DeviceOps } from '../bindings/device-ops.js';
 import { type Backend, deviceFromPlain, discover, isGpuDriver } from '../bindings/discovery.js';
 import { isBackend } from '../bindings/registry.js';
-import { type Mapping, MAP, PROT, mmap, munmap } from '../bindings/libc.js';
+import { type Mapping, MAP, PROT, dropPages, mmap, munmap } from '../bindings/libc.js';
 import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bindings/scratch.js';
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
@@ -119,6 +119,11 @@ export function probeOnce(ctx: CheckContext): Probed {
       minRelativeSpeed: ctx.options.minRelativeSpeed,
       timingSection: measured.section,
       adaptive: adaptiveRounds(ctx.options.runs, ctx.options.quiet.maxDrop),
+      // window 2, released, leaves the runner's memory before the timing's page-locked window is allocated: a
+      // shared read-only mapping of the file, so the file keeps its bytes; never a range the table still holds
+      dropReleased: (window) => {
+        if (!registrations.isPinned(window)) dropPages(window);
+      },
     });
     // the timing lock held past its wait, or not a lock of ours: the host's, never the probe's Inconclusive
     const fault = measured.fault();

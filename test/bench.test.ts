@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } fro
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './support/command.js';
-import { TreeSampler } from '../bench/proc.js';
+import { TreeSampler, pssParts } from '../bench/proc.js';
 import { MEASUREMENTS } from '../bench/measurements/index.js';
 import { type Ran, runScript, workspace } from './support/workspace.js';
 
@@ -109,12 +109,19 @@ function expectConformanceRun(res: BenchJson, r: Ran): void {
   expectPositive(k.memory.command.peakKiB, 'command peak');
   const runners = k.memory.runners as { device?: string; peakKiB: number; targetMiB: number; withinTarget: boolean; rssAnonMaxKiB?: number }[];
   expect(runners.map((p) => p.device)).toEqual(expect.arrayContaining(['cuda:0', 'hip:0', 'cpu']));
-  const run = k.memory.run as { pssKiB: number; rssSumKiB: number; targetMiB: number; withinTarget: boolean; processes: { role: string; pssKiB: number }[] };
+  const run = k.memory.run as { pssKiB: number; rssSumKiB: number; targetMiB: number; withinTarget: boolean; processes: { pid: number; role: string; pssKiB: number; pssAnonKiB?: number; pssFileKiB?: number; pssShmemKiB?: number }[] };
   expectPositive(run.pssKiB, 'whole run PSS');
   expect(run.rssSumKiB).toBeGreaterThanOrEqual(run.pssKiB);
   expect(run.processes.map((p) => p.role)).toContain('command');
   expect(run.pssKiB).toBe(run.processes.reduce((a, p) => a + p.pssKiB, 0));
-  expect(run.targetMiB).toBe(2 * 8 + 48);
+  expect(run.targetMiB).toBe(8 + 256);
+  // each process's PSS by kind where the kernel splits it (Linux 5.9 on): the parts add up to its PSS, to a kB each
+  for (const p of run.processes) {
+    if (p.pssAnonKiB === undefined) continue;
+    expect(Math.abs(p.pssAnonKiB + p.pssFileKiB! + p.pssShmemKiB! - p.pssKiB)).toBeLessThanOrEqual(3);
+    const mib = (kib: number): string => (kib / 1024).toFixed(0);
+    expect(r.stdout).toContain(`, pid ${p.pid}: anon ${mib(p.pssAnonKiB)}, file ${mib(p.pssFileKiB!)}, shmem ${mib(p.pssShmemKiB!)} MiB PSS`);
+  }
   expect(r.stdout).toMatch(/the whole run at its fullest: \d+ MiB PSS/);
   expect(r.stdout).toMatch(/the whole run: \d+ ms; target with a GPU: <= 2000 ms: (within|OVER)$/m);
   expect(r.stdout).toMatch(/cuda:0: the suite reported registered [\d.]+ GB\/s, staged [\d.]+ GB\/s: [\d.]+ of the native reference's registered copy in this run/);
@@ -362,7 +369,7 @@ describe('TreeSampler (bench/proc.ts)', () => {
     sampler.sample();
     writeFileSync(go, '');
     await exited;
-    const { processes, walks } = sampler.stop();
+    const { processes, walks, tree } = sampler.stop();
     expect(walks).toBeGreaterThanOrEqual(2); // at the start, and the one above
     expect(processes[0]).toMatchObject({ pid: child.pid, role: 'command' });
     const grandchild = processes.find((p) => p.ppid !== undefined && p.pid !== child.pid && p.command.includes('Buffer.alloc'));
@@ -371,5 +378,19 @@ describe('TreeSampler (bench/proc.ts)', () => {
     expect(grandchild!.peakKiB / 1024).toBeGreaterThan(96);
     expect(grandchild!.rssAnonMaxKiB! / 1024).toBeGreaterThan(96); // a filled Buffer is anonymous memory
     expect(grandchild!.rssFileMaxKiB).toBeGreaterThan(0); // the node binary's pages at least
+    // the run at its fullest (the walk above, with the 96 MiB held): the grandchild's PSS, and its anonymous part
+    const held = tree!.processes.find((p) => p.pid === grandchild!.pid)!;
+    expect(held.pssKiB / 1024).toBeGreaterThan(96);
+    if (readFileSync('/proc/self/smaps_rollup', 'utf8').includes('Pss_Anon:')) {
+      expect(held.pssAnonKiB! / 1024).toBeGreaterThan(96);
+      expect(held.pssAnonKiB! + held.pssFileKiB! + held.pssShmemKiB!).toBeLessThanOrEqual(held.pssKiB + 3);
+    }
+  });
+
+  it('pssParts reads Pss and its anonymous, file and shared-memory parts from smaps_rollup, and no part an older kernel lacks', () => {
+    const rollup = ['00400000-7ffd0000 ---p 00000000 00:00 0    [rollup]', 'Rss:              620000 kB', 'Pss:              597000 kB', 'Pss_Dirty:         10000 kB', 'Pss_Anon:          311000 kB', 'Pss_File:          150000 kB', 'Pss_Shmem:         136000 kB', 'Shared_Clean:       9000 kB'].join('\n');
+    expect(pssParts(rollup)).toEqual({ pssKiB: 597000, pssAnonKiB: 311000, pssFileKiB: 150000, pssShmemKiB: 136000 });
+    expect(pssParts('Rss:  620000 kB\nPss:  597000 kB\n')).toEqual({ pssKiB: 597000 });
+    expect(pssParts('Rss:  620000 kB\n')).toBeUndefined();
   });
 });

@@ -13,6 +13,7 @@ import {
   OPEN_FLAGS,
   PROT,
   closeFd,
+  dropPages,
   fsName,
   ftruncate,
   mappingCount,
@@ -326,6 +327,36 @@ describe('page cache: mincore, posix_fadvise', () => {
       try {
         expect(mincore(m)).toHaveLength(3);
         expect(Array.from(mincore(m), (b) => b & 1)).toEqual([1, 1, 1]);
+      } finally {
+        munmap(m);
+      }
+    });
+  });
+
+  it('dropPages of a shared read-only file mapping: its pages leave the process, the bytes stay the file\'s', () => {
+    const pages = 64;
+    const bytes = randomBytes(pages * pageSize());
+    const path = tempFile(bytes);
+    /** The resident set of the mapping at `address`, from /proc/self/smaps (kB). */
+    const rssOf = (address: bigint): number => {
+      const lines = readFileSync('/proc/self/smaps', 'utf8').split('\n');
+      const at = lines.findIndex((l) => l.startsWith(`${address.toString(16)}-`));
+      const rss = lines.slice(at + 1).find((l) => l.startsWith('Rss:'));
+      return Number(/(\d+) kB/.exec(rss ?? '')?.[1]);
+    };
+    withFd(path, OPEN_ACCESS.RDONLY, (fd) => {
+      const m = mmap(pages * pageSize(), PROT.READ, MAP.SHARED, fd, 0);
+      try {
+        expect(Buffer.compare(m.bytes, bytes)).toBe(0); // every page touched
+        expect(rssOf(m.address)).toBe((pages * pageSize()) / 1024);
+        // the second half dropped: the first stays
+        dropPages(hostSlice(m, (pages / 2) * pageSize(), (pages / 2) * pageSize()));
+        expect(rssOf(m.address)).toBe((pages / 2) * pageSize() / 1024);
+        dropPages(m);
+        expect(rssOf(m.address)).toBe(0);
+        // a later read maps the file's bytes again
+        expect(Buffer.compare(m.bytes, bytes)).toBe(0);
+        expect(() => dropPages(hostSlice(m, 1, pageSize()))).toThrow(expect.objectContaining({ call: 'madvise', code: 'EINVAL' }));
       } finally {
         munmap(m);
       }

@@ -11,6 +11,7 @@ import {
   probeWithReport,
   windowSize,
   REFERENCE_CHUNK,
+  ROUND_TRIP_CHUNK,
   type Host,
   type ProbeOptions,
   type ReferenceReader,
@@ -648,6 +649,10 @@ function reader(bytes: Uint8Array, fail?: { onRead: number; error: unknown }) {
 /** The region the reader tests probe: windows of 2 chunks + 2 units, so every comparison crosses chunk boundaries and ends on a short chunk. */
 const LENGTH = 2 * (2 * REFERENCE_CHUNK + 2 * UNIT);
 
+/** The class of MemoryOps' page-locked bytes: a read into it is a read into a page-locked buffer (a round trip's, filled first). */
+const PinnedBytes = new MemoryOps(0).allocHost(1).bytes.constructor;
+const intoPinned = (x: { into: Uint8Array }): boolean => x.into instanceof PinnedBytes;
+
 describe('a reference read on demand (ReferenceReader) instead of held in memory', () => {
   it('REFERENCE_CHUNK is a few MiB and a multiple of the unit', () => {
     expect(REFERENCE_CHUNK % UNIT).toBe(0);
@@ -662,9 +667,16 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     const report = probeWithReport(s.ops, s.map, r, s.options);
     expect(report.verdict).toEqual({ kind: 'Usable' });
     expect(report.windows).toEqual(inMemory.windows);
-    const pinnedReads = reads.filter((x) => x.length === windowSize(LENGTH));
-    expect(pinnedReads.map((x) => x.offset)).toEqual([windowSize(LENGTH), 0]); // each round trip's buffer filled with the other window
-    const chunked = reads.filter((x) => x.length !== windowSize(LENGTH));
+    // each round trip's buffer (a chunk of the window, ROUND_TRIP_CHUNK, the last one short) filled with the other
+    // window's bytes at the same offset
+    const w = windowSize(LENGTH);
+    const pinnedReads = reads.filter(intoPinned);
+    const chunks = [0, ROUND_TRIP_CHUNK, 2 * ROUND_TRIP_CHUNK];
+    expect(pinnedReads.map((x) => [x.offset, x.length])).toEqual([
+      ...chunks.map((at) => [w + at, Math.min(ROUND_TRIP_CHUNK, w - at)]),
+      ...chunks.map((at) => [at, Math.min(ROUND_TRIP_CHUNK, w - at)]),
+    ]);
+    const chunked = reads.filter((x) => !intoPinned(x));
     expect(chunked.length).toBeGreaterThan(0);
     expect(Math.max(...chunked.map((x) => x.length))).toBeLessThanOrEqual(REFERENCE_CHUNK);
     // every byte of both windows was read for the map check and again for the round trips
@@ -733,7 +745,7 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     const s = setup(LENGTH);
     const { r, reads } = reader(s.reference);
     probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
-    const firstPinnedRead = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    const firstPinnedRead = reads.findIndex(intoPinned) + 1;
     const v = probeWith(s.ops, s.map, reader(s.reference, { onRead: firstPinnedRead + 1, error: new Error('EIO') }).r, s.options);
     expect(v.kind).toBe('Inconclusive');
     expect(s.ops.calls.register).toBe(2);
@@ -746,7 +758,7 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     expect(totalCalls(s.ops)).toBe(0);
     const { r, reads } = reader(s.reference);
     probeWith(new MemoryOps(windowSize(LENGTH)), s.map, r, { table: new RegistrationTable(), now: () => 0 });
-    const pinned = reads.findIndex((x) => x.length === windowSize(LENGTH)) + 1;
+    const pinned = reads.findIndex(intoPinned) + 1;
     expect(() => probeWith(s.ops, s.map, reader(s.reference, { onRead: pinned, error: new Interrupted() }).r, s.options)).toThrow(Interrupted);
     expectAllReleased(s.ops, s.table);
   });
@@ -795,5 +807,123 @@ describe('probeWith: the control copy and the timing section', () => {
     const r = probeWithReport(s.ops, s.map, s.reference, s.options);
     expect(r.verdict.kind).toBe('Usable');
     expect(r.timing).toMatchObject({ hostCopyGBps: null, pageLockedRatio: 1 });
+  });
+});
+
+// The memory the probe holds (issue 32): round trips a chunk at a time, window 2 released and dropped before the timing
+describe('probeWith: the round trips in chunks, window 2 released before the timed copies', () => {
+  const C = ROUND_TRIP_CHUNK;
+  /** The sizes of the page-locked buffers allocated, and the trace index of each allocation. */
+  function spyAlloc(ops: MemoryOps): { sizes: number[]; at: number[] } {
+    const spy = { sizes: [] as number[], at: [] as number[] };
+    const alloc = ops.allocHost.bind(ops);
+    ops.allocHost = (n) => {
+      spy.sizes.push(n);
+      spy.at.push(ops.trace.length);
+      return alloc(n);
+    };
+    return spy;
+  }
+
+  it('ROUND_TRIP_CHUNK is a few MiB and a multiple of the unit', () => {
+    expect(C % UNIT).toBe(0);
+    expect(C).toBeGreaterThanOrEqual(UNIT);
+    expect(C).toBeLessThanOrEqual(16 * 1024 * 1024);
+  });
+
+  it('every chunk of each window goes through the device in order, into a buffer of a chunk; the timing\'s buffer of a window comes after window 2\'s release', () => {
+    const s = setup(LENGTH);
+    const w = windowSize(LENGTH);
+    const alloc = spyAlloc(s.ops);
+    const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+    expect(r.verdict).toEqual({ kind: 'Usable' });
+    const trips = s.ops.trace.filter((t) => t.op === 'roundTrip').map((t) => [Number(t.address! - s.map.address), t.length]);
+    const chunks = (base: number) => [0, C, 2 * C].map((at) => [base + at, Math.min(C, w - at)]);
+    expect(trips).toEqual([...chunks(0), ...chunks(w)]);
+    expect(alloc.sizes).toEqual([C, w]);
+    const unregister2 = s.ops.trace.findIndex((t) => t.op === 'unregister' && t.address === s.map.address + BigInt(w));
+    const firstUpload = s.ops.trace.findIndex((t) => t.op === 'upload');
+    const lastTrip = s.ops.trace.findLastIndex((t) => t.op === 'roundTrip');
+    // window 2 released after the last round trip, the window's buffer allocated after that, the timing after both
+    expect(lastTrip).toBeLessThan(unregister2);
+    expect(unregister2).toBeLessThan(alloc.at[1]!);
+    expect(alloc.at[1]!).toBeLessThanOrEqual(firstUpload);
+    // window 1 stays registered through the timed copies, and is released after the last one
+    const unregister1 = s.ops.trace.findIndex((t) => t.op === 'unregister' && t.address === s.map.address);
+    expect(unregister1).toBeGreaterThan(s.ops.trace.findLastIndex((t) => t.op === 'upload'));
+    expect(r.windows.map((x) => [x.release, x.releaseTries])).toEqual([['first', 1], ['first', 1]]);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a window no larger than a chunk: one round trip each, and one buffer of a window for the round trips and the timing', () => {
+    const s = setup(4 * UNIT);
+    const alloc = spyAlloc(s.ops);
+    expect(probeWith(s.ops, s.map, s.reference, s.options).kind).toBe('Usable');
+    expect(s.ops.calls.roundTrip).toBe(2);
+    expect(alloc.sizes).toEqual([2 * UNIT]);
+  });
+
+  for (const i of [0, 1] as const) {
+    it(`a wrong byte in the last, short chunk of window ${i + 1}: Refused Wrong_bytes at its exact offset, the other window equal`, () => {
+      const s = setup(LENGTH);
+      const w = windowSize(LENGTH);
+      // the double flips the middle byte of a copy from this address: the last chunk's (2 units) middle
+      s.ops.faults.corruptWindows = [s.map.address + BigInt(i * w + 2 * C)];
+      const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+      expect(r.verdict).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+      expect(r.windows[i]).toMatchObject({ equal: false, firstDifference: 2 * C + UNIT });
+      expect(r.windows[1 - i]).toMatchObject({ equal: true, firstDifference: null });
+      expect(s.ops.calls.upload).toBe(0); // nothing timed
+      expectAllReleased(s.ops, s.table);
+    });
+  }
+
+  it('a device that serves the previous chunk again, or a copy that does nothing, is caught chunk by chunk', () => {
+    for (const faults of [{ stale: true }, { registerLies: true }]) {
+      const s = setup(LENGTH, faults);
+      const r = probeWithReport(s.ops, s.map, s.reference, s.options);
+      expect(r.verdict, JSON.stringify(faults)).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+      expectAllReleased(s.ops, s.table);
+    }
+  });
+
+  it('dropReleased is given window 2 once it is released, before the timing\'s buffer; never a window still held', () => {
+    const s = setup(LENGTH);
+    const w = windowSize(LENGTH);
+    const alloc = spyAlloc(s.ops);
+    const dropped: { address: bigint; length: number; at: number; live: number }[] = [];
+    const r = probeWithReport(s.ops, s.map, s.reference, { ...s.options, dropReleased: (h) => dropped.push({ address: h.address, length: h.bytes.length, at: s.ops.trace.length, live: s.table.size }) });
+    expect(r.verdict.kind).toBe('Usable');
+    expect(dropped).toEqual([{ address: s.map.address + BigInt(w), length: w, at: dropped[0]!.at, live: 1 }]);
+    expect(dropped[0]!.at).toBeLessThanOrEqual(alloc.at[1]!);
+    // window 2's first release fails: not dropped; released on its retry at the end, with window 1
+    const held = setup(LENGTH);
+    held.ops.faults.unregisterFailsFor = new Map([[held.map.address + BigInt(w), 1]]);
+    const none: Host[] = [];
+    const r2 = probeWithReport(held.ops, held.map, held.reference, { ...held.options, dropReleased: (h) => none.push(h) });
+    expect(none).toEqual([]);
+    expect(r2.windows.map((x) => [x.release, x.releaseTries])).toEqual([['first', 1], ['retry', 2]]);
+    expect(r2.verdict).toEqual({ kind: 'Inconclusive', reason: `the release of window 2 (offset ${w}, ${w} bytes) failed and succeeded on a retry` });
+    expect(r2.timing).not.toBeNull(); // timed all the same
+    expectAllReleased(held.ops, held.table);
+    // never released: Still_registered after 3 tries, never dropped
+    const stuck = setup(LENGTH);
+    stuck.ops.faults.unregisterFailsFor = new Map([[stuck.map.address + BigInt(w), Number.POSITIVE_INFINITY]]);
+    const r3 = probeWithReport(stuck.ops, stuck.map, stuck.reference, { ...stuck.options, dropReleased: (h) => none.push(h) });
+    expect(none).toEqual([]);
+    expect(r3.verdict.kind).toBe('Still_registered');
+    expect(r3.windows[1]).toMatchObject({ release: 'never', releaseTries: 3 });
+  });
+
+  it('a dropReleased that throws: logged, the verdict unchanged; a fatal error rethrown once everything is released', () => {
+    const s = setup(4 * UNIT);
+    const lines: string[] = [];
+    const r = probeWithReport(s.ops, s.map, s.reference, { ...s.options, log: (m) => lines.push(m), dropReleased: () => { throw new Error('EINVAL'); } });
+    expect(r.verdict).toEqual({ kind: 'Usable' });
+    expect(lines).toContain("window 2's pages were not dropped from memory: EINVAL");
+    expectAllReleased(s.ops, s.table);
+    const f = setup(4 * UNIT);
+    expect(() => probeWith(f.ops, f.map, f.reference, { ...f.options, dropReleased: () => { throw new Interrupted(); } })).toThrow(Interrupted);
+    expectAllReleased(f.ops, f.table);
   });
 });

@@ -1,7 +1,7 @@
 // The bench's text (stdout): per device a table of copies, the link, the registration cost, the driver call and
 // the native reference; then the conformance run's phases, the GB/s the suite reported and the peak memory.
 // It only reads a BenchResult: what --json writes (./json.ts) carries the same figures.
-import type { ProcessPeak } from '../proc.js';
+import type { ProcessPeak, TreePeak } from '../proc.js';
 import type { BenchResult, RegistrationCost } from '../result.js';
 import type { Copy } from '../timing.js';
 import { MiB } from '../units.js';
@@ -97,8 +97,14 @@ function memoryLines(k: ConformanceFigures): string[] {
   const out = [`  peak memory, sampled every ${k.memory.intervalMs} ms (${k.memory.walks} walks of /proc):`];
   const run = k.memory.run;
   if (run) {
-    const each = run.processes.map((p) => `${p.role === 'device-runner' ? `runner ${p.device ?? '?'}` : p.role}${p.role === 'other' && p.device ? ` (${p.device})` : ''} ${f0(p.pssKiB / 1024)}`).join(', ');
+    const name = (p: TreePeak['processes'][number]): string => `${p.role === 'device-runner' ? `runner ${p.device ?? '?'}` : p.role}${p.role === 'other' && p.device ? ` (${p.device})` : ''}`;
+    const each = run.processes.map((p) => `${name(p)} ${f0(p.pssKiB / 1024)}`).join(', ');
     out.push(`    the whole run at its fullest: ${f0(run.pssKiB / 1024)} MiB PSS (${each}; resident sets summed ${f0(run.rssSumKiB / 1024)}); target <= ${run.targetMiB} MiB: ${run.withinTarget ? 'within' : 'OVER'}`);
+    // where it went then, each process's PSS by kind (where the kernel splits it)
+    for (const p of run.processes) {
+      if (p.pssAnonKiB === undefined) continue;
+      out.push(`      ${name(p)}, pid ${p.pid}: anon ${f0(p.pssAnonKiB / 1024)}, file ${f0((p.pssFileKiB ?? 0) / 1024)}, shmem ${f0((p.pssShmemKiB ?? 0) / 1024)} MiB PSS`);
+    }
   }
   if (k.memory.command) out.push(`    command, pid ${k.memory.command.pid}: ${mib(k.memory.command)}`);
   // a runner of several devices is listed under each in the JSON, once here
