@@ -93,7 +93,7 @@ export const portableSecondContext = copyCheck(
             const good = served.diff === -1 && fast && succeeded(unregister);
             const timing = first !== undefined && fromSecond !== undefined && stagedGBps !== undefined ? `; first context ${gbpsText(first)}, second ${gbpsText(fromSecond)} (${ratio!.toFixed(3)} of it), staged ${gbpsText(stagedGBps)} (${clock}'s clock)` : '';
             // the check's status `error` (suites/check.ts): the host could not let the driver be judged
-            if (hostsFault) throw new HostFault(`not judged: the host, not the driver: the machine was busy during the timed copies (${busy.join('; ')})${timing}`);
+            if (hostsFault) throw new HostFault(`the machine was busy during the timed copies (${busy.join('; ')}): the copy from the second context, below the margin there, is not judged${timing}`);
             return {
               status: good ? 'pass' : 'fail',
               expected,
