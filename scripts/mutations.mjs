@@ -411,7 +411,7 @@ const mutations = [
   ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE_COPIES],
   // ---- the device's clock ----
   ['clock: the end event recorded before the copy', 'device clock', deviceClockFile, edits(['      upload(host);\n      calls.record(end, null);', '      calls.record(end, null);\n      upload(host);']), DEVICE_CLOCK],
-  ['clock: the probe never opens the device clock (the host times every copy)', 'device clock', probe, edits(["  if (!t.deviceClock) return { clock: { clock: 'host'", "  if (true) return { clock: { clock: 'host'"]), DEVICE_CLOCK],
+  ['clock: the probe never opens the device clock (the host times every copy)', 'device clock', probe, edits(["    return { device: t.deviceClock(), clock: { clock: 'device' } };", "    return { clock: { clock: 'host', why: 'mutant' } };"]), DEVICE_CLOCK],
   ["clock: the staged copy's upload left out of the staged figure", 'device clock', probe, edits(['    samples.stagedMs.push(hostCopy + upload.ms);', '    samples.stagedMs.push(hostCopy + 0 * upload.ms);']), DEVICE_CLOCK],
   ["clock: the double's device clock advanced by the host's time (the load shows in the events)", 'device clock (double)', doubleEngine, edits(['    device_s = modelled > floor_s ? modelled : floor_s;', '    device_s = pace_now() - entry;']), DEVICE_CLOCK],
   ["clock: a slow second context on a busy machine failed as the driver's", 'busy host attribution', refCopies, edits(['!fast && busy.length > 0 && succeeded(unregister)', '!fast && false && succeeded(unregister)']), REFERENCE_COPIES],
