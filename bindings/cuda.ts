@@ -11,6 +11,7 @@ import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, dr
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
 import { type ReferenceCalls, declareOptional } from './reference-ops.js';
+import type { EventCalls } from './device-clock.js';
 import { hostAddress } from './device-ops.js';
 import { sysfsRoot } from './pci.js';
 import { readSmallFile } from './small-file.js';
@@ -147,6 +148,47 @@ const REFERENCE_PROTOTYPES = {
   cuPointerGetAttribute: 'int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)',
 } as const;
 
+/**
+ * The events that time a copy on the device's clock (bindings/device-clock.ts), declared apart: a driver without
+ * them still loads, its copies timed on the host's clock. CUevent and CUstream are opaque pointers.
+ */
+const EVENT_PROTOTYPES = {
+  cuEventCreate: 'int cuEventCreate(_Out_ void **phEvent, unsigned int flags)',
+  cuEventRecord: 'int cuEventRecord(void *hEvent, void *hStream)',
+  cuEventSynchronize: 'int cuEventSynchronize(void *hEvent)',
+  cuEventElapsedTime: 'int cuEventElapsedTime(_Out_ float *pMilliseconds, void *hStart, void *hEnd)',
+  cuEventDestroy_v2: 'int cuEventDestroy_v2(void *hEvent)',
+} as const;
+
+interface CudaEventFunctions {
+  cuEventCreate(out: Out<Pointer>, flags: number): number;
+  cuEventRecord(event: bigint, stream: bigint | null): number;
+  cuEventSynchronize(event: bigint): number;
+  cuEventElapsedTime(ms: Out<number>, start: bigint, end: bigint): number;
+  cuEventDestroy_v2(event: bigint): number;
+}
+
+/** The event calls of the driver in `lib`, each result checked, or why it has none. */
+function cudaEventCalls(lib: LibraryHandle, checks: Checker, ready: () => void): EventCalls | string {
+  const declared = declareOptional<CudaEventFunctions>(lib, EVENT_PROTOTYPES);
+  if ('missing' in declared) return declared.missing;
+  const e = declared.functions;
+  const call = readyCall(checks, ready);
+  return {
+    create: () => {
+      ready();
+      return outPointer('CUDA', checks, 'cuEventCreate', (out) => e.cuEventCreate(out, 0), 'event');
+    },
+    record: (event, stream) => call('cuEventRecord', () => e.cuEventRecord(event, stream)),
+    synchronize: (event) => call('cuEventSynchronize', () => e.cuEventSynchronize(event)),
+    elapsedMs: (start, end) => {
+      ready();
+      return outNumber(checks, 'cuEventElapsedTime', (out) => e.cuEventElapsedTime(out, start, end));
+    },
+    destroy: (event) => call('cuEventDestroy_v2', () => e.cuEventDestroy_v2(event)),
+  };
+}
+
 /** cuda.h CUpointer_attribute: CU_POINTER_ATTRIBUTE_DEVICE_POINTER. */
 const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
 
@@ -214,6 +256,8 @@ export interface CudaDriver extends DriverCommon<'CUDA'> {
   memFreeHost(host: Host): void;
   /** The reference checks' calls (streams, device pointers, the pointer query), or why the driver has none. */
   readonly reference: ReferenceCalls | string;
+  /** The events that time a copy on the device's clock, or why the driver has none. */
+  readonly events: EventCalls | string;
   /** cuCtxCreate_v2 (the context made current) and cuCtxDestroy_v2, or why the driver has none. */
   readonly createdContexts: { create(ordinal: number): bigint; destroy(ctx: bigint): void } | string;
   /** cuMemGetInfo_v2 in the current context: the device's free and total memory, in bytes. */
@@ -323,6 +367,7 @@ function makeDriver(path: string, c: CudaFunctions, lib: LibraryHandle): CudaDri
     memFreeHost: host.free,
     ...referenceCalls(c, checks, ready),
     ...referenceDriver(c, lib, checks, ready, dev),
+    events: cudaEventCalls(lib, checks, ready),
   };
 }
 
@@ -412,7 +457,7 @@ function cudaOpsDriver(driver: CudaDriver, owner: string, take: (ordinal: number
     registerFlags: (ordinal) => cudaRegisterFlags(driver, ordinal),
     malloc: (n) => driver.memAlloc(n),
     free: (buffer) => driver.memFree(buffer),
-    calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference),
+    calls: driverCalls(driver, { alloc: (n) => driver.memHostAlloc(n), free: (host) => driver.memFreeHost(host) }, () => driver.ctxSynchronize(), driver.reference, driver.events),
   };
 }
 

@@ -7,6 +7,7 @@ import { isFatal } from '../src/fatal.js';
 import type { Host, Ops } from '../src/ops.js';
 import type { DriverApi } from './errors.js';
 import { type ReferenceCalls, type ReferenceOps, referenceOps } from './reference-ops.js';
+import { type EventCalls, deviceClock } from './device-clock.js';
 
 /**
  * Ops on one device and one device buffer, plus what the hazard checks need. All synchronous.
@@ -175,6 +176,8 @@ export interface OpsCalls {
   synchronize(): void;
   /** The reference checks' calls (bindings/reference-ops.ts), or why the driver has none. */
   readonly reference?: ReferenceCalls | string;
+  /** The events that time a copy on the device's clock (bindings/device-clock.ts), or why the driver has none. */
+  readonly events?: EventCalls | string;
   /** After a register / unregister that succeeded (CUDA counts what stays registered). */
   registered?(address: bigint): void;
   unregistered?(address: bigint): void;
@@ -293,6 +296,8 @@ export function deviceOps(
     if (state.closed) throw new Error(`${api}: ${what} on ops whose ${owner} has returned`);
     calls.makeCurrent();
   };
+  const copies = copyOps(api, enter, calls, buffer, bytes);
+  const events = calls.events;
   return {
     api,
     ordinal,
@@ -300,7 +305,15 @@ export function deviceOps(
     registerFlags,
     ...registrationOps(enter, calls, registerFlags),
     ...pinnedOps(api, enter, calls, state),
-    ...copyOps(api, enter, calls, buffer, bytes),
+    ...copies,
+    ...(events === undefined
+      ? {}
+      : {
+          deviceClock() {
+            if (typeof events === 'string') throw new Error(`${api}: no device clock: ${events}`);
+            return deviceClock(enter, events, (host) => copies.upload(host));
+          },
+        }),
     synchronize() {
       enter('synchronize');
       calls.synchronize();

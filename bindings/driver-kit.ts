@@ -8,6 +8,7 @@ import type { Host } from '../src/ops.js';
 import type { LibraryHandle } from 'koffi';
 import { DriverError, type DriverApi, declareAll, openLibrary } from './errors.js';
 import type { ReferenceCalls } from './reference-ops.js';
+import type { EventCalls } from './device-clock.js';
 import {
   type DeviceOps,
   type OpsCalls,
@@ -299,9 +300,11 @@ export function driverCalls(
   pinned: { alloc(n: number): Host; free(host: Host): void },
   synchronize: () => void,
   reference?: ReferenceCalls | string,
+  events?: EventCalls | string,
 ): OpsDriver['calls'] {
   return {
     ...(reference !== undefined ? { reference } : {}),
+    ...(events !== undefined ? { events } : {}),
     hostRegister: (host, flags) => driver.hostRegister(host, flags),
     hostRegisterAddress: (address, length, flags) => driver.hostRegisterAddress(address, length, flags),
     hostUnregister: (host) => driver.hostUnregister(host),

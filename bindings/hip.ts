@@ -11,6 +11,7 @@ import { type DeviceCount, type DriverCommon, type ErrorTexts, deviceQueries, dr
 import type { DriverError } from './errors.js';
 import type { LibraryHandle } from 'koffi';
 import { type ReferenceCalls, declareOptional } from './reference-ops.js';
+import type { EventCalls } from './device-clock.js';
 import { hostAddress } from './device-ops.js';
 
 export type { DeviceOps, WithOpsOptions } from './device-ops.js';
@@ -161,6 +162,47 @@ const REFERENCE_PROTOTYPES = {
   hipPointerGetAttribute: 'int hipPointerGetAttribute(void *data, int attribute, void *ptr)',
 } as const;
 
+/**
+ * The events that time a copy on the device's clock (bindings/device-clock.ts), declared apart: a runtime without
+ * them still loads, its copies timed on the host's clock. hipEvent_t and hipStream_t are opaque pointers.
+ */
+const EVENT_PROTOTYPES = {
+  hipEventCreate: 'int hipEventCreate(_Out_ void **event)',
+  hipEventRecord: 'int hipEventRecord(void *event, void *stream)',
+  hipEventSynchronize: 'int hipEventSynchronize(void *event)',
+  hipEventElapsedTime: 'int hipEventElapsedTime(_Out_ float *ms, void *start, void *stop)',
+  hipEventDestroy: 'int hipEventDestroy(void *event)',
+} as const;
+
+interface HipEventFunctions {
+  hipEventCreate(out: Out<Pointer>): number;
+  hipEventRecord(event: bigint, stream: bigint | null): number;
+  hipEventSynchronize(event: bigint): number;
+  hipEventElapsedTime(ms: Out<number>, start: bigint, stop: bigint): number;
+  hipEventDestroy(event: bigint): number;
+}
+
+/** The event calls of the runtime in `lib`, each result checked, or why it has none. */
+function hipEventCalls(lib: LibraryHandle, checks: Checker, ready: () => void): EventCalls | string {
+  const declared = declareOptional<HipEventFunctions>(lib, EVENT_PROTOTYPES);
+  if ('missing' in declared) return declared.missing;
+  const e = declared.functions;
+  const call = readyCall(checks, ready);
+  return {
+    create: () => {
+      ready();
+      return outPointer('HIP', checks, 'hipEventCreate', (out) => e.hipEventCreate(out), 'event');
+    },
+    record: (event, stream) => call('hipEventRecord', () => e.hipEventRecord(event, stream)),
+    synchronize: (event) => call('hipEventSynchronize', () => e.hipEventSynchronize(event)),
+    elapsedMs: (start, stop) => {
+      ready();
+      return outNumber(checks, 'hipEventElapsedTime', (out) => e.hipEventElapsedTime(out, start, stop));
+    },
+    destroy: (event) => call('hipEventDestroy', () => e.hipEventDestroy(event)),
+  };
+}
+
 /** hip_runtime_api.h hipPointer_attribute: HIP_POINTER_ATTRIBUTE_DEVICE_POINTER. */
 const HIP_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
 
@@ -224,6 +266,8 @@ export interface HipDriver extends DriverCommon<'HIP'> {
   hostFree(host: Host): void;
   /** The reference checks' calls (streams, device pointers, the pointer query), or why the runtime has none. */
   readonly reference: ReferenceCalls | string;
+  /** The events that time a copy on the device's clock, or why the runtime has none. */
+  readonly events: EventCalls | string;
   /** hipMemGetInfo on the current device: its free and total memory, in bytes. */
   memGetInfo(): MemInfo;
   /** hipHostGetDevicePointer (flags 0): the device address of a registered host address. */
@@ -325,6 +369,7 @@ function makeDriver(path: string, c: HipFunctions, lib: LibraryHandle): HipDrive
     hostFree: host.free,
     ...referenceCalls(c, checks, ready),
     reference: hipReferenceCalls(lib, c, checks, ready),
+    events: hipEventCalls(lib, checks, ready),
   };
 }
 
@@ -358,6 +403,6 @@ function hostGetDevicePointer(c: HipFunctions, checks: Checker, ready: () => voi
  * hipDeviceReset is never called here. The ops must not be used after f returns.
  */
 export function withHipOps<T>(driver: HipDriver, ordinal: number, bytes: number, f: (ops: DeviceOps) => T, options?: WithOpsOptions): T {
-  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize(), driver.reference);
+  const calls = driverCalls(driver, { alloc: (n) => driver.hostMalloc(n), free: (host) => driver.hostFree(host) }, () => driver.deviceSynchronize(), driver.reference, driver.events);
   return withDriverOps(setDeviceOpsDriver('HIP', 'withHipOps', 'HIP device', driver, HOST_REGISTER_DEFAULT, calls), ordinal, bytes, f, options);
 }

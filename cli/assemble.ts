@@ -69,6 +69,7 @@ export function deviceResult(d: DiscoveredDevice, run: DeviceRun | undefined, sc
       ...some('hostCopyGBps', t.hostCopyGBps),
       ...(t.samples ? { samples: t.samples } : {}),
       ...(t.extra ? { extraRounds: t.extra } : {}),
+      ...(t.clock ? { clock: t.clock.clock, ...(t.clock.clock === 'host' ? { clockNote: t.clock.why } : {}) } : {}),
     };
     if (link) {
       result.link = { gts: link.gts, width: link.width, gbps: link.gbps, maxGts: link.maxGts, maxWidth: link.maxWidth, downtrained: link.downtrained, ...(link.downtrainedText ? { text: link.downtrainedText } : {}) };

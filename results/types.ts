@@ -71,9 +71,23 @@ export interface DeviceTiming {
    * (results/decision.ts); one without them (schemaVersion 1 and 2) is a figure without its noise.
    */
   // null: a duration the clock did not give (JSON writes NaN so)
-  samples?: { registeredMs: (number | null)[]; pageLockedMs: (number | null)[]; stagedMs: (number | null)[]; hostCopyMs: (number | null)[] };
+  samples?: {
+    registeredMs: (number | null)[];
+    pageLockedMs: (number | null)[];
+    stagedMs: (number | null)[];
+    hostCopyMs: (number | null)[];
+    /** On the device's clock: the same uploads on the host's clock too, for comparing the clocks (absent before, and on the host's clock). */
+    hostRegisteredMs?: (number | null)[];
+    hostPageLockedMs?: (number | null)[];
+  };
   /** The extra rounds of the pair (after --runs), and why: the ratio's own interval was wider than the decision needs. */
   extraRounds?: { rounds: number; why: string };
+  /**
+   * The clock the uploads were timed on: the device's (its events around each copy) or the host's (where the backend
+   * has no events or they could not be made: `clockNote` says why). Absent in files written before it: the host's.
+   */
+  clock?: 'device' | 'host';
+  clockNote?: string;
 }
 
 /** Another process with a context on the device. */

@@ -143,6 +143,10 @@ const refNegatives = 'suites/hazards/reference-negatives.ts';
 const lockedMemoryFile = 'bindings/locked-memory.ts';
 const cudaBinding = 'bindings/cuda.ts';
 const REFERENCE = ['test/reference-negatives.test.ts'];
+/** The device's clock (docs/measurement.md, "The device's clock"): the events, the probe's use of them, the double's virtual clock. */
+const deviceClockFile = 'bindings/device-clock.ts';
+const doubleEngine = 'test/double/common.c';
+const DEVICE_CLOCK = ['test/device-clock.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -420,6 +424,12 @@ const mutations = [
   ['reference: every GPU at once copies to its own device only', 'reference machinery', refCopies, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE_COPIES],
   ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', refCopies, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE_COPIES],
   ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE_COPIES],
+  // ---- the device's clock ----
+  ['clock: the end event recorded before the copy', 'device clock', deviceClockFile, edits(['      upload(host);\n      calls.record(end, null);', '      calls.record(end, null);\n      upload(host);']), DEVICE_CLOCK],
+  ['clock: the probe never opens the device clock (the host times every copy)', 'device clock', probe, edits(["    return { device: t.deviceClock(), clock: { clock: 'device' } };", "    return { clock: { clock: 'host', why: 'mutant' } };"]), DEVICE_CLOCK],
+  ["clock: the staged copy's upload left out of the staged figure", 'device clock', probe, edits(['    samples.stagedMs.push(hostCopy + upload.ms);', '    samples.stagedMs.push(hostCopy + 0 * upload.ms);']), DEVICE_CLOCK],
+  ["clock: the double's device clock advanced by the host's time (the load shows in the events)", 'device clock (double)', doubleEngine, edits(['    device_s = modelled > floor_s ? modelled : floor_s;', '    device_s = pace_now() - entry;']), DEVICE_CLOCK],
+  ["clock: a slow second context on a busy machine failed as the driver's", 'busy host attribution', refCopies, edits(['!fast && busy.length > 0 && succeeded(unregister)', '!fast && false && succeeded(unregister)']), REFERENCE_COPIES],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and

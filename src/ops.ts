@@ -16,6 +16,17 @@ export function hostSlice(host: Host, offset: number, length: number): Host {
   return { address: host.address + BigInt(offset), bytes: host.bytes.subarray(offset, offset + length) };
 }
 
+/**
+ * The device's own clock around an upload (events on the copy's stream), where the backend has one: a busy host's
+ * scheduling is not the copy (docs/measurement.md, "The device's clock").
+ */
+export interface DeviceClock {
+  /** `upload(host)`, timed by the device: its milliseconds from just before the copy to its end. */
+  timeUpload(host: Host): number;
+  /** Gives back what the clock holds (its events). */
+  close(): void;
+}
+
 /** The ways to talk to the device that the self-test needs (spec: type ops). All synchronous. */
 export interface Ops {
   /** May throw on a refusal. */
@@ -28,6 +39,11 @@ export interface Ops {
   roundTrip(host: Host, into: Host): void;
   /** The host-to-device half alone: what the speed test times. */
   upload(host: Host): void;
+  /**
+   * The device's clock for timing uploads, where the backend has one (absent: the host's clock times them). Throws
+   * when the device cannot give one now (its events could not be made): the host's clock then times them too.
+   */
+  deviceClock?(): DeviceClock;
 }
 
 export interface Registration {
@@ -125,6 +141,7 @@ export function trackedOps(ops: Ops, table: RegistrationTable = registrations): 
     freeHost: (host) => ops.freeHost(host),
     roundTrip: (host, into) => ops.roundTrip(host, into),
     upload: (host) => ops.upload(host),
+    ...(ops.deviceClock ? { deviceClock: () => ops.deviceClock!() } : {}),
     [trackedFor]: table,
   };
   return wrapped;

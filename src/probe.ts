@@ -1,7 +1,7 @@
 // The self-test (spec: probe_with, probe, with_device_ops). No FFI: it drives an Ops record.
 import { type Device, staticVerdict } from './device.js';
 import { errorText, isFatal } from './fatal.js';
-import { type Host, type Ops, type RegistrationTable, hostSlice, registrations, trackedOps } from './ops.js';
+import { type DeviceClock, type Host, type Ops, type RegistrationTable, hostSlice, registrations, trackedOps } from './ops.js';
 import {
   Inconclusive,
   Refused,
@@ -79,7 +79,16 @@ export interface CopyTimes {
   samples: RoundSamples;
   /** Rounds of the registered and page-locked pair taken after the first `runs`, and why (absent: none). */
   extra?: { rounds: number; why: string };
+  /** The clock the uploads were timed on, and why the host's where the device has none. */
+  clock: TimingClock;
 }
+
+/**
+ * The clock a timing's uploads were read on: the device's (events around each copy on its stream), or the host's
+ * (performance.now around the call) where the backend has no events or they could not be made (`why`). The host's
+ * memcpy of the staged copy is host work: always the host's clock.
+ */
+export type TimingClock = { clock: 'device' } | { clock: 'host'; why: string };
 
 /** Each round's durations (ms), paired as taken: the registered copy beside the page-locked copy of the same round. */
 export interface RoundSamples {
@@ -87,6 +96,12 @@ export interface RoundSamples {
   pageLockedMs: number[];
   stagedMs: (number | null)[];
   hostCopyMs: (number | null)[];
+  /**
+   * On the device's clock: the same copies on the host's clock too (performance.now around the whole timed call,
+   * the events' calls included), for comparing the two clocks (scripts/h200/clock.sh); absent on the host's clock.
+   */
+  hostRegisteredMs?: number[];
+  hostPageLockedMs?: number[];
 }
 
 /**
@@ -173,6 +188,8 @@ export interface TimingReport {
   readonly samples: RoundSamples;
   /** The rounds of the pair taken after the first `runs`, and why (absent: none). */
   readonly extra?: { rounds: number; why: string };
+  /** The clock the uploads were timed on. */
+  readonly clock: TimingClock;
 }
 
 export interface ProbeReport {
@@ -258,12 +275,19 @@ function reduce(samples: number[]): Timed {
   return { best: Math.min(...samples), median };
 }
 
+/** One upload timed: its duration on the timing's clock, and on the host's where that is the device's. */
+interface UploadTime {
+  ms: number;
+  hostMs?: number;
+}
+
 /** What one round times: the registered and the page-locked upload, and the staged copy in its two halves. */
 interface RoundCopies {
-  registered: () => void;
-  pageLocked: () => void;
+  registered: () => UploadTime;
+  pageLocked: () => UploadTime;
+  /** Host work: timed on the host's clock. */
   stageCopy: () => void;
-  stageUpload: () => void;
+  stageUpload: () => UploadTime;
 }
 
 /**
@@ -272,37 +296,35 @@ interface RoundCopies {
  * host copy: best and median of each. (The best, not the median of the rounds' ratios: on the H200 under 16
  * host-copy threads the rounds' ratios swung by 18% where best against best moved by 3%.) Alternating rounds
  * rather than N runs of one copy then N of the next, so that a change of load during the timing falls on every
- * copy alike; tinybench times one task's runs back to back, so this loop is written here.
+ * copy alike; tinybench times one task's runs back to back, so this loop is written here. The uploads are timed
+ * by `c` (on the device's clock, or the host's: `clock`); the staged copy is its memcpy on the host's clock plus
+ * its upload.
  */
-function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: AdaptiveRounds): CopyTimes {
-  const samples: RoundSamples = { registeredMs: [], pageLockedMs: [], stagedMs: [], hostCopyMs: [] };
-  const timed = (f: () => void): number => {
-    const t0 = now();
-    f();
-    return now() - t0;
-  };
+function timeRounds(c: RoundCopies, runs: number, now: () => number, clock: TimingClock, adaptive?: AdaptiveRounds): CopyTimes {
+  const samples: RoundSamples = { registeredMs: [], pageLockedMs: [], stagedMs: [], hostCopyMs: [], ...(clock.clock === 'device' ? { hostRegisteredMs: [], hostPageLockedMs: [] } : {}) };
   const pair = (r: number): void => {
-    let registered: number;
-    let pageLocked: number;
+    let registered: UploadTime;
+    let pageLocked: UploadTime;
     if (r % 2 === 0) {
-      registered = timed(c.registered);
-      pageLocked = timed(c.pageLocked);
+      registered = c.registered();
+      pageLocked = c.pageLocked();
     } else {
-      pageLocked = timed(c.pageLocked);
-      registered = timed(c.registered);
+      pageLocked = c.pageLocked();
+      registered = c.registered();
     }
-    samples.registeredMs.push(registered);
-    samples.pageLockedMs.push(pageLocked);
+    samples.registeredMs.push(registered.ms);
+    samples.pageLockedMs.push(pageLocked.ms);
+    if (registered.hostMs !== undefined) samples.hostRegisteredMs?.push(registered.hostMs);
+    if (pageLocked.hostMs !== undefined) samples.hostPageLockedMs?.push(pageLocked.hostMs);
   };
   for (let r = 0; r < runs; r++) {
     pair(r);
     const t0 = now();
     c.stageCopy();
-    const t1 = now();
-    c.stageUpload();
-    const t2 = now();
-    samples.stagedMs.push(t2 - t0);
-    samples.hostCopyMs.push(t1 - t0);
+    const hostCopy = now() - t0;
+    const upload = c.stageUpload();
+    samples.stagedMs.push(hostCopy + upload.ms);
+    samples.hostCopyMs.push(hostCopy);
   }
   // the pair alone (a few ms at 128 MiB), while the ratio's own interval is wider than the decision needs
   let extra = 0;
@@ -321,6 +343,7 @@ function timeRounds(c: RoundCopies, runs: number, now: () => number, adaptive?: 
     rounds: runs + extra,
     samples,
     ...(extra > 0 ? { extra: { rounds: extra, why: `${extra} more round${extra === 1 ? '' : 's'} of the registered and page-locked pair: ${adaptive!.target}${extra === adaptive!.most ? ` (the most allowed, ${adaptive!.most})` : ''}` } } : {}),
+    clock,
   };
 }
 
@@ -661,22 +684,54 @@ function releaseSecondWindow(t: Ops, windows: readonly [Host, Host], result: Pro
   }
 }
 
-/** The timed copies of window 1, through the timing section when there is one. */
+/**
+ * The device's clock of `t` for one timing, or why the host's times it: the backend has none, or its events could
+ * not be made (the driver's error, logged; a fatal error is rethrown).
+ */
+function openClock(t: Ops, log: (message: string) => void): { device?: DeviceClock; clock: TimingClock } {
+  if (!t.deviceClock) return { clock: { clock: 'host', why: 'the backend has no device clock (events)' } };
+  try {
+    return { device: t.deviceClock(), clock: { clock: 'device' } };
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    const why = `the device clock could not be opened: ${errorText(e)}`;
+    log(`${why}: the copies are timed on the host's clock`);
+    return { clock: { clock: 'host', why } };
+  }
+}
+
+/** Gives the device clock back; a failure there is logged (the figures were read before it), a fatal error rethrown. */
+function closeClock(device: DeviceClock | undefined, log: (message: string) => void): void {
+  try {
+    device?.close();
+  } catch (e) {
+    if (isFatal(e)) throw e;
+    log(`the device clock's events could not be given back: ${errorText(e)}`);
+  }
+}
+
+/** The timed copies of window 1, through the timing section when there is one; each timing on the device's clock where it has one. */
 function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {
   const bytes = window.bytes.length;
   const buffer = pinned.bytes;
-  const time = (rounds = o.runs): CopyTimes =>
-    timeRounds(
-      {
-        registered: () => t.upload(window),
-        pageLocked: () => t.upload(pinned),
-        stageCopy: () => buffer.set(window.bytes),
-        stageUpload: () => t.upload(pinned),
-      },
-      rounds,
-      o.now ?? (() => performance.now()),
-      o.adaptive,
-    );
+  const now = o.now ?? (() => performance.now());
+  const time = (rounds = o.runs): CopyTimes => {
+    const { device, clock } = openClock(t, o.log);
+    const upload = (host: Host) => (): UploadTime => {
+      const t0 = now();
+      if (!device) {
+        t.upload(host);
+        return { ms: now() - t0 };
+      }
+      const ms = device.timeUpload(host);
+      return { ms, hostMs: now() - t0 };
+    };
+    try {
+      return timeRounds({ registered: upload(window), pageLocked: upload(pinned), stageCopy: () => buffer.set(window.bytes), stageUpload: upload(pinned) }, rounds, now, clock, o.adaptive);
+    } finally {
+      closeClock(device, o.log);
+    }
+  };
   return o.timingSection ? o.timingSection(time, bytes) : time();
 }
 
@@ -707,6 +762,7 @@ function timingReport(bytes: number, times: CopyTimes, minRelativeSpeed: number)
     hostCopyGBps: figure(hostCopy),
     samples: times.samples,
     ...(times.extra ? { extra: times.extra } : {}),
+    clock: times.clock,
   };
 }
 

@@ -159,6 +159,81 @@ function takeLock(deviceId: string, limitMs: number): ReturnType<typeof acquireT
   }
 }
 
+/** The machine looked at around timings: the GPU's other users through its vendor's management library (opened here, closed by `close`) and the kernel's pressure. */
+export interface Looker {
+  look(): Look;
+  /** The library the GPU was looked at through; null with `note` saying why it could not be. */
+  readonly source: string | null;
+  readonly note?: string;
+  close(): void;
+}
+
+export function openLooker(backend: string, pciBusId: string | null): Looker {
+  const monitor: GpuUsersMonitor | { note: string } = pciBusId ? openGpuUsers(backend, pciBusId) : { note: 'the device has no PCI bus id' };
+  const exclude = [process.pid, process.ppid];
+  return {
+    look() {
+      const p = readPressure();
+      const pressure = { cpuSome: p.cpu?.someAvg10 ?? null, memorySome: p.memory?.someAvg10 ?? null };
+      if ('note' in monitor) return { pressure };
+      try {
+        return { gpu: monitor.sample(exclude), pressure };
+      } catch (e) {
+        return { gpuError: e instanceof Error ? e.message : String(e), pressure };
+      }
+    },
+    source: 'note' in monitor ? null : monitor.source,
+    ...('note' in monitor ? { note: monitor.note } : {}),
+    close() {
+      if (!('note' in monitor)) monitor.close();
+    },
+  };
+}
+
+/** One timing under the host-wide timing lock, and the looks taken just before the lock is waited for and just after it is let go. */
+export interface LockedTiming<T> {
+  value: T;
+  looks: [Look, Look];
+  lockWaitMs: number;
+  timedMs: number;
+}
+
+/**
+ * `f` under the timing lock (waited for at most `limitMs`: longer is the host's fault, HostFault), the machine
+ * looked at outside it: the lock holds the timed copies alone (NVML's PCIe counters sample over 20 ms each, 80 ms
+ * a timing, which the other devices of the run would otherwise wait for). `waiting` hears the wait for the lock.
+ */
+export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looker, f: () => T, waiting?: { start(): void; end(): void }): LockedTiming<T> {
+  const before = looker.look();
+  waiting?.start();
+  const lock = takeLock(deviceId, limitMs);
+  waiting?.end();
+  let value: T;
+  const t0 = performance.now();
+  try {
+    value = f();
+  } finally {
+    lock.release();
+  }
+  const timedMs = performance.now() - t0;
+  return { value, looks: [before, looker.look()], lockWaitMs: lock.waitedMs, timedMs };
+}
+
+/**
+ * `f`'s timed copies under the same timing lock and looks as the probe's (for the checks that time copies of their
+ * own: suites/hazards/reference-copies.ts), and why the machine was busy around them (empty: quiet). The lock is
+ * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S).
+ */
+export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number }, f: () => T): { value: T; busy: string[] } {
+  const looker = openLooker(o.backend, o.pciBusId);
+  try {
+    const t = lockedTiming(o.deviceId, Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000, looker, f);
+    return { value: t.value, busy: busyReasons(t.looks, null, undefined) };
+  } finally {
+    looker.close();
+  }
+}
+
 /**
  * The section around the timed copies of one device, and what it saw (`load()`, after the probe), and the host's
  * fault that stopped it (`fault()`: the timing lock held too long, or not a lock of ours), which the probe turned
@@ -172,18 +247,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
   // how long the lock is waited for: --quiet-wait (another run timing is the machine busy), at least LOCK_WAIT_MIN_S
   const lockLimitMs = Math.max(o.quiet.waitS, LOCK_WAIT_MIN_S) * 1000;
   const section: TimingSection = (time, bytes) => {
-    const monitor: GpuUsersMonitor | { note: string } = o.pciBusId ? openGpuUsers(o.backend, o.pciBusId) : { note: 'the device has no PCI bus id' };
-    const exclude = [process.pid, process.ppid];
-    const look = (): Look => {
-      const p = readPressure();
-      const pressure = { cpuSome: p.cpu?.someAvg10 ?? null, memorySome: p.memory?.someAvg10 ?? null };
-      if ('note' in monitor) return { pressure };
-      try {
-        return { gpu: monitor.sample(exclude), pressure };
-      } catch (e) {
-        return { gpuError: e instanceof Error ? e.message : String(e), pressure };
-      }
-    };
+    const looker = openLooker(o.backend, o.pciBusId);
     /** The wait for the host going on (told to onWait), if any: the lock's, or quiet's, which lasts to the end. */
     let waiting: string | undefined;
     const startWait = (what: string, limitMs: number): void => {
@@ -204,28 +268,21 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
     try {
       for (;;) {
         attempts += 1;
-        // The looks are taken outside the lock, just before it is waited for and just after it is let go: the lock
-        // holds the timed copies alone (NVML's PCIe counters sample over 20 ms each, 80 ms a timing, which the other
-        // devices of the run would otherwise wait for).
-        const before = look();
         // the first wait for the lock is the host's; later ones fall within the wait for quiet
-        startWait('the timing lock', lockLimitMs);
-        const lock = takeLock(o.deviceId, lockLimitMs);
-        if (waiting === 'the timing lock') endWait();
-        lockWaitMs += lock.waitedMs;
-        let times: CopyTimes;
-        try {
-          const t0 = performance.now();
-          times = time(attempts === 1 ? o.runs : o.runs * QUIET_WAIT.roundsFactor);
-          timedMs += performance.now() - t0;
-        } finally {
-          lock.release();
-        }
-        const looks: Look[] = [before, look()];
+        const timing = lockedTiming(o.deviceId, lockLimitMs, looker, () => time(attempts === 1 ? o.runs : o.runs * QUIET_WAIT.roundsFactor), {
+          start: () => startWait('the timing lock', lockLimitMs),
+          end: () => {
+            if (waiting === 'the timing lock') endWait();
+          },
+        });
+        lockWaitMs += timing.lockWaitMs;
+        timedMs += timing.timedMs;
+        const times: CopyTimes = timing.value;
+        const looks: Look[] = timing.looks;
         const hostCopy = times.hostCopy.best > 0 && Number.isFinite(times.hostCopy.best) ? gbps(bytes, times.hostCopy.best) : null;
         const baseline = o.quiet.baseline;
         const why = busyReasons(looks, bytes >= BUSY_THRESHOLDS.hostCopyMinBytes ? hostCopy : null, baseline?.hostCopyGBps);
-        const gpuNote = 'note' in monitor ? monitor.note : looks.find((l) => l.gpuError)?.gpuError;
+        const gpuNote = looker.note ?? looks.find((l) => l.gpuError)?.gpuError;
         load = {
           busy: why.length > 0,
           why,
@@ -236,7 +293,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
           quietWaitS: o.quiet.waitS,
           processes: usersOf(looks),
           linkMBps: linkTraffic(looks),
-          monitor: 'note' in monitor ? null : monitor.source,
+          monitor: looker.source,
           ...(gpuNote ? { monitorNote: gpuNote } : {}),
           hostCopyGBps: hostCopy,
           ...(baseline?.hostCopyGBps !== undefined ? { baselineHostCopyGBps: baseline.hostCopyGBps } : {}),
@@ -267,7 +324,7 @@ export function measureSection(o: MeasureOptions): { section: TimingSection; loa
       throw e;
     } finally {
       endWait();
-      if (!('note' in monitor)) monitor.close();
+      looker.close();
     }
   };
   return { section, load: () => load, fault: () => fault };

@@ -170,8 +170,10 @@ describe('against a baseline of a quiet machine', () => {
   it('the baseline carries the control copy, the host copy and what it saw of the machine', () => {
     const d = base.devices[0]!;
     expect(base.schemaVersion).toBe(3);
-    expect(d.timing!.pageLockedGBps).toBeGreaterThan(1.8);
-    expect(d.timing!.pageLockedGBps).toBeLessThanOrEqual(2);
+    // on the device's clock (the double's events): the double's rate itself, whatever the host's load
+    expect(d.timing!.clock).toBe('device');
+    expect(d.timing!.pageLockedGBps).toBeCloseTo(2, 4);
+    expect(d.timing!.registeredGBps).toBeCloseTo(2, 4);
     expect(d.timing!.pageLockedRatio).toBeGreaterThan(0.9);
     expect(d.timing!.hostCopyGBps).toBeGreaterThan(0);
     expect(d.load).toMatchObject({ busy: false, why: [], attempts: 1, processes: [], monitor: 'nvml', linkMBps: 0 });
@@ -241,6 +243,23 @@ describe('against a baseline of a quiet machine', () => {
   });
 
   it('compare of the files says the same as the gate: the busy run is the host\'s (exit 1)', () => expectCompareSaysBusy(baseline));
+
+  it("host memory busy alone: the uploads, on the device's clock, read the baseline's very figures; only the staged copy (host work) is slower; the host is still named busy (exit 0)", () => {
+    // 64 MiB windows: the host copy is judged from that size on
+    const quiet = run([], { MAPPED_REG_DOUBLE_RATES: QUIET }, 128);
+    expect(quiet.code, quiet.stdout).toBe(0);
+    const quietBaseline = join(work, 'baseline-128-quiet.json');
+    writeFileSync(quietBaseline, JSON.stringify(quiet.json));
+    const r = run(['--baseline', quietBaseline, '--quiet-wait', '0'], { MAPPED_REG_DOUBLE_RATES: QUIET, LD_PRELOAD: doubles.hostBusy, MAPPED_REG_DOUBLE_HOST_COPY_GBPS: '0.5' }, 128);
+    expect(r.code, r.stdout).toBe(0);
+    const [before, after] = [quiet.json.devices[0]!.timing!, r.json.devices[0]!.timing!];
+    expect(after.clock).toBe('device');
+    expect(after.registeredGBps).toBeCloseTo(before.registeredGBps, 6);
+    expect(after.pageLockedGBps).toBeCloseTo(before.pageLockedGBps!, 6);
+    expect(after.hostCopyGBps).toBeLessThan(0.6);
+    expect(after.stagedGBps).toBeLessThan(before.stagedGBps * 0.5);
+    expect(r.json.devices[0]!.load).toMatchObject({ busy: true, why: [expect.stringMatching(/^the host's memcpy ran at 0\.\d\d GB\/s, under 70% of the baseline's/)] });
+  });
 });
 
 describe('four devices whose copies share one link, timed one at a time under the host-wide lock', () => {

@@ -63,6 +63,7 @@ function measure(f: Figures, o: { bytes?: number; baseline?: QuietOptions['basel
       hostCopy: { best: ms(bytes, f.hostCopy ?? 10), median: ms(bytes, f.hostCopy ?? 10) },
       rounds: r,
       samples: { registeredMs: [reg], pageLockedMs: [reg * f.ratio], stagedMs: [reg * 4], hostCopyMs: [ms(bytes, f.hostCopy ?? 10)] },
+      clock: { clock: 'device' },
     };
   };
   const baseline = o.baseline === null ? undefined : (o.baseline ?? BASELINE);

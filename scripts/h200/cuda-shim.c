@@ -5,7 +5,10 @@
 //   MAPPED_REG_SHIM_CUINIT=N             cuInit returns N without calling the driver (999: the driver fails to
 //                                        start, as after a bad upgrade; 100: no device)
 //   MAPPED_REG_SHIM_SLOW_REGISTERED=F    a host-to-device copy whose source lies in a registered range takes F
-//                                        times as long (F = 1.25: its GB/s falls by 20%); other copies as they are
+//                                        times as long (F = 1.25: its GB/s falls by 20%); other copies as they are.
+//                                        The shim copies the first (F - 1) n bytes of the source again, to the same
+//                                        place: real work on the device, which its clock (the events) and the host's
+//                                        both see, as they would a slower DMA path
 //   MAPPED_REG_SHIM_SLOW_ALL=F           every host-to-device copy (registered, page-locked, pageable) takes F times
 //                                        as long: a platform or DMA path that got slower. With SLOW_REGISTERED too, a
 //                                        registered copy takes both factors. F <= 1 or not a number: no change
@@ -65,12 +68,6 @@ static int registered(const void *p, size_t n) {
   return hit;
 }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 // ---- what the shim changes ----
 int cuInit(unsigned int flags) {
   const char *code = getenv("MAPPED_REG_SHIM_CUINIT");
@@ -126,11 +123,11 @@ int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
   double slow_registered = slow ? atof(slow) : 1.0, slow_all = all ? atof(all) : 1.0;
   double factor = slow_all > 1.0 ? slow_all : 1.0;
   if (slow_registered > 1.0 && registered(src, n)) factor *= slow_registered;
-  if (factor <= 1.0) return f(dst, src, n);
-  double t0 = now();
   int r = f(dst, src, n);
-  double until = t0 + (now() - t0) * factor;
-  while (now() < until) {
+  // the slowdown as work on the device: the source's first (factor - 1) n bytes copied again, whole passes first
+  for (double more = factor - 1.0; r == 0 && more > 0; more -= 1.0) {
+    size_t part = more >= 1.0 ? n : (size_t)(more * (double)n);
+    if (part > 0) r = f(dst, src, part);
   }
   return r;
 }
@@ -183,3 +180,9 @@ FORWARD(int, cuStreamSynchronize, (void *s), (s))
 FORWARD(int, cuStreamDestroy_v2, (void *s), (s))
 FORWARD(int, cuMemcpyHtoDAsync_v2, (unsigned long long dst, const void *src, size_t n, void *s), (dst, src, n, s))
 FORWARD(int, cuMemcpyDtoD_v2, (unsigned long long dst, unsigned long long src, size_t n), (dst, src, n))
+// the events that time a copy on the device's clock (bindings/device-clock.ts)
+FORWARD(int, cuEventCreate, (void **e, unsigned int flags), (e, flags))
+FORWARD(int, cuEventRecord, (void *e, void *s), (e, s))
+FORWARD(int, cuEventSynchronize, (void *e), (e))
+FORWARD(int, cuEventElapsedTime, (float *ms, void *start, void *end), (ms, start, end))
+FORWARD(int, cuEventDestroy_v2, (void *e), (e))

@@ -6,7 +6,7 @@
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import type { AttributeReading, ReferenceKit } from '../../bindings/reference-kit.js';
 import type { ReferenceOps } from '../../bindings/reference-ops.js';
-import { type Host, firstDifference } from '../../src/index.js';
+import { type DeviceClock, type Host, firstDifference, isFatal } from '../../src/index.js';
 import { type Code, codeText, driverCall } from './harness.js';
 
 /** The window the portable check times: enough bytes that a registered copy and a staged one differ plainly. */
@@ -30,17 +30,35 @@ export function valueOrWhy(reading: AttributeReading): number | string {
 
 // ---- timing (reported; only the portable check judges a ratio, of two registered copies) ----
 
-/** Several timings interleaved round by round, so that a machine that slows for a while slows each alike; GB/s each. */
-export function interleavedGBps(bytes: number, runs: number, fs: readonly (() => void)[]): number[] {
+/** Several timings interleaved round by round, so that a machine that slows for a while slows each alike: each `fs` times one copy (ms); GB/s of the best each. */
+export function interleavedGBps(bytes: number, runs: number, fs: readonly (() => number)[]): number[] {
   const best = fs.map(() => Infinity);
-  for (let i = 0; i < runs; i++) {
-    fs.forEach((f, k) => {
-      const t0 = performance.now();
-      f();
-      best[k] = Math.min(best[k]!, performance.now() - t0);
-    });
-  }
+  for (let i = 0; i < runs; i++) fs.forEach((f, k) => (best[k] = Math.min(best[k]!, f())));
   return best.map((ms) => bytes / (Math.max(ms, 1e-6) / 1000) / 1e9);
+}
+
+/** `f` timed on the host's clock (ms). */
+export const hostTimed = (f: () => void) => (): number => {
+  const t0 = performance.now();
+  f();
+  return performance.now() - t0;
+};
+
+/**
+ * Uploads of `ops` timed on its device's clock (src/probe.ts, the probe's own), or on the host's where the device
+ * has none or its events could not be made (`clock` says which): `time(host)` gives one upload's ms; `close` gives
+ * the clock back.
+ */
+export function uploadTimer(ops: DeviceOps): { time: (host: Host) => number; clock: 'device' | 'host'; close(): void } {
+  let device: DeviceClock | undefined;
+  try {
+    device = ops.deviceClock?.();
+  } catch (e) {
+    if (isFatal(e)) throw e;
+  }
+  if (!device) return { time: (host) => hostTimed(() => ops.upload(host))(), clock: 'host', close: () => {} };
+  const d = device;
+  return { time: (host) => d.timeUpload(host), clock: 'device', close: () => d.close() };
 }
 
 export const gbpsText = (g: number): string => `${g.toFixed(2)} GB/s`;

@@ -58,7 +58,7 @@ interface Target {
 /** A driver double: its API's file on the shared engine (common.c, the reference checks' reference*.c). */
 function engine(output: string, api: string): Target {
   // libm: the noise's log, exp, sqrt and cos (MAPPED_REG_DOUBLE_NOISE)
-  return { output, sources: [api, 'common.c', 'reference.c', 'reference_copies.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] };
+  return { output, sources: [api, 'common.c', 'reference.c', 'reference_copies.c', 'events.c'], headers: ['common.h', 'reference.h', 'gbps.h', 'pace.h'], libs: ['-lm'] };
 }
 
 const TARGETS: Record<keyof DoublePaths, Target> = {

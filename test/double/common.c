@@ -425,6 +425,7 @@ static int set_flag_fault(const char *name, faults_t *f) {
       {"devptr_wrong", offsetof(faults_t, devptr_wrong)},
       {"pointer_still_registered", offsetof(faults_t, pointer_still_registered)},
       {"multi_gpu_wrong_bytes", offsetof(faults_t, multi_gpu_wrong_bytes)},
+      {"events_fail", offsetof(faults_t, events_fail)},
   };
   for (size_t i = 0; i < sizeof FLAGS / sizeof FLAGS[0]; i++) {
     if (strcmp(FLAGS[i].name, name) == 0) {
@@ -959,6 +960,7 @@ void dbl_reset_all(void) {
   g.current_ctx = -1;
   g.current_context = -1;
   dbl_reference_reset();
+  dbl_events_reset();
   dbl_reset_calls();
 }
 
@@ -1186,11 +1188,22 @@ static int fast_check(uintptr_t ps, uintptr_t pe) {
   return 0;
 }
 
-/* A copy of n bytes at `gbps` GB/s ends `n / gbps` after `entry`, never before the real copy did. */
-static void pace(int device, int kind, double entry, size_t n, double gbps) {
-  if (gbps <= 0) return;
-  if (device >= 0 && device < DBL_MAX_DEVICES) g_paced[device][kind]++;
-  pace_wait_until(entry + (double)n / (gbps * 1e9) * noise_factor(kind));
+/*
+ * A copy of n bytes at `gbps` GB/s ends `n / gbps` after `entry` (times the noise), never before the real copy did.
+ * The device's clock (events.c) advances by that modelled duration, whatever the host made of the wait or of the
+ * double's own memcpy (a busy host's scheduling is not the device's time), or by `floor_s` when the double made the
+ * copy longer on purpose (slow_registered, a shared link); a kind with no rate advances it by `real_s`, what the
+ * copy took on the host.
+ */
+static void pace(int device, int kind, double entry, size_t n, double gbps, double real_s, double floor_s) {
+  double device_s = real_s;
+  if (gbps > 0) {
+    if (device >= 0 && device < DBL_MAX_DEVICES) g_paced[device][kind]++;
+    double modelled = (double)n / (gbps * 1e9) * noise_factor(kind);
+    pace_wait_until(entry + modelled);
+    device_s = modelled > floor_s ? modelled : floor_s;
+  }
+  dbl_clock_advance(device, device_s);
 }
 
 static int kind_index(const char *kind) {
@@ -1229,8 +1242,10 @@ int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context,
   if (!find_alloc(g.dallocs, g.ndallocs, dst, n)) return DR_INVALID_VALUE;
   const rates_t *rates = &g.rates[dbl_physical(device)];
   if (find_alloc(g.hallocs, g.nhallocs, src, n)) {
-    link_copy(dst, src, n); /* page-locked memory: always right */
-    pace(device, 1, entry, n, rates->pinned);
+    double t0 = dbl_now();
+    double copy_s = link_copy(dst, src, n); /* page-locked memory: always right */
+    double linked_s = dbl_now() - t0;
+    pace(device, 1, entry, n, rates->pinned, g.link ? linked_s : copy_s, g.link ? linked_s : 0);
     return DR_OK;
   }
   uintptr_t ps = page_down(src), pe = page_up(src + n);
@@ -1248,9 +1263,11 @@ int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context,
       g.regs[i].used = 1;
     }
   }
+  double t0 = dbl_now();
   double copy_s = link_copy(dst, src, n);
+  double real_s = g.link ? dbl_now() - t0 : copy_s; /* with a shared link, its wait too */
   if (!registered) {
-    pace(device, 2, entry, n, rates->pageable);
+    pace(device, 2, entry, n, rates->pageable, real_s, g.link ? real_s : 0);
     return DR_OK;
   }
   for (size_t i = 0; i < g.nregs; i++) {
@@ -1266,8 +1283,13 @@ int dbl_htod_in(uintptr_t dst, uintptr_t src, size_t n, int device, int context,
   if (g.faults.wrong_bytes) {
     ((unsigned char *)dst)[n / 2] ^= 0xFF;
   }
-  if (g.faults.slow_factor > 1.0) sleep_s((g.faults.slow_factor - 1.0) * copy_s);
-  pace(device, 0, entry, n, rates->registered);
+  double floor_s = g.link ? real_s : 0;
+  if (g.faults.slow_factor > 1.0) {
+    sleep_s((g.faults.slow_factor - 1.0) * copy_s);
+    real_s += (g.faults.slow_factor - 1.0) * copy_s;
+    floor_s = real_s;
+  }
+  pace(device, 0, entry, n, rates->registered, real_s, floor_s);
   return DR_OK;
 }
 

@@ -116,6 +116,7 @@ typedef struct {
   int devptr_wrong;               /* a device-to-device copy read through a registration's device pointer flips one byte */
   int pointer_still_registered;   /* the pointer query still answers for a released registration */
   int multi_gpu_wrong_bytes;      /* an async copy to a device other than the registration's flips one byte */
+  int events_fail;                /* the device's clock (events.c): every event creation fails (NOT_SUPPORTED) */
   unsigned ref_faults;            /* the other reference checks' faults (reference.h: REF_*) */
 } faults_t;
 
@@ -290,6 +291,18 @@ DBL_HIDDEN int dbl_stream_create(int device, int context, void **out);
 DBL_HIDDEN int dbl_stream_sync(void *stream);
 DBL_HIDDEN int dbl_stream_destroy(void *stream);
 DBL_HIDDEN int dbl_htod_async(uintptr_t dst, uintptr_t src, size_t n, void *stream, int device, int context);
+/* What waits in a created stream (its device into *device); -1 for an unknown stream. */
+DBL_HIDDEN int dbl_stream_pending(void *stream, int *device);
+/* events.c: the device's virtual clock, which each host-to-device copy advances by its modelled duration, and the
+ * events that read it. */
+DBL_HIDDEN void dbl_clock_advance(int device, double seconds);
+DBL_HIDDEN void dbl_events_reset(void);
+DBL_HIDDEN int dbl_event_create(void **out);
+/* On `stream` (NULL: the legacy stream of `device`). */
+DBL_HIDDEN int dbl_event_record(void *event, void *stream, int device);
+DBL_HIDDEN int dbl_event_sync(void *event);
+DBL_HIDDEN int dbl_event_elapsed(float *ms, void *start, void *end);
+DBL_HIDDEN int dbl_event_destroy(void *event);
 /* Device-to-device copy; the source may be a registration's device pointer (the device reads the host memory). */
 DBL_HIDDEN int dbl_dtod(uintptr_t dst, uintptr_t src, size_t n);
 /* The device pointer the driver knows for address p (cuPointerGetAttribute DEVICE_POINTER); INVALID_VALUE for one

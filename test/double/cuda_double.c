@@ -35,6 +35,8 @@ static const char *const NAMES[] = {
     "cuCtxCreate_v2", "cuCtxDestroy_v2", "cuStreamCreate", "cuStreamSynchronize", "cuStreamDestroy_v2",
     "cuMemcpyHtoDAsync_v2", "cuMemHostGetDevicePointer_v2", "cuMemcpyDtoD_v2", "cuPointerGetAttribute",
     "cuMemGetInfo_v2",
+    /* the device's clock (events.c) */
+    "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime", "cuEventDestroy_v2",
 };
 
 /* What every profile of the CUDA double shares: CUDA's register flags, READ_ONLY needed for a read-only mapping,
@@ -393,6 +395,37 @@ DBL_API CUresult cuGetErrorString(CUresult error, const char **pstr) {
   if (!e) return code(DR_INVALID_VALUE);
   *pstr = e->text;
   return code(DR_OK);
+}
+
+/* ---------------------------------------------------------------- the device's clock (events.c) */
+
+DBL_API CUresult cuEventCreate(void **phEvent, unsigned int flags) {
+  DBL_ENTER();
+  int dev, r = check_ctx(&dev);
+  if (r != DR_OK) return code(r);
+  if (flags > 0xF) return code(DR_INVALID_VALUE); /* DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS */
+  return code(dbl_event_create(phEvent));
+}
+
+DBL_API CUresult cuEventRecord(void *hEvent, void *hStream) {
+  DBL_ENTER();
+  int dev;
+  DBL_RETURN_AFTER(check_ctx(&dev), dbl_event_record(hEvent, hStream, dev));
+}
+
+DBL_API CUresult cuEventSynchronize(void *hEvent) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(check_init(), dbl_event_sync(hEvent));
+}
+
+DBL_API CUresult cuEventElapsedTime(float *pMilliseconds, void *hStart, void *hEnd) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(check_init(), dbl_event_elapsed(pMilliseconds, hStart, hEnd));
+}
+
+DBL_API CUresult cuEventDestroy_v2(void *hEvent) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(check_init(), dbl_event_destroy(hEvent));
 }
 
 /* ---------------------------------------------------------------- test exports */

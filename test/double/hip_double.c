@@ -89,6 +89,8 @@ static const char *const NAMES[] = {
     "hipStreamCreate", "hipStreamSynchronize", "hipStreamDestroy", "hipMemcpyAsync", "hipHostGetDevicePointer",
     "hipPointerGetAttribute",
     "hipMemGetInfo",
+    /* the device's clock (events.c) */
+    "hipEventCreate", "hipEventRecord", "hipEventSynchronize", "hipEventElapsedTime", "hipEventDestroy",
 };
 
 /* What every profile of the HIP double shares: HIP's register flags, read-only mappings registered without a flag
@@ -355,6 +357,33 @@ DBL_API const char *hipGetErrorName(hipError_t error) {
 DBL_API const char *hipGetErrorString(hipError_t error) {
   DBL_ENTER();
   return find_error(error)->text;
+}
+
+/* ---------------------------------------------------------------- the device's clock (events.c) */
+
+DBL_API hipError_t hipEventCreate(void **event) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_event_create(event));
+}
+
+DBL_API hipError_t hipEventRecord(void *event, void *stream) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_event_record(event, stream, g.current_device));
+}
+
+DBL_API hipError_t hipEventSynchronize(void *event) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_event_sync(event));
+}
+
+DBL_API hipError_t hipEventElapsedTime(float *ms, void *start, void *stop) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_event_elapsed(ms, start, stop));
+}
+
+DBL_API hipError_t hipEventDestroy(void *event) {
+  DBL_ENTER();
+  DBL_RETURN_AFTER(ensure_init(), dbl_event_destroy(event));
 }
 
 /* ---------------------------------------------------------------- test exports */

@@ -104,6 +104,13 @@ int dbl_stream_create(int device, int context, void **out) {
   return DR_OUT_OF_MEMORY;
 }
 
+int dbl_stream_pending(void *s, int *device) {
+  stream_t *st = find_stream(s);
+  if (!st) return -1;
+  *device = st->device;
+  return (int)st->npending;
+}
+
 int dbl_stream_sync(void *s) {
   stream_t *st = find_stream(s);
   return st ? drain(st) : DR_INVALID_VALUE;

@@ -1,7 +1,7 @@
 // An in-memory double of Ops with fault injection, a fake clock that the copies advance, and a spy.
 import type { Host, Ops } from '../../src/ops.js';
 
-export type OpName = keyof Ops;
+export type OpName = Exclude<keyof Ops, 'deviceClock'>;
 
 export interface Faults {
   /** Copies from a registered range whose address is in this set come back with one byte flipped. */
