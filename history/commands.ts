@@ -10,7 +10,7 @@ import { fileIdentity } from '../results/file-identity.js';
 import { InputError } from '../results/read.js';
 import { matrixRunFiles } from '../results/runtime-matrix.js';
 import { terminalSafe } from '../reporters/safe-text.js';
-import { asComparison, compareSides, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
+import { asComparison, compareSides, FIGURE_RUNS, historyHasRegression, historyJson, type HistoryComparison, parseSelector, sideOf, type SideSummary } from './fleet-compare.js';
 import { historyReport } from './history-page.js';
 import { percent, plural } from '../results/format.js';
 import { packageJson } from '../results/package-root.js';
@@ -93,8 +93,16 @@ export async function historyAdd(a: { db: string; paths: string[] }, out: Out, e
 
 const sideLine = (which: 'OLD' | 'NEW', s: SideSummary): string => {
   const drivers = s.drivers.slice(0, 4).map((d) => `${d.driver} (${d.devices})`).join(', ') + (s.drivers.length > 4 ? `, and ${s.drivers.length - 4} more` : '');
-  return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}`;
+  return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}${figureRunsText(s.figureRuns)}`;
 };
+
+/** The runs a side's figures were judged on, per device: `; figures judged on 10 runs a device (its driver's last, at most 10): 80 runs, each with its rounds`. */
+function figureRunsText(f: SideSummary['figureRuns']): string {
+  if (!f) return '';
+  const each = f.least === f.most ? plural(f.most, 'run') : `${f.least} to ${f.most} runs`;
+  const rounds = f.withRounds === f.runs ? 'each with its rounds' : f.withRounds === 0 ? 'none with its rounds: figures without their noise' : `${f.withRounds} with their rounds`;
+  return `; figures judged on ${each} a device (its driver's last, at most ${FIGURE_RUNS}): ${plural(f.runs, 'run')}, ${rounds}`;
+}
 
 /** How many of the missing checks and devices the text names. */
 const MISSING_SHOWN = 20;
