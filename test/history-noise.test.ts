@@ -43,24 +43,28 @@ interface Runs {
  */
 function runs(host: string, o: { seed: number; noise: Noise; olds: number; news?: number; slower?: number; rounds?: boolean }): Runs {
   const u = generator(o.seed);
-  const file = (minute: number, version: string, slower: number): string => {
-    const d = simulatedDevice(simulatedRun(u, o.noise, { ...SHAPE, registeredMs: SHAPE.registeredMs / slower }));
-    d.driver = { name: 'CUDA', version };
-    const r: RunResult = simulatedResult(d);
-    r.host = { ...r.host, hostname: host };
-    r.startedAt = new Date(Date.UTC(2026, 11, 1, 10, minute)).toISOString();
-    r.finishedAt = new Date(Date.UTC(2026, 11, 1, 10, minute, 30)).toISOString();
-    if (o.rounds === false) {
-      r.schemaVersion = 2;
-      delete d.timing!.samples;
-    }
-    const f = join(work, `r${serial++}.json`);
-    writeFileSync(f, JSON.stringify(r));
-    return f;
-  };
+  const file = (minute: number, version: string, slower: number): string =>
+    written(host, minute, version, simulatedRun(u, o.noise, { ...SHAPE, registeredMs: SHAPE.registeredMs / slower }), o.rounds !== false);
   const old = Array.from({ length: o.olds }, (_, i) => file(i, '13.0', 1));
   const neu = Array.from({ length: o.news ?? 1 }, (_, i) => file(o.olds + i, '13.1', o.slower ?? 1));
   return { old, neu };
+}
+
+/** A results file of one run of the pair on `host` at `minute` under driver `version` (without its rounds: schemaVersion 2). */
+function written(host: string, minute: number, version: string, run: { registeredMs: number[]; pageLockedMs: number[] }, rounds = true): string {
+  const d = simulatedDevice(run);
+  d.driver = { name: 'CUDA', version };
+  const r: RunResult = simulatedResult(d);
+  r.host = { ...r.host, hostname: host };
+  r.startedAt = new Date(Date.UTC(2026, 11, 1, 10, minute)).toISOString();
+  r.finishedAt = new Date(Date.UTC(2026, 11, 1, 10, minute, 30)).toISOString();
+  if (!rounds) {
+    r.schemaVersion = 2;
+    delete d.timing!.samples;
+  }
+  const f = join(work, `r${serial++}.json`);
+  writeFileSync(f, JSON.stringify(r));
+  return f;
 }
 
 function store(files: string[]): string {
@@ -73,6 +77,8 @@ function store(files: string[]): string {
 interface Regression {
   kind: string;
   check?: string;
+  old?: string;
+  new?: string;
   line: string;
 }
 interface Side {
@@ -145,6 +151,21 @@ describe('history compare: a baseline of the last runs of the old driver, judged
     const text = history(db, false);
     expect(text.stdout).toMatch(/HOST ERROR {2}node-e cuda:0 Simulated H200 \(0000:00:06\.0\): registered \/ page-locked not judged: the host, not the driver: the host is too noisy to judge a drop of 10\.0%/);
     expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(/: HOST ERROR \(the host, not the driver\): not judged$/);
+  }, SLOW);
+
+  it("figures that did not move, on a host too noisy to judge them: the host's (noisy), though the SQL sees no change in the figures", () => {
+    // each run's best round is the same copy (2.6 ms both): the figures (best of rounds) are the same in every run; its
+    // other rounds are 1 or 1.5 times slower on the registered side, alternately from run to run: a spread between runs
+    // far wider than a drop of 10%
+    const run = (slower: number) => ({ registeredMs: [2.6, ...Array(6).fill(2.6 * slower)], pageLockedMs: Array(7).fill(2.6) });
+    const r: Runs = { old: Array.from({ length: 10 }, (_, i) => written('node-i', i, '13.0', run(i % 2 ? 1.5 : 1))), neu: [written('node-i', 10, '13.1', run(1.2))] };
+    const h = history(store([...r.old, ...r.neu]));
+    expect(h.code, h.stderr).toBe(1);
+    const out = parsed(h.stdout);
+    expect(kinds(out.regressions)).toEqual(['noisy bandwidth', 'noisy registration']);
+    // the figures themselves did not move: the same on both sides
+    for (const x of out.regressions) expect(x.new).toBe(x.old);
+    expect(words(out.regressions)).toEqual(words(compareAlsoOld(r).regressions));
   }, SLOW);
 
   it('runs of another driver on the old side are not its baseline: the old side is the last runs of the driver that counts', () => {
