@@ -434,17 +434,18 @@ async function judgeFigures(c: DuckDBConnection, maxDrop: number): Promise<void>
   for (let at = 0; at < hosts.length; at += FIGURE_HOSTS) {
     await tempTable(c, 'fig_host', ['host VARCHAR'], hosts.slice(at, at + FIGURE_HOSTS).map((h) => [h]));
     const where = `p.noise AND NOT p.judged AND p.host IN (SELECT host FROM fig_host)`;
-    const list = await rows(c, `
-      SELECT p.orun, p.oord, o.host, o.dkey, to_json(o) AS o, to_json(x) AS x FROM pairs p
-      JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where}`);
+    // each side's rows as the engine gives them (the figures exactly as judgedDevices reads them), paired by host and key
+    const olds = await rows(c, `SELECT o.* FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where}`);
+    const news = new Map((await rows(c, `SELECT x.* FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where}`)).map((x) => [`${s(x.host)}/${s(x.dkey)}`, x]));
     const more = await moreRows(c, where);
-    for (const r of list) {
-      const m = more.get(`${s(r.host)}/${s(r.dkey)}`);
+    for (const r of olds) {
+      const key = `${s(r.host)}/${s(r.dkey)}`;
+      const m = more.get(key);
       const runs: MoreRuns = { olds: (m?.olds ?? []).map((x) => deviceOf(x, [])), news: (m?.news ?? []).map((x) => deviceOf(x, [])) };
-      const o = deviceOf(JSON.parse(s(r.o)) as Row, []);
-      const x = deviceOf(JSON.parse(s(r.x)) as Row, []);
+      const o = deviceOf(r, []);
+      const x = deviceOf(news.get(key)!, []);
       const changes = [bandwidthChange(o, x, maxDrop, runs), registrationChange(o, x, maxDrop, runs)];
-      if (changes.some((ch) => ch !== undefined && ch.kind !== 'unchanged')) marked.push([n(r.orun), n(r.oord)]);
+      if (changes.some((ch) => ch !== undefined && ch.kind !== 'unchanged')) marked.push([n(r.run), n(r.ord)]);
     }
   }
   await tempTable(c, 'fig_judged', ['orun INTEGER', 'oord INTEGER'], marked);
