@@ -333,19 +333,37 @@ function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
     verdict,
     checks: checks.map((k) => ({ id: s(k.check_id), status: s(k.status), ...(k.detail !== null ? { observed: s(k.detail) } : {}) }) as CheckResult),
     host: { hostname: s(r.host), kernel: '', platform: '' },
-    ...(r.registered !== null
-      ? {
-          timing: {
-            registeredGBps: n(r.registered),
-            ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}),
-            ...(r.page_locked !== null && r.page_locked !== undefined ? { pageLockedGBps: n(r.page_locked) } : {}),
-            ...(r.pl_ratio !== null && r.pl_ratio !== undefined ? { pageLockedRatio: n(r.pl_ratio) } : {}),
-            ...roundsOf(r),
-          },
-        }
-      : {}),
+    ...timingOf(r),
     ...machineOf(r),
   };
+  return d as unknown as DeviceWithHost;
+}
+
+/** The figures the store kept of a device, as its timing holds them (none where it has no registered figure). */
+function timingOf(r: Row): Partial<Pick<DeviceWithHost, 'timing'>> {
+  if (r.registered === null) return {};
+  const timing = {
+    registeredGBps: n(r.registered),
+    ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}),
+    ...(r.page_locked !== null && r.page_locked !== undefined ? { pageLockedGBps: n(r.page_locked) } : {}),
+    ...(r.pl_ratio !== null && r.pl_ratio !== undefined ? { pageLockedRatio: n(r.pl_ratio) } : {}),
+    ...roundsOf(r),
+  };
+  // the store keeps what compare judges of the figures, not the rest of a run's timing (its ratio, its rounds' count)
+  return { timing: timing as NonNullable<DeviceWithHost['timing']> };
+}
+
+/** The columns of a device that its figures' decision reads: what keys it (host, backend, PCI bus id, name), its figures, its rounds, its machine. */
+const FIGURE_COLUMNS = ['host', 'dkey', 'run', 'ord', 'backend', 'name', 'pci', 'registered', 'staged', 'page_locked', 'pl_ratio', 'busy', 'machine', 'bytes', 'rounds'] as const;
+const figureColumns = (alias: string): string => FIGURE_COLUMNS.map((col) => `${alias}.${col}`).join(', ');
+
+/**
+ * A device as the figures' decision reads it, from FIGURE_COLUMNS: its key, its figures with their rounds, and what
+ * its run saw of the machine (compare's bandwidthChange and registrationChange, and otherRuns's keys, read no more).
+ */
+function figureDevice(r: Row): DeviceWithHost {
+  const d = { backend: s(r.backend), name: s(r.name), pciBusId: r.pci === null ? null : s(r.pci), host: { hostname: s(r.host), kernel: '', platform: '' }, checks: [], ...timingOf(r), ...machineOf(r) };
+  // the rest of a device (its verdict, checks, driver) is never read of a run beside the one that counts
   return d as unknown as DeviceWithHost;
 }
 
@@ -411,9 +429,9 @@ type MoreRows = Map<string, { olds: Row[]; news: Row[] }>;
 async function moreRows(c: DuckDBConnection, where: string): Promise<MoreRows> {
   const out: MoreRows = new Map();
   const list = await rows(c, `
-    SELECT 'old' AS side, m.* FROM o_more m WHERE (m.host, m.dkey) IN (SELECT p.host, o.dkey FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where})
+    SELECT 'old' AS side, ${figureColumns('m')} FROM o_more m WHERE (m.host, m.dkey) IN (SELECT p.host, o.dkey FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where})
     UNION ALL BY NAME
-    SELECT 'new' AS side, m.* FROM n_more m WHERE (m.host, m.dkey) IN (SELECT p.host, x.dkey FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where})`);
+    SELECT 'new' AS side, ${figureColumns('m')} FROM n_more m WHERE (m.host, m.dkey) IN (SELECT p.host, x.dkey FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where})`);
   for (const r of list) {
     const key = `${s(r.host)}/${s(r.dkey)}`;
     let e = out.get(key);
@@ -435,15 +453,15 @@ async function judgeFigures(c: DuckDBConnection, maxDrop: number): Promise<void>
     await tempTable(c, 'fig_host', ['host VARCHAR'], hosts.slice(at, at + FIGURE_HOSTS).map((h) => [h]));
     const where = `p.noise AND NOT p.judged AND p.host IN (SELECT host FROM fig_host)`;
     // each side's rows as the engine gives them (the figures exactly as judgedDevices reads them), paired by host and key
-    const olds = await rows(c, `SELECT o.* FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where}`);
-    const news = new Map((await rows(c, `SELECT x.* FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where}`)).map((x) => [`${s(x.host)}/${s(x.dkey)}`, x]));
+    const olds = await rows(c, `SELECT ${figureColumns('o')} FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where}`);
+    const news = new Map((await rows(c, `SELECT ${figureColumns('x')} FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where}`)).map((x) => [`${s(x.host)}/${s(x.dkey)}`, x]));
     const more = await moreRows(c, where);
     for (const r of olds) {
       const key = `${s(r.host)}/${s(r.dkey)}`;
       const m = more.get(key);
-      const runs: MoreRuns = { olds: (m?.olds ?? []).map((x) => deviceOf(x, [])), news: (m?.news ?? []).map((x) => deviceOf(x, [])) };
-      const o = deviceOf(r, []);
-      const x = deviceOf(news.get(key)!, []);
+      const runs: MoreRuns = { olds: (m?.olds ?? []).map(figureDevice), news: (m?.news ?? []).map(figureDevice) };
+      const o = figureDevice(r);
+      const x = figureDevice(news.get(key)!);
       const changes = [bandwidthChange(o, x, maxDrop, runs), registrationChange(o, x, maxDrop, runs)];
       if (changes.some((ch) => ch !== undefined && ch.kind !== 'unchanged')) marked.push([n(r.run), n(r.ord)]);
     }
@@ -491,7 +509,7 @@ async function judgedDevices(c: DuckDBConnection, maxDrop: number, expectations:
     const otherRuns = (side: 'olds' | 'news'): RunResult[] => {
       const byRun = new Map<string, Row[]>();
       for (const r of e[side === 'olds' ? 'old' : 'new']) for (const x of more.get(`${host}/${s(r.dkey)}`)?.[side] ?? []) byRun.set(s(x.run), [...(byRun.get(s(x.run)) ?? []), x]);
-      return [...byRun.values()].map((list) => runOf(host, build(list)));
+      return [...byRun.values()].map((list) => runOf(host, list.sort((a, b) => n(a.ord) - n(b.ord)).map(figureDevice)));
     };
     const moreRuns = { moreBaselines: otherRuns('olds'), moreCandidates: otherRuns('news') };
     const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(expectations ? { expectations } : {}), ...moreRuns });
