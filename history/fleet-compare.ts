@@ -30,6 +30,7 @@ import { type DropDecision, decideDrop } from '../results/decision.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
 import { missingColumns } from './columns.js';
+import { DEFAULT_LAST_RUNS } from '../results/last-runs.js';
 import type { Store } from './store.js';
 
 export interface Selector {
@@ -107,6 +108,8 @@ export interface HistoryComparison {
   /** Hosts whose run on the new side has none of the devices of their old side's backends (gone, or the driver failed). */
   gpusGone: { count: number; hosts: string[] };
   maxDrop: number;
+  /** --last-runs: the most runs of a device, on each side, that its figures were judged on. */
+  lastRuns: number;
   expectations?: string;
   /** The devices judged by compare (those where something changed); every other one is unchanged. */
   devices: DeviceComparison[];
@@ -158,15 +161,17 @@ export interface HistoryCompareOptions {
   /** --max-drop, its default applied by the command (cli/options.ts). */
   maxDrop: number;
   expectations?: Expectations;
+  /** --last-runs: the most runs of a device, on each side, that its figures are judged on (default FIGURE_RUNS). */
+  lastRuns?: number;
 }
 
 const SAMPLE = 20;
 
 /**
- * The most runs of one device on one side that its figures are judged on: the run that counts and the ones before
- * it (of the same host, device and driver). Ten runs see the spread between runs of a loaded host (docs/gate.md).
+ * The most runs of one device on one side that its figures are judged on by default (--last-runs): the run that
+ * counts and the ones before it (of the same host, device and driver).
  */
-export const FIGURE_RUNS = 10;
+export const FIGURE_RUNS = DEFAULT_LAST_RUNS;
 
 /** Hosts whose figures are decided at a time (their runs' rounds are read into memory a batch at a time). */
 const FIGURE_HOSTS = 1000;
@@ -197,7 +202,7 @@ const ORDER = `started_ms DESC NULLS LAST, started_at DESC, run DESC`;
  * The two sides' runs and devices, as temp tables: side_dev (the selected devices of every run), old_run and
  * new_run (per host, the run that counts), o_dev and n_dev (the devices compared: of hosts with a new run).
  */
-async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: number): Promise<void> {
+async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: number, lastRuns: number): Promise<void> {
   const hosts = (await rows(c, `SELECT DISTINCT host FROM runs`)).map((r) => s(r.host));
   const combos = (await rows(c, `SELECT DISTINCT name, id, dname, dver FROM devices`)).map((r) => ({ name: s(r.name), id: s(r.id), dname: s(r.dname), dver: s(r.dver) }));
   const sideRows = (side: 'old' | 'new', sd: Side): { hosts: string[][]; combos: string[][] } => ({
@@ -237,14 +242,14 @@ async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: n
   await c.run(`CREATE OR REPLACE TEMP TABLE n_dev AS
     SELECT nr.host, d.*${v} FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
   // each compared device's earlier runs on its side (the same host, key and driver, with a figure): the runs its
-  // figures are judged on beside the one that counts, the latest FIGURE_RUNS - 1 of them
+  // figures are judged on beside the one that counts, the latest lastRuns - 1 of them
   for (const [side, dev, more] of [['old', 'o_dev', 'o_more'], ['new', 'n_dev', 'n_more']] as const) {
     await c.run(`CREATE OR REPLACE TEMP TABLE ${more} AS
       SELECT x.host, d.*${v} FROM ${dev} x
       JOIN side_dev sd ON sd.side = '${side}' AND sd.host = x.host AND sd.run <> x.run
       JOIN devices d ON d.run = sd.run AND d.ord = sd.ord AND d.dkey = x.dkey AND d.dname = x.dname AND d.dver = x.dver
       WHERE x.registered IS NOT NULL AND d.registered IS NOT NULL
-      QUALIFY row_number() OVER (PARTITION BY x.host, x.dkey ORDER BY sd.started_ms DESC NULLS LAST, sd.started_at DESC, sd.run DESC) < ${FIGURE_RUNS}`);
+      QUALIFY row_number() OVER (PARTITION BY x.host, x.dkey ORDER BY sd.started_ms DESC NULLS LAST, sd.started_at DESC, sd.run DESC) < ${lastRuns}`);
   }
 }
 
@@ -539,7 +544,8 @@ async function hostFigures(c: DuckDBConnection): Promise<Pick<HistoryComparison,
 export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions): Promise<HistoryComparison> {
   const { c } = store;
   const { maxDrop } = o;
-  await selectSides(c, old, neu, store.version);
+  const lastRuns = o.lastRuns ?? FIGURE_RUNS;
+  await selectSides(c, old, neu, store.version, lastRuns);
   const expCand = await expectationCandidates(c, o.expectations);
   await pairDevices(c, expCand, maxDrop);
   await judgeFigures(c, maxDrop);
@@ -560,6 +566,7 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
     notCompared,
     gpusGone,
     maxDrop,
+    lastRuns,
     ...(o.expectations ? { expectations: o.expectations.file } : {}),
     devices,
     counts,
@@ -592,6 +599,7 @@ export function historyJson(h: HistoryComparison): string {
       notCompared: h.notCompared,
       gpusGone: h.gpusGone,
       maxDrop: h.maxDrop,
+      lastRuns: h.lastRuns,
       ...(h.expectations ? { expectations: h.expectations } : {}),
       counts: h.counts,
       ...(h.populations ? { populations: h.populations } : {}),

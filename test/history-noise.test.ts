@@ -84,15 +84,15 @@ interface Regression {
 interface Side {
   figureRuns?: { devices: number; least: number; most: number; runs: number; withRounds: number };
 }
-const history = (db: string, json = true) => cli(['history', 'compare', '--db', db, '--old', 'driver=13.0', '--new', 'driver=13.1', ...(json ? ['--json'] : [])]);
-const parsed = (stdout: string) => JSON.parse(stdout) as { regressions: Regression[]; old: Side; new: Side; counts: Record<string, number> };
+const history = (db: string, json = true, more: string[] = []) => cli(['history', 'compare', '--db', db, '--old', 'driver=13.0', '--new', 'driver=13.1', ...(json ? ['--json'] : []), ...more]);
+const parsed = (stdout: string) => JSON.parse(stdout) as { regressions: Regression[]; old: Side; new: Side; counts: Record<string, number>; lastRuns: number };
 const kinds = (list: Regression[]): string[] => list.map((x) => `${x.kind} ${x.check ?? ''}`).sort();
 /** A line as compare --also-old writes it (the device named without its host): the same device's words. */
 const words = (list: Regression[]): string[] => list.map((x) => x.line.replace(/^\S+ (?=cuda:)/, '')).sort();
 
 /** compare of the new side's last run against the old side's last FIGURE_RUNS runs (the latest as OLD, the rest --also-old). */
-function compareAlsoOld(r: Runs) {
-  const olds = r.old.slice(-FIGURE_RUNS);
+function compareAlsoOld(r: Runs, last = FIGURE_RUNS) {
+  const olds = r.old.slice(-last);
   const args = ['compare', '--json', olds.at(-1)!, r.neu.at(-1)!, ...olds.slice(0, -1).flatMap((f) => ['--also-old', f])];
   const c = cli(args);
   expect(c.code === 0 || c.code === 1, c.stderr).toBe(true);
@@ -151,6 +151,24 @@ describe('history compare: a baseline of the last runs of the old driver, judged
     const text = history(db, false);
     expect(text.stdout).toMatch(/HOST ERROR {2}node-e cuda:0 Simulated H200 \(0000:00:06\.0\): registered \/ page-locked not judged: the host, not the driver: the host is too noisy to judge a drop of 10\.0%/);
     expect(text.stdout.trimEnd().split('\n').at(-1)).toMatch(/: HOST ERROR \(the host, not the driver\): not judged$/);
+  }, SLOW);
+
+  it('--last-runs 3: the last 3 runs of each side, as compare --also-old of those 3; 1: the run that counts alone; 0: bad input', () => {
+    const r = runs('node-j', { seed: 11, noise: LOADED, olds: 12, slower: 0.85 });
+    const db = store([...r.old, ...r.neu]);
+    const three = parsed(history(db, true, ['--last-runs', '3']).stdout);
+    expect(three.lastRuns).toBe(3);
+    expect(three.old.figureRuns).toEqual({ devices: 1, least: 3, most: 3, runs: 3, withRounds: 3 });
+    expect(three.regressions.find((x) => x.kind === 'registration')!.line).toMatch(/within and between runs, 3\+1 runs: /);
+    expect(words(three.regressions)).toEqual(words(compareAlsoOld(r, 3).regressions));
+    expect(history(db, false, ['--last-runs', '3']).stdout).toMatch(/^OLD: .*; figures judged on 3 runs a device \(its driver's last, at most 3\): 3 runs, each with its rounds$/m);
+    const one = parsed(history(db, true, ['--last-runs', '1']).stdout);
+    expect(one.old.figureRuns).toEqual({ devices: 1, least: 1, most: 1, runs: 1, withRounds: 1 });
+    expect(words(one.regressions)).toEqual(words(compareAlsoOld(r, 1).regressions));
+    const bad = history(db, false, ['--last-runs', '0']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr).toMatch(/--last-runs must be a whole number from 1 to 1000, not "0"/);
   }, SLOW);
 
   it("figures that did not move, on a host too noisy to judge them: the host's (noisy), though the SQL sees no change in the figures", () => {
