@@ -18,7 +18,7 @@
 //   expectation lists as a failure); those are then judged by compare itself (compareResults on each host's
 //   devices), so the rules live in one place. Every other device is unchanged, and counted as such.
 // - The figures (registered GB/s, registered / page-locked) are judged with their noise, as `compare --also-old`
-//   judges them: each side of a device is its run that counts and up to FIGURE_RUNS - 1 runs before it of the same
+//   judges them: each side of a device is its run that counts and up to --last-runs - 1 runs before it of the same
 //   host, device and driver in that side's selection, each with its rounds where the store kept them (version 3),
 //   through results/decision.ts. Where a side has rounds or several runs, the SQL cannot tell an unchanged figure
 //   (a host too noisy to judge is told with no drop at all): those devices' figures are decided here, by compare's
@@ -92,7 +92,7 @@ export interface SideSummary {
   to?: string;
   /**
    * The runs each compared device's figures were judged on (its run that counts and those before it, of the same
-   * driver, at most FIGURE_RUNS): the fewest and the most over the devices with a figure, those runs in all, and
+   * driver, at most --last-runs): the fewest and the most over the devices with a figure, those runs in all, and
    * how many of them kept their rounds (a store of version 3); absent where no compared device has a figure.
    */
   figureRuns?: { devices: number; least: number; most: number; runs: number; withRounds: number };
@@ -161,17 +161,12 @@ export interface HistoryCompareOptions {
   /** --max-drop, its default applied by the command (cli/options.ts). */
   maxDrop: number;
   expectations?: Expectations;
-  /** --last-runs: the most runs of a device, on each side, that its figures are judged on (default FIGURE_RUNS). */
+  /** --last-runs: the most runs of a device, on each side, that its figures are judged on (default DEFAULT_LAST_RUNS). */
   lastRuns?: number;
 }
 
 const SAMPLE = 20;
 
-/**
- * The most runs of one device on one side that its figures are judged on by default (--last-runs): the run that
- * counts and the ones before it (of the same host, device and driver).
- */
-export const FIGURE_RUNS = DEFAULT_LAST_RUNS;
 
 /** Hosts whose figures are decided at a time (their runs' rounds are read into memory a batch at a time). */
 const FIGURE_HOSTS = 1000;
@@ -544,7 +539,7 @@ async function hostFigures(c: DuckDBConnection): Promise<Pick<HistoryComparison,
 export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions): Promise<HistoryComparison> {
   const { c } = store;
   const { maxDrop } = o;
-  const lastRuns = o.lastRuns ?? FIGURE_RUNS;
+  const lastRuns = o.lastRuns ?? DEFAULT_LAST_RUNS;
   await selectSides(c, old, neu, store.version, lastRuns);
   const expCand = await expectationCandidates(c, o.expectations);
   await pairDevices(c, expCand, maxDrop);

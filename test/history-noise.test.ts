@@ -1,6 +1,6 @@
 // history compare judges the figures with their noise, as compare does with several old runs (issue 37): the store
 // keeps each run's rounds of the pair (version 3), and each side of a device is its last runs of that side's driver
-// (at most FIGURE_RUNS), decided by results/decision.ts through compare's own code. The runs are the double's noise
+// (at most --last-runs, default DEFAULT_LAST_RUNS), decided by results/decision.ts through compare's own code. The runs are the double's noise
 // model (test/support/noise-model.ts, MAPPED_REG_DOUBLE_NOISE's), seeded: the same runs every time.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FIGURE_RUNS } from '../history/fleet-compare.js';
+import { DEFAULT_LAST_RUNS } from '../results/last-runs.js';
 import type { RunResult } from '../results/types.js';
 import { MAIN, cleanEnv } from './support/command.js';
 import { generator, type Noise, simulatedDevice, simulatedResult, simulatedRun } from './support/noise-model.js';
@@ -90,8 +90,8 @@ const kinds = (list: Regression[]): string[] => list.map((x) => `${x.kind} ${x.c
 /** A line as compare --also-old writes it (the device named without its host): the same device's words. */
 const words = (list: Regression[]): string[] => list.map((x) => x.line.replace(/^\S+ (?=cuda:)/, '')).sort();
 
-/** compare of the new side's last run against the old side's last FIGURE_RUNS runs (the latest as OLD, the rest --also-old). */
-function compareAlsoOld(r: Runs, last = FIGURE_RUNS) {
+/** compare of the new side's last run against the old side's last `last` runs (the latest as OLD, the rest --also-old). */
+function compareAlsoOld(r: Runs, last = DEFAULT_LAST_RUNS) {
   const olds = r.old.slice(-last);
   const args = ['compare', '--json', olds.at(-1)!, r.neu.at(-1)!, ...olds.slice(0, -1).flatMap((f) => ['--also-old', f])];
   const c = cli(args);
