@@ -399,7 +399,7 @@ const mutations = [
   ['noise: history keeps no rounds', 'noise: history', historyStore, edits(['  str(a, roundsOf(d));', '  str(a, null);']), HISTORY_NOISE],
   ['noise: history upgrades a store of 2 without the rounds', 'noise: history', historyStore, edits(['for (let v = from + 1; v <= STORE_VERSION; v++)', 'for (let v = from + 1; v < STORE_VERSION; v++)']), HISTORY_NOISE],
   ['noise: history reads the rounds kept as none', 'noise: history', historyCompare, edits(['  if (r.rounds === null || r.rounds === undefined) return {};', '  if (r.rounds !== 0) return {};']), HISTORY_NOISE],
-  ['noise: history takes one run more than FIGURE_RUNS', 'noise: history', historyCompare, edits(['sd.run DESC) < ${lastRuns}`);', 'sd.run DESC) <= ${FIGURE_RUNS}`);']), HISTORY_NOISE],
+  ['noise: history takes one run more than --last-runs', 'noise: history', historyCompare, edits(['sd.run DESC) < ${lastRuns}`);', 'sd.run DESC) <= ${lastRuns}`);']), HISTORY_NOISE],
   ["noise: history's baseline of another driver too", 'noise: history', historyCompare, edits([' AND d.dkey = x.dkey AND d.dname = x.dname AND d.dver = x.dver', ' AND d.dkey = x.dkey']), HISTORY_NOISE],
   ['noise: history compare ignores --last-runs', 'noise: history', options, edits(["  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, lastRuns: a.lastRuns ?? DEFAULT_LAST_RUNS,", "  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, lastRuns: DEFAULT_LAST_RUNS,"]), HISTORY_NOISE],
   ['noise: history judges one run a side', 'noise: history', historyCompare, edits(['    const moreRuns = { moreBaselines: otherRuns(\'olds\'), moreCandidates: otherRuns(\'news\') };', '    const moreRuns = {};']), HISTORY_NOISE],
