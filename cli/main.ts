@@ -287,7 +287,7 @@ function addHistoryAdd(y: Argv): Argv {
 function addHistoryCompare(y: Argv): Argv {
   return y.command(
     'compare',
-    'compare two selections of the store (per host, its latest run of each), by the rules of compare; exit 1 on a regression',
+    'compare two selections of the store (per host, its latest run of each; the figures judged on each device\'s last runs of its driver, --last-runs a side, with their noise), by the rules of compare; exit 1 on a regression',
     (z) => z.options(HISTORY_COMPARE_OPTIONS),
     (a) =>
       guarded(async () => {

@@ -13,6 +13,7 @@ import type { ArgumentsCamelCase, InferredOptionTypes } from 'yargs';
 import { memoryScratchProblem, scratchDirProblem } from '../bindings/scratch.js';
 import { backendIds, backendModules } from '../bindings/registry.js';
 import { OUTPUT_FORMATS, type OutputOption } from '../reporters/output-formats.js';
+import { DEFAULT_LAST_RUNS, MAX_LAST_RUNS } from '../results/last-runs.js';
 import { DEFAULT_MAX_DROP } from '../results/compare.js';
 import { readExpectations, type Expectations } from '../results/expectations.js';
 import { MiB } from '../results/format.js';
@@ -187,6 +188,14 @@ export const COMPARE_OPTIONS = {
   'max-drop': maxDropOption('the largest drop of the registered GB/s from the old results to the new that is not a regression (10% or 0.1)'),
 } as const;
 
+/** --last-runs of history compare and history report: the runs of each device its figures are judged on, on each side. */
+const LAST_RUNS = number(
+  '--last-runs',
+  { what: `a whole number from 1 to ${MAX_LAST_RUNS}`, whole: true, min: 1, max: MAX_LAST_RUNS },
+  String(DEFAULT_LAST_RUNS),
+  "the runs of each device that its figures (registered GB/s, registered / page-locked) are judged on, on each side: its last N of its host and driver, their spread between runs with each one's rounds (1: the run that counts alone)",
+);
+
 /** A file the command must be given (the output, the store), once. */
 const requiredFile = (option: string, describe: string) => ({ ...textOption(option, describe), demandOption: true }) as const;
 /** The results files that merge and report read. */
@@ -218,9 +227,10 @@ export const HISTORY_COMPARE_OPTIONS = {
   old: requiredFile('--old', 'key=glob pairs: driver=, host=, device= (e.g. driver=13.0*)'),
   new: requiredFile('--new', 'key=glob pairs, as --old (e.g. driver=13.1*)'),
   ...COMPARE_OPTIONS,
+  'last-runs': LAST_RUNS,
   json: { type: 'boolean', default: false, describe: 'print the regressions and counts as JSON' },
 } as const;
-export const HISTORY_REPORT_OPTIONS = { db: requiredFile('--db', 'the store'), html: HTML_PAGE, ...COMPARE_OPTIONS } as const;
+export const HISTORY_REPORT_OPTIONS = { db: requiredFile('--db', 'the store'), html: HTML_PAGE, ...COMPARE_OPTIONS, 'last-runs': LAST_RUNS } as const;
 
 /** The options of `run` that `runtimes` hands to each runtime's run as they were given (what is measured, and how the gate judges). */
 export const RUNTIMES_FORWARDED = ['size', 'runs', 'scratch-dir', 'allow-tmpfs-scratch', 'device', 'check', 'skip', 'skips-file', 'timeout', 'min-relative-speed', 'max-drop', 'quiet-wait', 'expectations'] as const satisfies readonly (keyof typeof RUN_OPTIONS)[];
@@ -507,7 +517,7 @@ export function historyAddOptions(a: Parsed<typeof HISTORY_ADD_OPTIONS> & { path
 
 /** `history compare --db FILE --old SEL --new SEL`. */
 export async function historyCompareOptions(a: Parsed<typeof HISTORY_COMPARE_OPTIONS>) {
-  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, ...(await compareRules(a)) });
+  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, lastRuns: a.lastRuns ?? DEFAULT_LAST_RUNS, ...(await compareRules(a)) });
 }
 
 /** `history report --db FILE --html OUT`: the page checked against the store and the expectations first. */
@@ -516,7 +526,7 @@ export async function historyReportOptions(a: Parsed<typeof HISTORY_REPORT_OPTIO
     { option: 'the store --db', value: a.db },
     { option: '--expectations', value: a.expectations },
   ])['--html']!;
-  return Object.freeze({ db: a.db, html: a.html, target, ...(await compareRules(a)) });
+  return Object.freeze({ db: a.db, html: a.html, target, lastRuns: a.lastRuns ?? DEFAULT_LAST_RUNS, ...(await compareRules(a)) });
 }
 
 // ---- runtimes ------------------------------------------------------------------------------------------------------

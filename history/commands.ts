@@ -91,10 +91,18 @@ export async function historyAdd(a: { db: string; paths: string[] }, out: Out, e
   }
 }
 
-const sideLine = (which: 'OLD' | 'NEW', s: SideSummary): string => {
+const sideLine = (which: 'OLD' | 'NEW', s: SideSummary, lastRuns: number): string => {
   const drivers = s.drivers.slice(0, 4).map((d) => `${d.driver} (${d.devices})`).join(', ') + (s.drivers.length > 4 ? `, and ${s.drivers.length - 4} more` : '');
-  return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}`;
+  return `${which}: ${s.selector}: ${plural(s.hosts, 'host')}, ${plural(s.devices, 'device')}${drivers ? `: ${drivers}` : ''}${s.from ? `; runs from ${s.from} to ${s.to}` : ''}${figureRunsText(s.figureRuns, lastRuns)}`;
 };
+
+/** The runs a side's figures were judged on, per device: `; figures judged on 10 runs a device (its driver's last, at most 10): 80 runs, each with its rounds`. */
+function figureRunsText(f: SideSummary['figureRuns'], lastRuns: number): string {
+  if (!f) return '';
+  const each = f.least === f.most ? plural(f.most, 'run') : `${f.least} to ${f.most} runs`;
+  const rounds = f.withRounds === f.runs ? 'each with its rounds' : f.withRounds === 0 ? 'none with its rounds: figures without their noise' : `${f.withRounds} with their rounds`;
+  return `; figures judged on ${each} a device (its driver's last, at most ${lastRuns}): ${plural(f.runs, 'run')}, ${rounds}`;
+}
 
 /** How many of the missing checks and devices the text names. */
 const MISSING_SHOWN = 20;
@@ -122,7 +130,7 @@ function missingText(c: Comparison): string | undefined {
 /** The comparison as text: both sides, who was compared, each failing change on a line (capped), the missing named (capped), the totals. */
 export function formatHistory(h: HistoryComparison): string {
   const c = asComparison(h);
-  const out: string[] = [sideLine('OLD', h.old), sideLine('NEW', h.new)];
+  const out: string[] = [sideLine('OLD', h.old, h.lastRuns), sideLine('NEW', h.new, h.lastRuns)];
   out.push(`compared: ${plural(h.hosts.compared, 'host')} on both sides${h.hosts.newOnly ? `, ${plural(h.hosts.newOnly, 'host')} only on NEW (their devices are new)` : ''}; devices matched by host, backend, PCI bus id and name`);
   if (h.notCompared.count) out.push(`not compared: ${plural(h.notCompared.count, 'host')} of OLD with no run on NEW (not upgraded yet?): ${h.notCompared.hosts.join(', ')}${h.notCompared.count > h.notCompared.hosts.length ? ', ...' : ''}`);
   if (h.gpusGone.count) out.push(`GPUs gone: ${plural(h.gpusGone.count, 'host')} whose last run has none of its old devices' backends: ${h.gpusGone.hosts.join(', ')}${h.gpusGone.count > h.gpusGone.hosts.length ? ', ...' : ''}`);
@@ -154,6 +162,7 @@ export interface CompareArgs {
   new: string;
   json: boolean;
   maxDrop: number;
+  lastRuns: number;
   expectations?: Expectations;
 }
 
@@ -165,7 +174,7 @@ export async function historyCompare(a: CompareArgs, out: Out): Promise<number> 
   const store = await openStore(a.db, 'read');
   let h: HistoryComparison;
   try {
-    h = await withStoreErrors(a.db, () => compareSides(store, sideOf(old), sideOf(neu), { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) }));
+    h = await withStoreErrors(a.db, () => compareSides(store, sideOf(old), sideOf(neu), { maxDrop: a.maxDrop, lastRuns: a.lastRuns, ...(a.expectations ? { expectations: a.expectations } : {}) }));
   } finally {
     store.close();
   }
@@ -181,6 +190,7 @@ export interface ReportArgs {
   db: string;
   html: string;
   maxDrop: number;
+  lastRuns: number;
   expectations?: Expectations;
 }
 
@@ -190,7 +200,7 @@ export async function historyReportCommand(a: ReportArgs, write: (file: string, 
   const store = await openStore(a.db, 'read');
   let page: string;
   try {
-    page = await withStoreErrors(a.db, () => historyReport(store, { maxDrop: a.maxDrop, ...(a.expectations ? { expectations: a.expectations } : {}) }));
+    page = await withStoreErrors(a.db, () => historyReport(store, { maxDrop: a.maxDrop, lastRuns: a.lastRuns, ...(a.expectations ? { expectations: a.expectations } : {}) }));
   } finally {
     store.close();
   }

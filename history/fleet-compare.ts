@@ -17,13 +17,20 @@
 //   allowed drop, a device missing or new with a failing check, a check the host failed, a pass that an
 //   expectation lists as a failure); those are then judged by compare itself (compareResults on each host's
 //   devices), so the rules live in one place. Every other device is unchanged, and counted as such.
+// - The figures (registered GB/s, registered / page-locked) are judged with their noise, as `compare --also-old`
+//   judges them: each side of a device is its run that counts and up to --last-runs - 1 runs before it of the same
+//   host, device and driver in that side's selection, each with its rounds where the store kept them (version 3),
+//   through results/decision.ts. Where a side has rounds or several runs, the SQL cannot tell an unchanged figure
+//   (a host too noisy to judge is told with no drop at all): those devices' figures are decided here, by compare's
+//   own bandwidthChange and registrationChange, and a device whose figure is anything but unchanged is judged whole.
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { BANDWIDTH_CHECK, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, hasRegression, regressionList, totalCounts } from '../results/compare.js';
+import { BANDWIDTH_CHECK, bandwidthChange, CHANGE_KINDS, type Comparison, compareResults, type Counts, type DeviceComparison, hasRegression, type MoreRuns, registrationChange, regressionList, totalCounts } from '../results/compare.js';
 import { type Expectations, globToRegExp, parseExpectations } from '../results/expectations.js';
 import { type DropDecision, decideDrop } from '../results/decision.js';
 import { InputError } from '../results/read.js';
 import type { CheckResult, DeviceWithHost, RunResult } from '../results/types.js';
-import { DEVICE_COLUMNS_2 } from './columns.js';
+import { missingColumns } from './columns.js';
+import { DEFAULT_LAST_RUNS } from '../results/last-runs.js';
 import type { Store } from './store.js';
 
 export interface Selector {
@@ -83,6 +90,12 @@ export interface SideSummary {
   drivers: { driver: string; devices: number }[];
   from?: string;
   to?: string;
+  /**
+   * The runs each compared device's figures were judged on (its run that counts and those before it, of the same
+   * driver, at most --last-runs): the fewest and the most over the devices with a figure, those runs in all, and
+   * how many of them kept their rounds (a store of version 3); absent where no compared device has a figure.
+   */
+  figureRuns?: { devices: number; least: number; most: number; runs: number; withRounds: number };
 }
 
 export interface HistoryComparison {
@@ -95,6 +108,8 @@ export interface HistoryComparison {
   /** Hosts whose run on the new side has none of the devices of their old side's backends (gone, or the driver failed). */
   gpusGone: { count: number; hosts: string[] };
   maxDrop: number;
+  /** --last-runs: the most runs of a device, on each side, that its figures were judged on. */
+  lastRuns: number;
   expectations?: string;
   /** The devices judged by compare (those where something changed); every other one is unchanged. */
   devices: DeviceComparison[];
@@ -146,9 +161,15 @@ export interface HistoryCompareOptions {
   /** --max-drop, its default applied by the command (cli/options.ts). */
   maxDrop: number;
   expectations?: Expectations;
+  /** --last-runs: the most runs of a device, on each side, that its figures are judged on (default DEFAULT_LAST_RUNS). */
+  lastRuns?: number;
 }
 
 const SAMPLE = 20;
+
+
+/** Hosts whose figures are decided at a time (their runs' rounds are read into memory a batch at a time). */
+const FIGURE_HOSTS = 1000;
 
 type Row = Record<string, unknown>;
 const rows = async (c: DuckDBConnection, sql: string): Promise<Row[]> => (await c.runAndReadAll(sql)).getRowObjectsJS() as Row[];
@@ -176,7 +197,7 @@ const ORDER = `started_ms DESC NULLS LAST, started_at DESC, run DESC`;
  * The two sides' runs and devices, as temp tables: side_dev (the selected devices of every run), old_run and
  * new_run (per host, the run that counts), o_dev and n_dev (the devices compared: of hosts with a new run).
  */
-async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: number): Promise<void> {
+async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: number, lastRuns: number): Promise<void> {
   const hosts = (await rows(c, `SELECT DISTINCT host FROM runs`)).map((r) => s(r.host));
   const combos = (await rows(c, `SELECT DISTINCT name, id, dname, dver FROM devices`)).map((r) => ({ name: s(r.name), id: s(r.id), dname: s(r.dname), dver: s(r.dver) }));
   const sideRows = (side: 'old' | 'new', sd: Side): { hosts: string[][]; combos: string[][] } => ({
@@ -208,13 +229,23 @@ async function selectSides(c: DuckDBConnection, old: Side, neu: Side, version: n
       WHERE r.started_ms > o.started_ms
         AND NOT EXISTS (SELECT 1 FROM devices d JOIN old_backends b ON b.backend = d.backend AND b.host = r.host WHERE d.run = r.run)
     ) QUALIFY row_number() OVER (PARTITION BY host ORDER BY ${ORDER}, gone) = 1`);
-  // a store of version 1 (opened to read) has no columns of 2: NULL in their place
-  const v2 = version >= 2 ? '' : `, ${DEVICE_COLUMNS_2.map((col) => `NULL::${col.split(' ')[1]} AS ${col.split(' ')[0]}`).join(', ')}`;
+  // a store of an older version (opened to read) lacks the columns added since: NULL in their place
+  const v = missingColumns(version);
   await c.run(`CREATE OR REPLACE TEMP TABLE o_dev AS
-    SELECT o.host, d.*${v2} FROM old_run o JOIN side_dev sd ON sd.side = 'old' AND sd.run = o.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord
+    SELECT o.host, d.*${v} FROM old_run o JOIN side_dev sd ON sd.side = 'old' AND sd.run = o.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord
     WHERE o.host IN (SELECT host FROM new_run)`);
   await c.run(`CREATE OR REPLACE TEMP TABLE n_dev AS
-    SELECT nr.host, d.*${v2} FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
+    SELECT nr.host, d.*${v} FROM new_run nr JOIN side_dev sd ON sd.side = 'new' AND sd.run = nr.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord`);
+  // each compared device's earlier runs on its side (the same host, key and driver, with a figure): the runs its
+  // figures are judged on beside the one that counts, the latest lastRuns - 1 of them
+  for (const [side, dev, more] of [['old', 'o_dev', 'o_more'], ['new', 'n_dev', 'n_more']] as const) {
+    await c.run(`CREATE OR REPLACE TEMP TABLE ${more} AS
+      SELECT x.host, d.*${v} FROM ${dev} x
+      JOIN side_dev sd ON sd.side = '${side}' AND sd.host = x.host AND sd.run <> x.run
+      JOIN devices d ON d.run = sd.run AND d.ord = sd.ord AND d.dkey = x.dkey AND d.dname = x.dname AND d.dver = x.dver
+      WHERE x.registered IS NOT NULL AND d.registered IS NOT NULL
+      QUALIFY row_number() OVER (PARTITION BY x.host, x.dkey ORDER BY sd.started_ms DESC NULLS LAST, sd.started_at DESC, sd.run DESC) < ${lastRuns}`);
+  }
 }
 
 /** Per fail entry of the expectations: which devices of the new side it could make an unexpected pass of. */
@@ -280,6 +311,14 @@ function loadOf(busy: boolean, m: { why?: string[]; attempts?: number; waitedFor
   };
 }
 
+/** The rounds the store kept of a device's pair (version 3), as its timing holds them; none for a figure without its noise. */
+function roundsOf(r: Row): Partial<Pick<NonNullable<DeviceWithHost['timing']>, 'bytes' | 'samples'>> {
+  if (r.rounds === null || r.rounds === undefined) return {};
+  const k = JSON.parse(s(r.rounds)) as { registeredMs: (number | null)[]; pageLockedMs: (number | null)[] };
+  const none = (): null[] => k.registeredMs.map(() => null);
+  return { ...(r.bytes !== null && r.bytes !== undefined ? { bytes: n(r.bytes) } : {}), samples: { registeredMs: k.registeredMs, pageLockedMs: k.pageLockedMs, stagedMs: none(), hostCopyMs: none() } };
+}
+
 /** The device as compare reads it, from its stored row and checks. */
 function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
   const verdict: { kind: string; refusal?: string; reason?: string } = { kind: s(r.vkind) };
@@ -294,18 +333,37 @@ function deviceOf(r: Row, checks: Row[]): DeviceWithHost {
     verdict,
     checks: checks.map((k) => ({ id: s(k.check_id), status: s(k.status), ...(k.detail !== null ? { observed: s(k.detail) } : {}) }) as CheckResult),
     host: { hostname: s(r.host), kernel: '', platform: '' },
-    ...(r.registered !== null
-      ? {
-          timing: {
-            registeredGBps: n(r.registered),
-            ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}),
-            ...(r.page_locked !== null && r.page_locked !== undefined ? { pageLockedGBps: n(r.page_locked) } : {}),
-            ...(r.pl_ratio !== null && r.pl_ratio !== undefined ? { pageLockedRatio: n(r.pl_ratio) } : {}),
-          },
-        }
-      : {}),
+    ...timingOf(r),
     ...machineOf(r),
   };
+  return d as unknown as DeviceWithHost;
+}
+
+/** The figures the store kept of a device, as its timing holds them (none where it has no registered figure). */
+function timingOf(r: Row): Partial<Pick<DeviceWithHost, 'timing'>> {
+  if (r.registered === null) return {};
+  const timing = {
+    registeredGBps: n(r.registered),
+    ...(r.staged !== null ? { stagedGBps: n(r.staged) } : {}),
+    ...(r.page_locked !== null && r.page_locked !== undefined ? { pageLockedGBps: n(r.page_locked) } : {}),
+    ...(r.pl_ratio !== null && r.pl_ratio !== undefined ? { pageLockedRatio: n(r.pl_ratio) } : {}),
+    ...roundsOf(r),
+  };
+  // the store keeps what compare judges of the figures, not the rest of a run's timing (its ratio, its rounds' count)
+  return { timing: timing as NonNullable<DeviceWithHost['timing']> };
+}
+
+/** The columns of a device that its figures' decision reads: what keys it (host, backend, PCI bus id, name), its figures, its rounds, its machine. */
+const FIGURE_COLUMNS = ['host', 'dkey', 'run', 'ord', 'backend', 'name', 'pci', 'registered', 'staged', 'page_locked', 'pl_ratio', 'busy', 'machine', 'bytes', 'rounds'] as const;
+const figureColumns = (alias: string): string => FIGURE_COLUMNS.map((col) => `${alias}.${col}`).join(', ');
+
+/**
+ * A device as the figures' decision reads it, from FIGURE_COLUMNS: its key, its figures with their rounds, and what
+ * its run saw of the machine (compare's bandwidthChange and registrationChange, and otherRuns's keys, read no more).
+ */
+function figureDevice(r: Row): DeviceWithHost {
+  const d = { backend: s(r.backend), name: s(r.name), pciBusId: r.pci === null ? null : s(r.pci), host: { hostname: s(r.host), kernel: '', platform: '' }, checks: [], ...timingOf(r), ...machineOf(r) };
+  // the rest of a device (its verdict, checks, driver) is never read of a run beside the one that counts
   return d as unknown as DeviceWithHost;
 }
 
@@ -316,6 +374,13 @@ async function summary(c: DuckDBConnection, side: 'old' | 'new', label: string):
   const table = side === 'old' ? 'old_run' : 'new_run';
   const head = (await rows(c, `SELECT count(*) AS hosts, min(started_at) AS "from", max(started_at) AS "to", (SELECT count(*) FROM side_dev WHERE side = '${side}') AS matched FROM ${table}`))[0]!;
   const drivers = await rows(c, `SELECT d.dname || ' ' || d.dver AS driver, count(*) AS devices FROM ${table} x JOIN side_dev sd ON sd.side = '${side}' AND sd.run = x.run JOIN devices d ON d.run = sd.run AND d.ord = sd.ord GROUP BY ALL ORDER BY devices DESC, driver`);
+  const [dev, more] = side === 'old' ? ['o_dev', 'o_more'] : ['n_dev', 'n_more'];
+  const runs = (
+    await rows(c, `SELECT count(*) AS devices, min(k) AS least, max(k) AS most, sum(k) AS runs, sum(k_rounds) AS with_rounds FROM (
+      SELECT 1 + coalesce(m.k, 0) AS k, CASE WHEN x.rounds IS NOT NULL THEN 1 ELSE 0 END + coalesce(m.k_rounds, 0) AS k_rounds FROM ${dev} x
+      LEFT JOIN (SELECT host, dkey, count(*) AS k, count(rounds) AS k_rounds FROM ${more} GROUP BY ALL) m ON m.host = x.host AND m.dkey = x.dkey
+      WHERE x.registered IS NOT NULL)`)
+  )[0]!;
   return {
     selector: label,
     matched: n(head.matched),
@@ -323,6 +388,7 @@ async function summary(c: DuckDBConnection, side: 'old' | 'new', label: string):
     devices: drivers.reduce((t, r) => t + n(r.devices), 0),
     drivers: drivers.map((r) => ({ driver: s(r.driver), devices: n(r.devices) })),
     ...(head.from !== null ? { from: s(head.from), to: s(head.to) } : {}),
+    ...(n(runs.devices) > 0 ? { figureRuns: { devices: n(runs.devices), least: n(runs.least), most: n(runs.most), runs: n(runs.runs), withRounds: n(runs.with_rounds) } } : {}),
   };
 }
 
@@ -346,9 +412,62 @@ async function pairDevices(c: DuckDBConnection, expCand: string, maxDrop: number
           OR (o.pl_ratio IS NULL) <> (n.pl_ratio IS NULL)
           OR (o.pl_ratio IS NOT NULL AND NOT (o.pl_ratio > 0 AND NOT ${exceedsRatio('n.pl_ratio')} AND NOT ${exceedsRatio('(2 * o.pl_ratio - n.pl_ratio)')}))
       END AS judged,
+      -- figures with their noise (rounds, or several runs on a side): decided by judgeFigures, not by the SQL
+      (o.run IS NOT NULL AND n.run IS NOT NULL AND o.registered IS NOT NULL AND n.registered IS NOT NULL
+        AND (o.rounds IS NOT NULL OR n.rounds IS NOT NULL
+          OR EXISTS (SELECT 1 FROM o_more m WHERE m.host = o.host AND m.dkey = o.dkey)
+          OR EXISTS (SELECT 1 FROM n_more m WHERE m.host = n.host AND m.dkey = n.dkey))) AS noise,
       CASE WHEN o.run IS NULL THEN 'new' ELSE 'unchanged' END AS kind,
       1 + CASE WHEN coalesce(o.registered, n.registered) IS NULL THEN 0 ELSE 1 END + CASE WHEN coalesce(o.pl_ratio, n.pl_ratio) IS NULL THEN 0 ELSE 1 END + coalesce(n.nchecks, 0) AS entries
     FROM o_dev o FULL OUTER JOIN n_dev n ON o.host = n.host AND o.dkey = n.dkey`);
+}
+
+/** A device's other runs, by "host/dkey": those of OLD's side (olds) and NEW's (news), in the store's rows. */
+type MoreRows = Map<string, { olds: Row[]; news: Row[] }>;
+
+/** The earlier runs (o_more, n_more) of the devices of the pairs `where` picks, by "host/dkey". */
+async function moreRows(c: DuckDBConnection, where: string): Promise<MoreRows> {
+  const out: MoreRows = new Map();
+  const list = await rows(c, `
+    SELECT 'old' AS side, ${figureColumns('m')} FROM o_more m WHERE (m.host, m.dkey) IN (SELECT p.host, o.dkey FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where})
+    UNION ALL BY NAME
+    SELECT 'new' AS side, ${figureColumns('m')} FROM n_more m WHERE (m.host, m.dkey) IN (SELECT p.host, x.dkey FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where})`);
+  for (const r of list) {
+    const key = `${s(r.host)}/${s(r.dkey)}`;
+    let e = out.get(key);
+    if (!e) out.set(key, (e = { olds: [], news: [] }));
+    e[r.side === 'old' ? 'olds' : 'news'].push(r);
+  }
+  return out;
+}
+
+/**
+ * The pairs whose figures carry their noise (`noise`: rounds, or several runs on a side) and that nothing else
+ * marked judged: their figures decided by compare's own bandwidthChange and registrationChange with the sides'
+ * other runs, a batch of hosts at a time; a pair whose figure is anything but unchanged is marked judged.
+ */
+async function judgeFigures(c: DuckDBConnection, maxDrop: number): Promise<void> {
+  const hosts = (await rows(c, `SELECT DISTINCT host FROM pairs WHERE noise AND NOT judged ORDER BY host`)).map((r) => s(r.host));
+  const marked: (string | number)[][] = [];
+  for (let at = 0; at < hosts.length; at += FIGURE_HOSTS) {
+    await tempTable(c, 'fig_host', ['host VARCHAR'], hosts.slice(at, at + FIGURE_HOSTS).map((h) => [h]));
+    const where = `p.noise AND NOT p.judged AND p.host IN (SELECT host FROM fig_host)`;
+    // each side's rows as the engine gives them (the figures exactly as judgedDevices reads them), paired by host and key
+    const olds = await rows(c, `SELECT ${figureColumns('o')} FROM pairs p JOIN o_dev o ON o.run = p.orun AND o.ord = p.oord WHERE ${where}`);
+    const news = new Map((await rows(c, `SELECT ${figureColumns('x')} FROM pairs p JOIN n_dev x ON x.run = p.nrun AND x.ord = p.nord WHERE ${where}`)).map((x) => [`${s(x.host)}/${s(x.dkey)}`, x]));
+    const more = await moreRows(c, where);
+    for (const r of olds) {
+      const key = `${s(r.host)}/${s(r.dkey)}`;
+      const m = more.get(key);
+      const runs: MoreRuns = { olds: (m?.olds ?? []).map(figureDevice), news: (m?.news ?? []).map(figureDevice) };
+      const o = figureDevice(r);
+      const x = figureDevice(news.get(key)!);
+      const changes = [bandwidthChange(o, x, maxDrop, runs), registrationChange(o, x, maxDrop, runs)];
+      if (changes.some((ch) => ch !== undefined && ch.kind !== 'unchanged')) marked.push([n(r.run), n(r.ord)]);
+    }
+  }
+  await tempTable(c, 'fig_judged', ['orun INTEGER', 'oord INTEGER'], marked);
+  await c.run(`UPDATE pairs SET judged = true WHERE (orun, oord) IN (SELECT orun, oord FROM fig_judged)`);
 }
 
 /** The judged pairs' devices, per host, each side in its run's order, with their checks (by "run/ord"). */
@@ -381,11 +500,19 @@ async function judgedRows(c: DuckDBConnection): Promise<{ byHost: Map<string, { 
 /** The judged pairs, per host in host order, judged by compare itself. */
 async function judgedDevices(c: DuckDBConnection, maxDrop: number, expectations: HistoryCompareOptions['expectations']): Promise<DeviceComparison[]> {
   const { byHost, checksOf } = await judgedRows(c);
+  const more = await moreRows(c, 'p.judged');
   const devices: DeviceComparison[] = [];
   for (const host of [...byHost.keys()].sort()) {
     const e = byHost.get(host)!;
     const build = (list: Row[]): DeviceWithHost[] => list.sort((a, b) => n(a.ord) - n(b.ord)).map((r) => deviceOf(r, checksOf.get(`${s(r.run)}/${s(r.ord)}`) ?? []));
-    const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(expectations ? { expectations } : {}) });
+    // each side's other runs of its devices, a run as a results file of its own (its figures alone: no check is read)
+    const otherRuns = (side: 'olds' | 'news'): RunResult[] => {
+      const byRun = new Map<string, Row[]>();
+      for (const r of e[side === 'olds' ? 'old' : 'new']) for (const x of more.get(`${host}/${s(r.dkey)}`)?.[side] ?? []) byRun.set(s(x.run), [...(byRun.get(s(x.run)) ?? []), x]);
+      return [...byRun.values()].map((list) => runOf(host, list.sort((a, b) => n(a.ord) - n(b.ord)).map(figureDevice)));
+    };
+    const moreRuns = { moreBaselines: otherRuns('olds'), moreCandidates: otherRuns('news') };
+    const cmp = compareResults(runOf(host, build(e.old)), runOf(host, build(e.new)), { maxDrop, ...(expectations ? { expectations } : {}), ...moreRuns });
     for (const d of cmp.devices) {
       // one side empty: compare matched without the host; the key names it all the same
       if (!cmp.matchedByHost) d.key = `${host}/${d.key}`;
@@ -412,9 +539,11 @@ async function hostFigures(c: DuckDBConnection): Promise<Pick<HistoryComparison,
 export async function compareSides(store: Store, old: Side, neu: Side, o: HistoryCompareOptions): Promise<HistoryComparison> {
   const { c } = store;
   const { maxDrop } = o;
-  await selectSides(c, old, neu, store.version);
+  const lastRuns = o.lastRuns ?? DEFAULT_LAST_RUNS;
+  await selectSides(c, old, neu, store.version, lastRuns);
   const expCand = await expectationCandidates(c, o.expectations);
   await pairDevices(c, expCand, maxDrop);
+  await judgeFigures(c, maxDrop);
   const rest = await rows(c, `SELECT kind, sum(entries) AS entries FROM pairs WHERE NOT judged GROUP BY kind`);
   const devices = await judgedDevices(c, maxDrop, o.expectations);
   const counts = totalCounts(devices);
@@ -432,12 +561,13 @@ export async function compareSides(store: Store, old: Side, neu: Side, o: Histor
     notCompared,
     gpusGone,
     maxDrop,
+    lastRuns,
     ...(o.expectations ? { expectations: o.expectations.file } : {}),
     devices,
     counts,
     ...(populations.length ? { populations } : {}),
   };
-  for (const t of ['sel_host', 'sel_combo', 'side_dev', 'old_run', 'old_backends', 'new_run', 'o_dev', 'n_dev', 'pairs', 'exp_entry', 'exp_combo', 'exp_host', 'exp_check', 'exp_cand']) await c.run(`DROP TABLE IF EXISTS temp.${t}`);
+  for (const t of ['sel_host', 'sel_combo', 'side_dev', 'old_run', 'old_backends', 'new_run', 'o_dev', 'n_dev', 'o_more', 'n_more', 'fig_host', 'fig_judged', 'pairs', 'exp_entry', 'exp_combo', 'exp_host', 'exp_check', 'exp_cand']) await c.run(`DROP TABLE IF EXISTS temp.${t}`);
   return result;
 }
 
@@ -464,6 +594,7 @@ export function historyJson(h: HistoryComparison): string {
       notCompared: h.notCompared,
       gpusGone: h.gpusGone,
       maxDrop: h.maxDrop,
+      lastRuns: h.lastRuns,
       ...(h.expectations ? { expectations: h.expectations } : {}),
       counts: h.counts,
       ...(h.populations ? { populations: h.populations } : {}),

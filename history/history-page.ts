@@ -238,7 +238,7 @@ function regressedList(h: HistoryComparison): string {
 }
 
 /** The page. */
-export async function historyReport(store: Store, o: { maxDrop: number; expectations?: Expectations }): Promise<string> {
+export async function historyReport(store: Store, o: { maxDrop: number; lastRuns?: number; expectations?: Expectations }): Promise<string> {
   const stats = await driverStats(store, o);
   const totals = (await rows(store.c, `SELECT (SELECT count(*) FROM runs) AS runs, (SELECT count(DISTINCT host) FROM runs) AS hosts, (SELECT count(*) FROM devices) AS devices, (SELECT count(*) FROM devices WHERE backend NOT IN (${GPU_BACKENDS.map((b) => `'${b}'`).join(', ')})) AS others`))[0]!;
   const title = 'mapped-reg-conformance: the fleet across driver versions';

@@ -11,7 +11,8 @@
 // any check, the page-locked GB/s and registered / page-locked, what its process saw of the machine (busy, why,
 // the waits) and a link trained below its maximum (version 2 of the store: what compare needs to tell a slower
 // driver from a busy machine), and a digest of its checks' statuses (so that two runs of a device whose checks did not change are
-// told apart without reading them). Per check: id, status, and, for a status other than pass and skip, what it
+// told apart without reading them), and the rounds of the pair (registered and page-locked copies, as taken, and
+// their size: version 3), so that `history compare` judges a figure with its noise as `compare` does. Per check: id, status, and, for a status other than pass and skip, what it
 // observed (the text compare shows for a regression). Not stored: logs, check data, expected texts, titles,
 // durations, attributes, scratch, options.
 //
@@ -27,11 +28,14 @@ import { fileKind, InputError, inputName, parseResults, readInput } from '../res
 import { MATRIX_FILE } from '../results/runtime-matrix.js';
 import { FAILING } from '../results/status.js';
 import type { DeviceWithHost, RunResult } from '../results/types.js';
-import { DEVICE_COLUMNS_2 } from './columns.js';
+import { ADDED_COLUMNS, DEVICE_COLUMNS_2, DEVICE_COLUMNS_3 } from './columns.js';
 
 export const STORE_FORMAT = 'mapped-reg-conformance history';
-/** 2: the control copy and the look at the machine (columns page_locked, pl_ratio, busy, machine); 1 is read as 2 without them, and upgraded by an add. */
-export const STORE_VERSION = 2;
+/**
+ * 2: the control copy and the look at the machine (columns page_locked, pl_ratio, busy, machine); 3: the rounds of
+ * the pair (bytes, rounds). 1 and 2 are read as 3 without the columns they lack (NULL), and upgraded by an add.
+ */
+export const STORE_VERSION = 3;
 
 /** The engine's memory limit and threads: a fleet's add stays within this, whatever its size. */
 export const MEMORY_LIMIT = '1GB';
@@ -45,7 +49,7 @@ const SCHEMA = [
      tool VARCHAR, incomplete BOOLEAN, gate VARCHAR, init_error VARCHAR, source VARCHAR, added_at VARCHAR, devices INTEGER)`,
   `CREATE TABLE devices(run INTEGER, ord SMALLINT, dkey VARCHAR, id VARCHAR, backend VARCHAR, name VARCHAR, pci VARCHAR, dname VARCHAR, dver VARCHAR,
      vkind VARCHAR, vref VARCHAR, vreason VARCHAR, vlabel VARCHAR, registered DOUBLE, staged DOUBLE, incomplete BOOLEAN, errors INTEGER,
-     nchecks SMALLINT, sig VARCHAR, failing BOOLEAN, has_error BOOLEAN, dup_checks BOOLEAN, ${DEVICE_COLUMNS_2.join(', ')})`,
+     nchecks SMALLINT, sig VARCHAR, failing BOOLEAN, has_error BOOLEAN, dup_checks BOOLEAN, ${[...DEVICE_COLUMNS_2, ...DEVICE_COLUMNS_3].join(', ')})`,
   `CREATE TABLE checks(run INTEGER, ord SMALLINT, pos SMALLINT, check_id VARCHAR, status VARCHAR, detail VARCHAR)`,
 ];
 const TABLES = ['runs', 'devices', 'checks'] as const;
@@ -89,8 +93,8 @@ async function makeSchema(c: DuckDBConnection, have: string[] = []): Promise<voi
   await c.run('BEGIN TRANSACTION');
   try {
     for (const [i, t] of TABLE_NAMES.entries()) if (!have.includes(t)) await c.run(SCHEMA[i]!);
-    // a half-made store of version 1 has its devices table without the columns of 2
-    if (have.includes('devices')) for (const col of DEVICE_COLUMNS_2) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
+    // a half-made store of version 1 or 2 has its devices table without the columns added since
+    if (have.includes('devices')) for (const col of [...DEVICE_COLUMNS_2, ...DEVICE_COLUMNS_3]) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
     await c.run(`INSERT INTO meta VALUES ('format', ${sqlString(STORE_FORMAT)}), ('version', '${STORE_VERSION}')`);
     await c.run('COMMIT');
   } catch (e) {
@@ -197,14 +201,14 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
     }
     if (meta.get('format') !== STORE_FORMAT) throw new InputError(`${file}: ${notStore} (format ${JSON.stringify(meta.get('format') ?? null)})`);
     const version = meta.get('version');
-    if (version === '1') {
-      store.version = 1;
+    if (version === '1' || version === '2') {
+      store.version = Number(version);
       // an add upgrades it, in one transaction: the new columns, NULL for the devices already there
-      if (mode === 'write') await upgradeTo2(c);
-      if (mode === 'write') store.version = 2;
+      if (mode === 'write') await upgrade(c, store.version);
+      if (mode === 'write') store.version = STORE_VERSION;
       return store;
     }
-    if (version !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${version} (this version of mapped-reg-conformance reads versions 1 and ${STORE_VERSION})`);
+    if (version !== String(STORE_VERSION)) throw new InputError(`${file}: history store version ${version} (this version of mapped-reg-conformance reads versions 1 to ${STORE_VERSION})`);
     return store;
   } catch (e) {
     store.close();
@@ -212,12 +216,15 @@ export async function openStore(file: string, mode: 'write' | 'read'): Promise<S
   }
 }
 
-/** A store of version 1 made one of 2: the columns of 2 added to `devices` (NULL for what is there), and its version. */
-async function upgradeTo2(c: DuckDBConnection): Promise<void> {
+/**
+ * A store of an older version made one of STORE_VERSION: the columns added since `from` added to `devices` (NULL for
+ * what is there: its devices stay figures without their rounds), and its version.
+ */
+async function upgrade(c: DuckDBConnection, from: number): Promise<void> {
   await c.run('BEGIN TRANSACTION');
   try {
-    for (const col of DEVICE_COLUMNS_2) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
-    await c.run(`UPDATE meta SET value = '2' WHERE key = 'version'`);
+    for (let v = from + 1; v <= STORE_VERSION; v++) for (const col of ADDED_COLUMNS[v] ?? []) await c.run(`ALTER TABLE devices ADD COLUMN IF NOT EXISTS ${col}`);
+    await c.run(`UPDATE meta SET value = '${STORE_VERSION}' WHERE key = 'version'`);
     await c.run('COMMIT');
   } catch (e) {
     await c.run('ROLLBACK').catch(() => undefined);
@@ -241,6 +248,16 @@ function machineOf(d: DeviceWithHost): string | null {
   const link = d.link?.downtrained ? { downtrained: true, ...(d.link.text ? { text: d.link.text } : {}) } : undefined;
   if (!l && !link) return null;
   return JSON.stringify({ ...(l ? { why: l.why, attempts: l.attempts, waitedForQuietMs: l.waitedForQuietMs, quietWaitS: l.quietWaitS } : {}), ...(link ? { link } : {}) });
+}
+
+/**
+ * The rounds of the pair the decision judges a figure by (registered and page-locked ms, as taken, JSON), or null
+ * for a device of a file of schemaVersion 1 or 2 (a figure without its noise). The staged and host copies are not
+ * kept: no decision takes them.
+ */
+function roundsOf(d: DeviceWithHost): string | null {
+  const s = d.timing?.samples;
+  return s ? JSON.stringify({ registeredMs: s.registeredMs, pageLockedMs: s.pageLockedMs }) : null;
 }
 
 /** The files named on the command line: a file as given, a folder's *.json files, recursively, in name order. */
@@ -480,6 +497,8 @@ function appendDevice(a: DuckDBAppender, id: number, ord: number, dkey: string, 
   if (d.load) a.appendBoolean(d.load.busy);
   else a.appendNull();
   str(a, machineOf(d));
+  num(a, d.timing?.samples ? d.timing.bytes : null);
+  str(a, roundsOf(d));
   a.endRow();
 }
 

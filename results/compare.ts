@@ -112,6 +112,8 @@ export interface CompareOptions {
    * (and their spread between runs) to the decision on registered / page-locked and the registered GB/s.
    */
   moreBaselines?: readonly RunResult[];
+  /** More runs of NEW's side beyond NEW itself (the history store's earlier runs of the same driver), matched alike. */
+  moreCandidates?: readonly RunResult[];
 }
 
 /** The other runs of each side of one device, for the figures' decision: beyond OLD's and NEW's own. */
@@ -500,9 +502,12 @@ export function compareResults(old: RunResult | undefined, neu: RunResult, optio
     return false;
   });
   const othersOf = otherRuns(options.moreBaselines, matchedByHost);
+  const newsOf = otherRuns(options.moreCandidates, matchedByHost);
   const devices = ps.map(([key, p]) => {
     const olds = othersOf(key);
-    return compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined, olds.length ? { olds } : undefined);
+    const news = newsOf(key);
+    const more = olds.length || news.length ? { ...(olds.length ? { olds } : {}), ...(news.length ? { news } : {}) } : undefined;
+    return compareDevice(key, p, { ...(p.old && old ? { old: p.old.host?.hostname ?? old.host.hostname } : {}), ...(p.new ? { new: p.new.host?.hostname ?? neu.host.hostname } : {}) }, matchedByHost, { ...options, maxDrop }, old !== undefined, more);
   });
   return {
     ...(old ? { old: fileSummary(old) } : {}),

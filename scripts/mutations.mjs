@@ -114,6 +114,7 @@ const historyStore = 'history/store.ts';
 const ATTRIBUTION = ['test/attribution.test.ts'];
 const MACHINE = ['test/machine-check.test.ts'];
 const HISTORY_SIDES = ['test/history-sides.test.ts'];
+const HISTORY_NOISE = ['test/history-noise.test.ts'];
 const timingLock = 'bindings/timing-lock.ts';
 const orchestrate = 'cli/orchestrate.ts';
 const smallFile = 'bindings/small-file.ts';
@@ -322,7 +323,7 @@ const mutations = [
   ["history: a new device's host error is not judged", 'history: prefilter', historyCompare, edits(['WHEN o.run IS NULL THEN n.failing OR n.has_error OR n.dup_checks', 'WHEN o.run IS NULL THEN n.failing OR n.dup_checks']), HISTORY_SIDES],
   ["history report: the host's devices counted as regressed", 'history: report', historyPage, edits(["const driver = failing.filter((f) => f.change.kind !== 'error');", 'const driver = failing;']), HISTORY_SIDES],
   ['history compare says REGRESSION where only the host failed', 'history: compare', historyCommands, edits(["populationRegressed && outcomeWord(h.counts) === 'no regression' ? 'REGRESSION (a population shift)' : outcomeWord(h.counts)}", "populationRegressed && outcomeWord(h.counts) === 'no regression' ? 'REGRESSION (a population shift)' : historyHasRegression(h) ? 'REGRESSION' : 'no regression'}"]), HISTORY_SIDES],
-  ['history: a store of version 1 read as 2', 'history: store versions', historyStore, edits(["    if (version === '1') {", "    if (version === 'one') {"]), HISTORY_SIDES],
+  ['history: a store of version 1 read as 2', 'history: store versions', historyStore, edits(["    if (version === '1' || version === '2') {", "    if (version === 'one' || version === '2') {"]), HISTORY_SIDES],
   // ---- nothing blocks the event loop; what the run writes it can read back; the machine's lines capped (issue 30)
   ['io: a small file opened blocking', 'io: machine reads never block', smallFile, edits(['fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY', 'fsConstants.O_RDONLY | fsConstants.O_NOCTTY']), MACHINE_READS],
   ['io: a named pipe read as a small file', 'io: machine reads never block', smallFile, edits(['    if (!st.isFile()) return st.isDirectory()', '    if (st.isDirectory()) return st.isDirectory()']), MACHINE_READS],
@@ -413,6 +414,17 @@ const mutations = [
   ['noise: too noisy told as the driver', 'noise: attribution', compareRules, edits(["return ch.decision?.outcome === 'too-noisy' ? 'noisy' : 'busy';", "return ch.decision?.outcome === 'too-noisy' ? 'registration' : 'busy';"]), DECISION],
   ['noise: no extra rounds of the pair', 'noise: adaptive rounds', measure, edits(['    most: ADAPTIVE_MOST_FACTOR * runs,', '    most: 0,']), DECISION],
   ['noise: the rounds not kept in the results', 'noise: samples kept', 'cli/assemble.ts', edits(['      ...(t.samples ? { samples: t.samples } : {}),\n', '']), GATE_NOISE],
+  // history compare: each device's last runs of its driver, with their rounds (history/fleet-compare.ts, history/store.ts)
+  ['noise: history keeps no rounds', 'noise: history', historyStore, edits(['  str(a, roundsOf(d));', '  str(a, null);']), HISTORY_NOISE],
+  ['noise: history upgrades a store of 2 without the rounds', 'noise: history', historyStore, edits(['for (let v = from + 1; v <= STORE_VERSION; v++)', 'for (let v = from + 1; v < STORE_VERSION; v++)']), HISTORY_NOISE],
+  ['noise: history reads the rounds kept as none', 'noise: history', historyCompare, edits(['  if (r.rounds === null || r.rounds === undefined) return {};', '  if (r.rounds !== 0) return {};']), HISTORY_NOISE],
+  ['noise: history takes one run more than --last-runs', 'noise: history', historyCompare, edits(['sd.run DESC) < ${lastRuns}`);', 'sd.run DESC) <= ${lastRuns}`);']), HISTORY_NOISE],
+  ["noise: history's baseline of another driver too", 'noise: history', historyCompare, edits([' AND d.dkey = x.dkey AND d.dname = x.dname AND d.dver = x.dver', ' AND d.dkey = x.dkey']), HISTORY_NOISE],
+  ['noise: history compare ignores --last-runs', 'noise: history', options, edits(["  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, lastRuns: a.lastRuns ?? DEFAULT_LAST_RUNS,", "  return Object.freeze({ db: a.db, old: a.old, new: a.new, json: a.json, lastRuns: DEFAULT_LAST_RUNS,"]), HISTORY_NOISE],
+  ['noise: history judges one run a side', 'noise: history', historyCompare, edits(['    const moreRuns = { moreBaselines: otherRuns(\'olds\'), moreCandidates: otherRuns(\'news\') };', '    const moreRuns = {};']), HISTORY_NOISE],
+  ["noise: history ignores the new side's other runs", 'noise: history', compareRules, edits(['  const newsOf = otherRuns(options.moreCandidates, matchedByHost);', '  const newsOf = otherRuns(undefined, matchedByHost);']), HISTORY_NOISE],
+  ['noise: history decides figures with their noise only in the SQL', 'noise: history', historyCompare, edits(['  await judgeFigures(c, maxDrop);\n', '']), HISTORY_NOISE],
+  ['noise: history marks a too-noisy figure unchanged', 'noise: history', historyCompare, edits(["if (changes.some((ch) => ch !== undefined && ch.kind !== 'unchanged'))", "if (changes.some((ch) => ch !== undefined && ch.kind === 'regression'))"]), HISTORY_NOISE],
   ['noise: a population of any size', 'noise: the fleet', historyCompare, edits(['    if (g.drops.length < POPULATION_MIN) continue;', '    if (g.drops.length < 1) continue;']), ['test/population.test.ts']],
   ["noise: the double's noise never applied", "noise: the double", 'test/double/common.c', edits(['  if (!n->on) return 1.0;', '  if (n->on) return 1.0;']), DOUBLE_RATES],
   // ---- the reference checks (issue 36): the copies (suites/hazards/reference-copies.ts, docs/reference-checks.md)

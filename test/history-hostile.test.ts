@@ -219,7 +219,7 @@ describe('the store is made atomically; a half-made one of an older version is c
     expect(add.stdout).toMatch(/: 1 run of 1 host, 1 device/);
     expect(await duck(db, (run) => run(`SELECT key, value FROM meta ORDER BY key`))).toEqual([
       ['format', 'mapped-reg-conformance history'],
-      ['version', '2'],
+      ['version', '3'],
     ]);
   });
 

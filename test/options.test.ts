@@ -56,6 +56,8 @@ describe('numbers as people write them', () => {
     ['compare --max-drop', COMPARE_COMMAND_OPTIONS['max-drop']],
     ['history compare --max-drop', HISTORY_COMPARE_OPTIONS['max-drop']],
     ['history report --max-drop', HISTORY_REPORT_OPTIONS['max-drop']],
+    ['history compare --last-runs', HISTORY_COMPARE_OPTIONS['last-runs']],
+    ['history report --last-runs', HISTORY_REPORT_OPTIONS['last-runs']],
   ];
 
   it('every numeric option of every command is read so: empty, blank, hex, infinite and absurd values refused', () => {
