@@ -21,6 +21,9 @@ export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
 // thread of its own and while the command decides.
 const loadVitest = (): Promise<typeof import('vitest/node')> => import('vitest/node');
 
+/** A device whose driver registers host memory (CUDA, HIP): its checks run in Vitest; the others' without (suites/without-vitest.ts). */
+const registers = (device: string): boolean => isGpuDriver({ backend: device.split(':')[0] as Backend });
+
 /** The first line the command writes on our stdin ('' when it closes it first). */
 function commandSays(): Promise<string> {
   return new Promise((resolve) => {
@@ -59,8 +62,10 @@ const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
 const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
-const vitestModule = loadVitest();
-vitestModule.catch(() => {}); // awaited below, unless the process ends first
+// a runner that can only get devices that never register (the OpenCL, Vulkan and CPU group's) never loads Vitest
+const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
+const vitestModule = mayRegister ? loadVitest() : undefined;
+vitestModule?.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -92,6 +97,13 @@ if (devices.some((d) => d.forceHang === '@runner')) blockForever();
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
 if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
 
+// Devices that never register: their checks without Vitest, the same checks, events and results as in it
+if (!devices.some((d) => registers(d.device))) {
+  const [{ runWithoutVitest }, { deviceContext }] = await Promise.all([import('../suites/without-vitest.js'), import('../suites/context.js')]);
+  await runWithoutVitest(devices, SUITE_ORDER, deviceContext);
+  exit(0);
+}
+
 // The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 // The GPU's management library (NVML, AMD SMI), which the probe looks at the machine through, is loaded here too:
@@ -107,7 +119,7 @@ for (const d of devices) {
   }
 }
 
-const { BaseSequencer, startVitest } = await vitestModule;
+const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
 
 class SuiteOrder extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
