@@ -33,7 +33,7 @@ export class EventsReporter implements Reporter {
     }
     this.write({
       type: 'result',
-      // the suite each device's checks are in is named by the device's id (suites/check.ts)
+      // the suite each device's checks are in is named by the device's id (suites/define-checks.ts)
       device: test.parent.type === 'suite' ? test.parent.name : '',
       id: test.name,
       suite: planned.suite,
