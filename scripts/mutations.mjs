@@ -140,6 +140,8 @@ const refNegatives = 'suites/hazards/reference-negatives.ts';
 const lockedMemoryFile = 'bindings/locked-memory.ts';
 const cudaBinding = 'bindings/cuda.ts';
 const REFERENCE = ['test/reference-negatives.test.ts'];
+const withoutVitest = 'suites/without-vitest.ts';
+const WITHOUT_VITEST = ['test/without-vitest.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -405,6 +407,11 @@ const mutations = [
   ['reference: every GPU at once copies to its own device only', 'reference machinery', refCopies, edits(['          const all = [ops, ...others];', '          const all = [ops];']), REFERENCE_COPIES],
   ['reference: wrong bytes on one of several GPUs pass', 'reference judgement', refCopies, edits(['        const wrong = copies.filter((c) => c.diff !== -1);', '        const wrong = copies.filter((c) => c.diff === null);']), REFERENCE_COPIES],
   ['reference: the pointer query asks another attribute than DEVICE_POINTER', 'reference binding', cudaBinding, edits(['const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;', 'const CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 2;']), REFERENCE_COPIES],
+  // ---- the devices that never register, checked without Vitest (issue 32: suites/without-vitest.ts)
+  ['without Vitest: device by device instead of suite by suite', 'no Vitest: the same order', withoutVitest, edits(['  for (const suite of suiteOrder) {\n    for (const options of devices) {', '  for (const options of devices) {\n    for (const suite of suiteOrder) {']), WITHOUT_VITEST],
+  ['without Vitest: a check an earlier process reported run again', 'no Vitest: the same checks', withoutVitest, edits(['        if (!options.skip.includes(check.id)) runCheck(check, options, context);', '        runCheck(check, options, context);']), WITHOUT_VITEST],
+  ['without Vitest: no end of the run', 'no Vitest: the same events', withoutVitest, edits(["  writeEvent({ type: 'end', durationMs: performance.now() - started });\n", '']), WITHOUT_VITEST],
+  ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and
