@@ -1,25 +1,25 @@
 // The conformance run of one device, or of several that never register, in a process of its own: the suites
-// (dist/suites/*.suite.js) through Vitest's Node API, with the options in MAPPED_REG_SUITE_OPTIONS. What it reads
-// and writes (its events on file descriptor 3, the command's answer) is suites/protocol.ts's. The command
-// (cli/orchestrate.ts) starts these, and another for the checks left when one dies.
+// (dist/suites/*.suite.js) through Vitest's Node API (devices that never register: without Vitest,
+// suites/without-vitest.ts), with the options in MAPPED_REG_SUITE_OPTIONS. What it reads and writes (its events on
+// file descriptor 3, the command's answer) is suites/protocol.ts's. The command (cli/orchestrate.ts) starts these,
+// and another for the checks left when one dies.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TestSpecification } from 'vitest/node';
+import type { TestSpecification, Vitest } from 'vitest/node';
 import { type Backend, isGpuDriver } from '../bindings/discovery.js';
 import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
+import { type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
 
-// Vitest is imported as soon as the process starts: a discovering runner loads it while its discovery runs on a
-// thread of its own and while the command decides.
-const loadVitest = (): Promise<typeof import('vitest/node')> => import('vitest/node');
+/** Every check of a device's run (suites/plan.ts), for the command before the first check. */
+const readPlan = async (): Promise<PlannedCheck[]> => (await import('../suites/plan.js')).checkPlan();
 
 /** A device whose driver registers host memory (CUDA, HIP): its checks run in Vitest; the others' without (suites/without-vitest.ts). */
 const registers = (device: string): boolean => isGpuDriver({ backend: device.split(':')[0] as Backend });
@@ -49,6 +49,56 @@ const exit: (code: number) => never = process.exit.bind(process);
 
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
+
+/**
+ * A Vitest run of the suites, made before this process knows its devices (given with `provide` before it starts):
+ * Vitest loaded, the plan read and Vitest's instance created (its configuration, Vite's server), as soon as the
+ * process starts: a discovering runner does it while its discovery runs on a thread of its own and while the
+ * command decides, so that after the command's answer only the run itself is left (some 0.1 s of CPU on 2 cores).
+ */
+async function readyRun(planned: Promise<PlannedCheck[]>): Promise<Vitest> {
+  const [{ BaseSequencer, createVitest }, plan] = await Promise.all([import('vitest/node'), planned]);
+  class SuiteOrder extends BaseSequencer {
+    override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+      const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
+      return [...files].sort((a, b) => rank(a) - rank(b));
+    }
+  }
+  return createVitest(
+    'test',
+    {
+      root: dist,
+      config: false,
+      dir: join(dist, 'suites'),
+      include: ['**/*.suite.js'],
+      // the package may live under node_modules (npx): nothing of ours is excluded
+      exclude: [],
+      watch: false,
+      // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
+      // its signal, which the command sees; checks share the device and the probe's report (no isolation between
+      // suite files)
+      pool: inProcessPool,
+      maxWorkers: 1,
+      fileParallelism: false,
+      isolate: false,
+      // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
+      cache: false,
+      // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
+      testTimeout: 0,
+      hookTimeout: 0,
+      reporters: [new EventsReporter(plan)],
+      sequence: { sequencer: SuiteOrder },
+      // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
+      // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and
+      // its start some 0.5 s on 2 cores.
+      server: { deps: { external: [new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`)] } },
+    },
+    // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
+    // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
+    { logLevel: 'error', clearScreen: false },
+  );
+}
+
 const raw = process.env[RUNNER_OPTIONS_ENV];
 if (!raw) {
   process.stderr.write(`device-runner: ${RUNNER_OPTIONS_ENV} is not set (this process is started by mapped-reg-conformance)\n`);
@@ -64,8 +114,10 @@ const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
 // a runner that can only get devices that never register (the OpenCL, Vulkan and CPU group's) never loads Vitest
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
-const vitestModule = mayRegister ? loadVitest() : undefined;
-vitestModule?.catch(() => {}); // awaited below, unless the process ends first
+// the plan is read, and Vitest made ready, while discovery runs (below) and the command decides
+const planned = readPlan();
+const ready = mayRegister ? readyRun(planned) : undefined;
+for (const p of [planned, ready]) p?.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -90,7 +142,7 @@ if (spec.discover) {
   if (devices.length === 0) process.exit(0);
 }
 // the checks of each device, for the command, before the first one starts
-const plan = await (await import('../suites/plan.js')).checkPlan();
+const plan = await planned;
 writeEvent({ type: 'plan', checks: plan });
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (devices.some((d) => d.forceHang === '@runner')) blockForever();
@@ -119,49 +171,12 @@ for (const d of devices) {
   }
 }
 
-const { BaseSequencer, startVitest } = await (vitestModule ?? loadVitest());
-
-class SuiteOrder extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
-    return [...files].sort((a, b) => rank(a) - rank(b));
-  }
+// the devices, known now, given to the suites (suites/define-checks.ts inject), and the run
+const vitest = await (ready ?? readyRun(planned));
+vitest.provide('mappedReg', devices);
+try {
+  await vitest.start([]);
+} finally {
+  await vitest.close();
 }
-
-const vitest = await startVitest(
-  'test',
-  [],
-  {
-    root: dist,
-    config: false,
-    dir: join(dist, 'suites'),
-    include: ['**/*.suite.js'],
-    // the package may live under node_modules (npx): nothing of ours is excluded
-    exclude: [],
-    watch: false,
-    // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
-    // its signal, which the command sees; checks share the device and the probe's report (no isolation between
-    // suite files)
-    pool: inProcessPool,
-    maxWorkers: 1,
-    fileParallelism: false,
-    isolate: false,
-    // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
-    cache: false,
-    // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
-    testTimeout: 0,
-    hookTimeout: 0,
-    provide: { mappedReg: devices },
-    reporters: [new EventsReporter(plan)],
-    sequence: { sequencer: SuiteOrder },
-    // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
-    // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and
-    // its start some 0.5 s on 2 cores.
-    server: { deps: { external: [new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`)] } },
-  },
-  // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
-  // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
-  { logLevel: 'error', clearScreen: false },
-);
-await vitest.close();
 exit(0);
