@@ -6,7 +6,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification, Vitest } from 'vitest/node';
-import { type Backend, isGpuDriver } from '../bindings/discovery.js';
+import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
@@ -132,9 +132,10 @@ if (spec.discover) {
     process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
   }
   // Vitest loads on this thread while the driver starts on another (cli/discovery-thread.ts): a process that
-  // finds nothing to offer exits at once, its load cut short
+  // finds nothing to offer exits at once, its load cut short. A runner that loads no Vitest discovers on this
+  // thread: a thread of its own would only add its start (a Node.js environment, the bindings loaded again).
   const t0 = performance.now();
-  const found = await discoverOnThread(selection.backends);
+  const found = mayRegister ? await discoverOnThread(selection.backends) : plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
