@@ -52,12 +52,13 @@ const dist = resolve(here, '..');
 
 /**
  * A Vitest run of the suites, made before this process knows its devices (given with `provide` before it starts):
- * Vitest loaded, the plan read and Vitest's instance created (its configuration, Vite's server), as soon as the
+ * Vitest loaded (both sides), the plan read and Vitest's instance created (its configuration, Vite's server), as soon as the
  * process starts: a discovering runner does it while its discovery runs on a thread of its own and while the
  * command decides, so that after the command's answer only the run itself is left (some 0.1 s of CPU on 2 cores).
  */
 async function readyRun(planned: Promise<PlannedCheck[]>): Promise<Vitest> {
-  const [{ BaseSequencer, createVitest }, plan] = await Promise.all([import('vitest/node'), planned]);
+  // vitest/worker: the side of Vitest that runs the test files, which cli/in-process-pool.ts starts in this thread
+  const [{ BaseSequencer, createVitest }, plan] = await Promise.all([import('vitest/node'), planned, import('vitest/worker')]);
   class SuiteOrder extends BaseSequencer {
     override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
       const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
