@@ -411,6 +411,7 @@ const mutations = [
   ['without Vitest: device by device instead of suite by suite', 'no Vitest: the same order', withoutVitest, edits(['  for (const suite of suiteOrder) {\n    for (const options of devices) {', '  for (const options of devices) {\n    for (const suite of suiteOrder) {']), WITHOUT_VITEST],
   ['without Vitest: a check an earlier process reported run again', 'no Vitest: the same checks', withoutVitest, edits(['        if (!options.skip.includes(check.id)) runCheck(check, options, context);', '        runCheck(check, options, context);']), WITHOUT_VITEST],
   ['without Vitest: no end of the run', 'no Vitest: the same events', withoutVitest, edits(["  writeEvent({ type: 'end', durationMs: performance.now() - started });\n", '']), WITHOUT_VITEST],
+  ["without Vitest: the GPU runner's Vitest run never given its devices", 'runner: provided after the answer', deviceRunner, edits(["vitest.provide('mappedReg', devices);\n", '']), WITHOUT_VITEST],
   ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
 ];
 const dry = process.argv.includes('--dry');
