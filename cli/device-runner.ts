@@ -65,6 +65,10 @@ async function readyRun(planned: Promise<PlannedCheck[]>): Promise<Vitest> {
       return [...files].sort((a, b) => rank(a) - rank(b));
     }
   }
+  // what Vitest's startVitest sets before it makes its instance (the checks' process and their children saw it so)
+  process.env.TEST = 'true';
+  process.env.VITEST = 'true';
+  process.env.NODE_ENV ??= 'test';
   return createVitest(
     'test',
     {
