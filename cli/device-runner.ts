@@ -11,7 +11,7 @@ import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
+import { OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 
@@ -24,23 +24,45 @@ const readPlan = async (): Promise<PlannedCheck[]> => (await import('../suites/p
 /** A device whose driver registers host memory (CUDA, HIP): its checks run in Vitest; the others' without (suites/without-vitest.ts). */
 const registers = (device: string): boolean => isGpuDriver({ backend: device.split(':')[0] as Backend });
 
-/** The first line the command writes on our stdin ('' when it closes it first). */
-function commandSays(): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = (): void => {
-      process.stdin.destroy();
-      resolve(text.split('\n')[0]!.trim());
-    };
+/**
+ * The next line the command writes on our stdin ('' once it closes it): a spare runner's options
+ * (cli/spare-runner.ts), then a discovering runner's answer. Once the answer is read, stdin is let go.
+ */
+const commandSays: () => Promise<string> = (() => {
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let text = '';
+  let closed = false;
+  let listening = false;
+  const flush = (): void => {
+    while (waiting.length > 0 && (lines.length > 0 || closed)) waiting.shift()!(lines.shift() ?? '');
+  };
+  const listen = (): void => {
+    listening = true;
     process.stdin.setEncoding('utf8');
     process.stdin.on('data', (chunk: string) => {
       text += chunk;
-      if (text.includes('\n')) done();
+      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n')) {
+        lines.push(text.slice(0, i).trim());
+        text = text.slice(i + 1);
+      }
+      flush();
     });
-    process.stdin.on('end', done);
-    process.stdin.on('error', done);
-  });
-}
+    const end = (): void => {
+      closed = true;
+      flush();
+    };
+    process.stdin.on('end', end);
+    process.stdin.on('error', end);
+  };
+  return () => {
+    if (!listening) listen();
+    return new Promise<string>((resolve) => {
+      waiting.push(resolve);
+      flush();
+    });
+  };
+})();
 
 // Vitest's worker side (cli/in-process-pool.ts, in this thread) replaces process.exit with one that throws
 // ("process.exit unexpectedly called"), and does not put it back: the runner's own end keeps the real one, else its
@@ -115,14 +137,19 @@ if (!raw) {
 setParentDeathSignal(9);
 const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
-const spec = decodeRunnerOptions(raw);
+// the plan is read, and Vitest made ready (below), while discovery runs and the command decides; a spare runner
+// reads the plan while it waits for its options
+const planned = readPlan();
+planned.catch(() => {}); // awaited below, unless the process ends first
+// a spare runner (cli/spare-runner.ts): its options come on stdin, once the command knows them (none: it is not used)
+const options = raw === OPTIONS_ON_STDIN ? await commandSays() : raw;
+if (!options) exit(0);
+const spec = decodeRunnerOptions(options);
 let devices = spec.devices;
 // a runner that can only get devices that never register (the OpenCL, Vulkan and CPU group's) never loads Vitest
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
-// the plan is read, and Vitest made ready, while discovery runs (below) and the command decides
-const planned = readPlan();
 const ready = mayRegister ? readyRun(planned) : undefined;
-for (const p of [planned, ready]) p?.catch(() => {}); // awaited below, unless the process ends first
+ready?.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -145,6 +172,7 @@ if (spec.discover) {
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
   devices = readAnswer(await commandSays());
+  process.stdin.destroy();
   if (devices.length === 0) process.exit(0);
 }
 // the checks of each device, for the command, before the first one starts
