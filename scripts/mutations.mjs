@@ -142,6 +142,7 @@ const cudaBinding = 'bindings/cuda.ts';
 const REFERENCE = ['test/reference-negatives.test.ts'];
 const withoutVitest = 'suites/without-vitest.ts';
 const WITHOUT_VITEST = ['test/without-vitest.test.ts'];
+const SPARE = ['test/spare-runner.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -412,6 +413,8 @@ const mutations = [
   ['without Vitest: a check an earlier process reported run again', 'no Vitest: the same checks', withoutVitest, edits(['        if (!options.skip.includes(check.id)) runCheck(check, options, context);', '        runCheck(check, options, context);']), WITHOUT_VITEST],
   ['without Vitest: no end of the run', 'no Vitest: the same events', withoutVitest, edits(["  writeEvent({ type: 'end', durationMs: performance.now() - started });\n", '']), WITHOUT_VITEST],
   ["without Vitest: the GPU runner's Vitest run never given its devices", 'runner: provided after the answer', deviceRunner, edits(["vitest.provide('mappedReg', devices);\n", '']), WITHOUT_VITEST],
+  ['spare runner: started for --help', 'spare: runs only', 'cli/spare-runner.ts', edits(["a === '--help' || ", '']), SPARE],
+  ['spare runner: never taken by the first discovering process', 'spare: used', orchestrate, edits(['  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;', '  const spare = spec.discover && o.env ? takeSpareRunner() : undefined;']), SPARE],
   ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
 ];
 const dry = process.argv.includes('--dry');
