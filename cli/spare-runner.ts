@@ -31,8 +31,20 @@ export function startSpareRunner(args: readonly string[]): void {
   });
   child.on('error', () => {}); // a spare that could not start is not taken (takeSpareRunner)
   child.stdin!.on('error', () => {});
+  // until it is taken, it never keeps the command alive (a command that ends without a run ends as before)
+  holds(child, false);
   spare = child;
   process.on('exit', releaseSpareRunner);
+}
+
+/** Whether the process and its pipes keep the command's event loop alive (Node's ref / unref). */
+function holds(child: ChildProcess, hold: boolean): void {
+  for (const h of [child, ...child.stdio]) {
+    // the pipes are net.Socket, which the stdio's stream types do not say
+    const handle = h as unknown as { ref?: () => void; unref?: () => void } | null;
+    if (hold) handle?.ref?.();
+    else handle?.unref?.();
+  }
 }
 
 /** The spare runner, alive, for the first discovering process (once: later calls get none). */
@@ -40,7 +52,9 @@ export function takeSpareRunner(): ChildProcess | undefined {
   const child = spare;
   spare = undefined;
   // not exited yet, so its 'exit' and 'close' are still to come for whoever takes it
-  return child && child.pid !== undefined && child.exitCode === null && child.signalCode === null ? child : undefined;
+  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
+  holds(child, true);
+  return child;
 }
 
 /** Kills the spare runner if no one took it. */
