@@ -6,7 +6,7 @@
 // life can be missed; device runners hold their region for seconds, so the interval is far shorter.
 import { readFileSync, readdirSync } from 'node:fs';
 import { backendOfDevice } from '../bindings/registry.js';
-import { RUNNER_OPTIONS_ENV, decodeRunnerOptions } from '../suites/protocol.js';
+import { OPTIONS_ON_STDIN, RUNNER_OPTIONS_ENV, decodeRunnerOptions } from '../suites/protocol.js';
 
 export interface ProcessPeak {
   pid: number;
@@ -120,11 +120,18 @@ const maxOf = (a: number | undefined, b: number | undefined): number | undefined
 /** The device of a discovering runner, as the sampler names it: this, then its backends joined by '+'. */
 export const DISCOVERING = 'discovering:';
 
-/** A runner's device(s) from its options (suites/protocol.ts RunnerOptions): the ids joined by '+', or DISCOVERING and its backends. */
+/**
+ * The spare runner's name (cli/spare-runner.ts): its options came on its stdin, not in its environment; it is the
+ * run's first discovering process, whose backends are the first group's that needed one (CUDA's, when its library is there).
+ */
+export const SPARE = `${DISCOVERING}first`;
+
+/** A runner's device(s) from its options (suites/protocol.ts RunnerOptions): the ids joined by '+', or DISCOVERING and its backends, or SPARE. */
 function deviceOfRunner(pid: number): string | undefined {
   const environ = readText(`/proc/${pid}/environ`);
   const entry = environ?.split('\0').find((e) => e.startsWith(`${RUNNER_OPTIONS_ENV}=`));
   if (!entry) return undefined;
+  if (entry === `${RUNNER_OPTIONS_ENV}=${OPTIONS_ON_STDIN}`) return SPARE;
   try {
     // another process's environment: its shape is checked, not trusted
     const o = decodeRunnerOptions(entry.slice(RUNNER_OPTIONS_ENV.length + 1)) as { devices?: { device?: unknown }[]; discover?: { backends?: unknown } };
@@ -141,14 +148,15 @@ function deviceOfRunner(pid: number): string | undefined {
  * The devices a runner checked, from its name and the devices of the run's results, as the command decides them
  * (cli/schedule.ts): a discovering runner checked the first device of its backends whose driver registers (CUDA, HIP) if it found one; with
  * no GPU in the run, the first discovering runner that found another device checked every device of the run; else
- * nothing (its name stays). A runner started for devices is named by them.
+ * nothing (its name stays). A runner started for devices is named by them. The spare runner's group is the first that
+ * needed a process: it is taken to have checked the first GPU of the run, or with none every device.
  */
 export function runnerDevices(name: string | undefined, devices: readonly string[]): string[] {
   if (name === undefined) return [];
   if (!name.startsWith(DISCOVERING)) return name.split('+');
   const gpu = (id: string): boolean => backendOfDevice(id)?.registers === true;
-  const group = name.slice(DISCOVERING.length).split('+');
-  const offer = devices.filter((id) => group.includes(id.split(':')[0]!)).sort((a, b) => Number(gpu(b)) - Number(gpu(a)))[0];
+  const group = name === SPARE ? undefined : name.slice(DISCOVERING.length).split('+');
+  const offer = devices.filter((id) => group === undefined || group.includes(id.split(':')[0]!)).sort((a, b) => Number(gpu(b)) - Number(gpu(a)))[0];
   if (offer === undefined) return [];
   if (gpu(offer)) return [offer];
   return devices.some(gpu) ? [] : [...devices];

@@ -1,43 +1,68 @@
 // The conformance run of one device, or of several that never register, in a process of its own: the suites
-// (dist/suites/*.suite.js) through Vitest's Node API, with the options in MAPPED_REG_SUITE_OPTIONS. What it reads
-// and writes (its events on file descriptor 3, the command's answer) is suites/protocol.ts's. The command
-// (cli/orchestrate.ts) starts these, and another for the checks left when one dies.
+// (dist/suites/*.suite.js) through Vitest's Node API (devices that never register: without Vitest,
+// suites/without-vitest.ts), with the options in MAPPED_REG_SUITE_OPTIONS. What it reads and writes (its events on
+// file descriptor 3, the command's answer) is suites/protocol.ts's. The command (cli/orchestrate.ts) starts these,
+// and another for the checks left when one dies.
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TestSpecification } from 'vitest/node';
-import { type Backend, isGpuDriver } from '../bindings/discovery.js';
+import type { TestSpecification, Vitest } from 'vitest/node';
+import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
+import { OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
 export const SUITE_ORDER = ['static', 'probe', 'timing', 'hazards'];
 
-// Vitest is imported as soon as the process starts: a discovering runner loads it while its discovery runs on a
-// thread of its own and while the command decides.
-const loadVitest = (): Promise<typeof import('vitest/node')> => import('vitest/node');
+/** Every check of a device's run (suites/plan.ts), for the command before the first check. */
+const readPlan = async (): Promise<PlannedCheck[]> => (await import('../suites/plan.js')).checkPlan();
 
-/** The first line the command writes on our stdin ('' when it closes it first). */
-function commandSays(): Promise<string> {
-  return new Promise((resolve) => {
-    let text = '';
-    const done = (): void => {
-      process.stdin.destroy();
-      resolve(text.split('\n')[0]!.trim());
-    };
+/** A device whose driver registers host memory (CUDA, HIP): its checks run in Vitest; the others' without (suites/without-vitest.ts). */
+const registers = (device: string): boolean => isGpuDriver({ backend: device.split(':')[0] as Backend });
+
+/**
+ * The next line the command writes on our stdin ('' once it closes it): a spare runner's options
+ * (cli/spare-runner.ts), then a discovering runner's answer. Once the answer is read, stdin is let go.
+ */
+const commandSays: () => Promise<string> = (() => {
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let text = '';
+  let closed = false;
+  let listening = false;
+  const flush = (): void => {
+    while (waiting.length > 0 && (lines.length > 0 || closed)) waiting.shift()!(lines.shift() ?? '');
+  };
+  const listen = (): void => {
+    listening = true;
     process.stdin.setEncoding('utf8');
     process.stdin.on('data', (chunk: string) => {
       text += chunk;
-      if (text.includes('\n')) done();
+      for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n')) {
+        lines.push(text.slice(0, i).trim());
+        text = text.slice(i + 1);
+      }
+      flush();
     });
-    process.stdin.on('end', done);
-    process.stdin.on('error', done);
-  });
-}
+    const end = (): void => {
+      closed = true;
+      flush();
+    };
+    process.stdin.on('end', end);
+    process.stdin.on('error', end);
+  };
+  return () => {
+    if (!listening) listen();
+    return new Promise<string>((resolve) => {
+      waiting.push(resolve);
+      flush();
+    });
+  };
+})();
 
 // Vitest's worker side (cli/in-process-pool.ts, in this thread) replaces process.exit with one that throws
 // ("process.exit unexpectedly called"), and does not put it back: the runner's own end keeps the real one, else its
@@ -46,6 +71,61 @@ const exit: (code: number) => never = process.exit.bind(process);
 
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
+
+/**
+ * A Vitest run of the suites, made before this process knows its devices (given with `provide` before it starts):
+ * Vitest loaded (both sides), the plan read and Vitest's instance created (its configuration, Vite's server), as soon as the
+ * process starts: a discovering runner does it while its discovery runs on a thread of its own and while the
+ * command decides, so that after the command's answer only the run itself is left (some 0.1 s of CPU on 2 cores).
+ */
+async function readyRun(planned: Promise<PlannedCheck[]>): Promise<Vitest> {
+  // vitest/worker: the side of Vitest that runs the test files, which cli/in-process-pool.ts starts in this thread
+  const [{ BaseSequencer, createVitest }, plan] = await Promise.all([import('vitest/node'), planned, import('vitest/worker')]);
+  class SuiteOrder extends BaseSequencer {
+    override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+      const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
+      return [...files].sort((a, b) => rank(a) - rank(b));
+    }
+  }
+  // what Vitest's startVitest sets before it makes its instance (the checks' process and their children saw it so)
+  process.env.TEST = 'true';
+  process.env.VITEST = 'true';
+  process.env.NODE_ENV ??= 'test';
+  return createVitest(
+    'test',
+    {
+      root: dist,
+      config: false,
+      dir: join(dist, 'suites'),
+      include: ['**/*.suite.js'],
+      // the package may live under node_modules (npx): nothing of ours is excluded
+      exclude: [],
+      watch: false,
+      // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
+      // its signal, which the command sees; checks share the device and the probe's report (no isolation between
+      // suite files)
+      pool: inProcessPool,
+      maxWorkers: 1,
+      fileParallelism: false,
+      isolate: false,
+      // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
+      cache: false,
+      // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
+      testTimeout: 0,
+      hookTimeout: 0,
+      reporters: [new EventsReporter(plan)],
+      sequence: { sequencer: SuiteOrder },
+      // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
+      // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and
+      // its start some 0.5 s on 2 cores.
+      server: { deps: { external: [new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`)] } },
+    },
+    // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
+    // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
+    { logLevel: 'error', clearScreen: false },
+  );
+}
+
 const raw = process.env[RUNNER_OPTIONS_ENV];
 if (!raw) {
   process.stderr.write(`device-runner: ${RUNNER_OPTIONS_ENV} is not set (this process is started by mapped-reg-conformance)\n`);
@@ -57,10 +137,19 @@ if (!raw) {
 setParentDeathSignal(9);
 const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
-const spec = decodeRunnerOptions(raw);
+// the plan is read, and Vitest made ready (below), while discovery runs and the command decides; a spare runner
+// reads the plan while it waits for its options
+const planned = readPlan();
+planned.catch(() => {}); // awaited below, unless the process ends first
+// a spare runner (cli/spare-runner.ts): its options come on stdin, once the command knows them (none: it is not used)
+const options = raw === OPTIONS_ON_STDIN ? await commandSays() : raw;
+if (!options) exit(0);
+const spec = decodeRunnerOptions(options);
 let devices = spec.devices;
-const vitestModule = loadVitest();
-vitestModule.catch(() => {}); // awaited below, unless the process ends first
+// a runner that can only get devices that never register (the OpenCL, Vulkan and CPU group's) never loads Vitest
+const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
+const ready = mayRegister ? readyRun(planned) : undefined;
+ready?.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -75,22 +164,31 @@ if (spec.discover) {
     process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
   }
   // Vitest loads on this thread while the driver starts on another (cli/discovery-thread.ts): a process that
-  // finds nothing to offer exits at once, its load cut short
+  // finds nothing to offer exits at once, its load cut short. A runner that loads no Vitest discovers on this
+  // thread: a thread of its own would only add its start (a Node.js environment, the bindings loaded again).
   const t0 = performance.now();
-  const found = await discoverOnThread(selection.backends);
+  const found = mayRegister ? await discoverOnThread(selection.backends) : plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
   devices = readAnswer(await commandSays());
+  process.stdin.destroy();
   if (devices.length === 0) process.exit(0);
 }
 // the checks of each device, for the command, before the first one starts
-const plan = await (await import('../suites/plan.js')).checkPlan();
+const plan = await planned;
 writeEvent({ type: 'plan', checks: plan });
 // test hook: a runner stuck before any check (MAPPED_REG_FORCE_HANG=<device>/@runner)
 if (devices.some((d) => d.forceHang === '@runner')) blockForever();
 // test hook: a runner that dies before any check, every time (MAPPED_REG_FORCE_CRASH=<device>/@runner)
 if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`reading a PROT_NONE page returned ${readProtNonePage()}\n`);
+
+// Devices that never register: their checks without Vitest, the same checks, events and results as in it
+if (!devices.some((d) => registers(d.device))) {
+  const [{ runWithoutVitest }, { deviceContext }] = await Promise.all([import('../suites/without-vitest.js'), import('../suites/context.js')]);
+  await runWithoutVitest(devices, SUITE_ORDER, deviceContext);
+  exit(0);
+}
 
 // The probe's scratch file (256 MiB of random bytes by default) is written on a thread of its own while Vitest
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
@@ -107,49 +205,12 @@ for (const d of devices) {
   }
 }
 
-const { BaseSequencer, startVitest } = await vitestModule;
-
-class SuiteOrder extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const rank = (f: TestSpecification): number => SUITE_ORDER.findIndex((s) => f.moduleId.endsWith(`/${s}.suite.js`));
-    return [...files].sort((a, b) => rank(a) - rank(b));
-  }
+// the devices, known now, given to the suites (suites/define-checks.ts inject), and the run
+const vitest = await (ready ?? readyRun(planned));
+vitest.provide('mappedReg', devices);
+try {
+  await vitest.start([]);
+} finally {
+  await vitest.close();
 }
-
-const vitest = await startVitest(
-  'test',
-  [],
-  {
-    root: dist,
-    config: false,
-    dir: join(dist, 'suites'),
-    include: ['**/*.suite.js'],
-    // the package may live under node_modules (npx): nothing of ours is excluded
-    exclude: [],
-    watch: false,
-    // in this process's own thread (cli/in-process-pool.ts): a check that crashes takes this process down with
-    // its signal, which the command sees; checks share the device and the probe's report (no isolation between
-    // suite files)
-    pool: inProcessPool,
-    maxWorkers: 1,
-    fileParallelism: false,
-    isolate: false,
-    // no results cache (Vitest writes it under Vite's cacheDir, which must never be a predictable shared path)
-    cache: false,
-    // no Vitest timeout: the command's watchdog (--timeout) kills a check that hangs, even in a native call
-    testTimeout: 0,
-    hookTimeout: 0,
-    provide: { mappedReg: devices },
-    reporters: [new EventsReporter(plan)],
-    sequence: { sequencer: SuiteOrder },
-    // Our compiled modules are imported by Node itself, as when the package is installed under node_modules (which
-    // Vitest externalizes): only the suite files go through Vite. Transformed, they cost a runner some 75 MiB and
-    // its start some 0.5 s on 2 cores.
-    server: { deps: { external: [new RegExp(`^${dist.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/`)] } },
-  },
-  // Vite's cacheDir stays its default, inside the package (dist/node_modules/.vite): with `cache: false` nothing is
-  // written there, and nothing of a run goes to a predictable path in a shared folder such as TMPDIR
-  { logLevel: 'error', clearScreen: false },
-);
-await vitest.close();
 exit(0);

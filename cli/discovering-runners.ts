@@ -14,6 +14,7 @@ import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol
 import { type DeviceRun, type OrchestrateOptions, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
+import { releaseSpareRunner } from './spare-runner.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -70,6 +71,8 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  */
 export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
   const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, o));
+  // the spare runner, if no group took it (none needed a process), is not kept waiting (cli/spare-runner.ts)
+  releaseSpareRunner();
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported; so do the other GPUs chosen of each group that has reported, each
   // in a process of its own (eight GPUs of one driver need not wait for PoCL's start).

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import { onText } from './stream-text.js';
+import { takeSpareRunner } from './spare-runner.js';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import {
@@ -131,8 +132,19 @@ interface Attempt {
 /** Hears a discovering runner's discovery, with the function that answers it (the devices it checks; none: it exits). */
 type OnDiscovery = (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void;
 
-/** Starts a runner process with `spec`, in a session of its own, counted among the live ones. */
+/**
+ * Starts a runner process with `spec`, in a session of its own, counted among the live ones. A discovering one is
+ * the spare runner the command started before it loaded its modules, when it is there (cli/spare-runner.ts): its
+ * options go on its stdin.
+ */
 function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
+  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;
+  if (spare) {
+    spare.stdin!.write(`${encodeRunnerOptions(spec)}\n`);
+    live.add(spare);
+    if (interrupted) spare.kill('SIGKILL');
+    return spare;
+  }
   const child = spawn(process.execPath, [runner], {
     // a discovering runner waits for the command's word on its stdin
     stdio: [spec.discover ? 'pipe' : 'ignore', 'pipe', 'pipe', 'pipe'],

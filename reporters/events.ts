@@ -7,7 +7,8 @@ import type { Reporter, TestCase, TestModule } from 'vitest/node';
 import { type PlannedCheck, type RunnerEvent, writeEvent } from '../suites/protocol.js';
 
 export class EventsReporter implements Reporter {
-  readonly #started = performance.now();
+  /** When the run started (its end's durationMs): the reporter is made before the run, while the runner waits for its devices. */
+  #started = performance.now();
   readonly #planned: ReadonlyMap<string, PlannedCheck>;
 
   /** `plan`: every check the process may run (the catalog), for the suite of a check that wrote no result. */
@@ -16,6 +17,10 @@ export class EventsReporter implements Reporter {
     private readonly write: (event: RunnerEvent) => void = writeEvent,
   ) {
     this.#planned = new Map(plan.map((c) => [c.id, c]));
+  }
+
+  onTestRunStart(): void {
+    this.#started = performance.now();
   }
 
   onTestCaseResult(test: TestCase): void {
@@ -33,7 +38,7 @@ export class EventsReporter implements Reporter {
     }
     this.write({
       type: 'result',
-      // the suite each device's checks are in is named by the device's id (suites/check.ts)
+      // the suite each device's checks are in is named by the device's id (suites/define-checks.ts)
       device: test.parent.type === 'suite' ? test.parent.name : '',
       id: test.name,
       suite: planned.suite,

@@ -99,7 +99,7 @@ const refCheckAfter = `    for (const i of [0, 1] as const) {
       }
     }
 `;
-const stagedCopy = `        stageCopy: () => buffer.set(window.bytes),`;
+const stagedCopy = 'stageCopy: () => buffer.set(window.bytes),';
 const measure = 'suites/measure.ts';
 const pci = 'bindings/pci.ts';
 const junitReport = 'reporters/junit.ts';
@@ -148,6 +148,9 @@ const REFERENCE = ['test/reference-negatives.test.ts'];
 const deviceClockFile = 'bindings/device-clock.ts';
 const doubleEngine = 'test/double/common.c';
 const DEVICE_CLOCK = ['test/device-clock.test.ts'];
+const withoutVitest = 'suites/without-vitest.ts';
+const WITHOUT_VITEST = ['test/without-vitest.test.ts'];
+const SPARE = ['test/spare-runner.test.ts'];
 
 // [name, why (the hole or the promise), file, mutate, test files]: one line a mutation
 const mutations = [
@@ -165,9 +168,9 @@ const mutations = [
   ['reference check moved after the registration', 'spec: the reference is checked first', probe, edits([refCheck, '    void w;\n'], [afterRegister, afterRegister + refCheckAfter]), MODEL],
 
   // ---- the staged copy
-  ['staged copy without its memcpy', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,']), MODEL],
-  ['staged memcpy made once, before the timing', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => void buffer,'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(window.bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
-  ['staged memcpy of window 2 instead of window 1', 'the staged copy', probe, edits([stagedCopy, '        stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], staging, o)', 'timeCopies(t, windows[0], staging, o, windows[1])']), MODEL],
+  ['staged copy without its memcpy', 'the staged copy', probe, edits([stagedCopy, 'stageCopy: () => void buffer,']), MODEL],
+  ['staged memcpy made once, before the timing', 'the staged copy', probe, edits([stagedCopy, 'stageCopy: () => void buffer,'], ['  const time = (rounds = o.runs): CopyTimes =>', '  buffer.set(window.bytes);\n  const time = (rounds = o.runs): CopyTimes =>']), MODEL],
+  ['staged memcpy of window 2 instead of window 1', 'the staged copy', probe, edits([stagedCopy, 'stageCopy: () => buffer.set(other.bytes),'], ['function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions): CopyTimes {', 'function timeCopies(t: Ops, window: Host, pinned: Host, o: SelfTestOptions, other: Host = window): CopyTimes {'], ['timeCopies(t, windows[0], staging, o)', 'timeCopies(t, windows[0], staging, o, windows[1])']), MODEL],
   // ---- the memory the probe holds (issue 32): round trips in chunks, window 2 released and dropped before the timing
   ['memory: the round trips stop after the first chunk of a window', 'round trips in chunks', probe, edits(['  for (let at = 0; at < w; at += c) {', '  for (let at = 0; at < c; at += c) {']), MODEL],
   ["memory: a chunk's buffer filled with the same window's bytes, not the other's", 'round trips in chunks', probe, edits(['    refs.copy(into.bytes, (1 - i) * w + at);', '    refs.copy(into.bytes, i * w + at);']), MODEL],
@@ -194,7 +197,7 @@ const mutations = [
   ['a fatal error freeing what the ops allocated is swallowed', 'deviation 2', deviceOps, edits([`        if (isFatal(e)) fatal ??= e;\n        say(\`release of`, `        say(\`release of`]), BINDINGS],
   ["a fatal release error replaces the body's own fatal error", 'deviation 2', deviceOps, edits(['      if (!isFatal(error)) throw fatal;', '      throw fatal;']), BINDINGS],
   ['withDeviceOps refuses every device decided statically', 'weak assertion (.not.toThrow)', probe, edits(["if (s.kind === 'Decided' && s.verdict.kind === 'Refused') throw new RegistrationUnreachable", "if (s.kind === 'Decided') throw new RegistrationUnreachable"]), MODEL],
-  ['the probe times with a stopped clock when none is given', 'weak assertion (the real clock)', probe, edits(['      o.now ?? (() => performance.now()),', '      o.now ?? (() => 0),']), MODEL],
+  ['the probe times with a stopped clock when none is given', 'weak assertion (the real clock)', probe, edits(['  const now = o.now ?? (() => performance.now());', '  const now = o.now ?? (() => 0);']), MODEL],
   // ---- each hazard check's own judgement (one fault of the double per promise)
   ['hazard.prot_none_refused: an accepted PROT_NONE mapping passes', 'hazard judgement', hazardFlags, edits(["        status: accepted.length === 0 ? 'pass' : 'fail',", "        status: 'pass',"]), HAZARDS],
   ['hazard.readonly_mapping: a failed release of the flags-0 registration passes', 'hazard judgement', hazardFlags, edits(["return { status: 'fail', expected, observed: `flags 0: register 0, unregister", "return { status: 'pass', expected, observed: `flags 0: register 0, unregister"]), HAZARDS],
@@ -271,13 +274,13 @@ const mutations = [
   ['usage: an unknown option loses its dashes', 'usage: unknown', usageHints, edits(['    return `unknown option ${as}', '    return `unknown option ${as.replace(/^-+/, \'\')}']), OPTIONS],
   ['gate boundary: --require cuda=N met by more than N', 'gate: --require', gateRules, edits(['ofBackend.length !== r.count', 'ofBackend.length < r.count']), GATE],
   // ---- a slower driver or a busy machine: the control copy, the look at the machine, the lock
-  ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['        pageLocked: () => t.upload(pinned),', '        pageLocked: () => {\n          buffer.set(window.bytes);\n          t.upload(pinned);\n        },']), MODEL],
+  ['the control copy is the staged copy', 'busy: the control copy', probe, edits(['pageLocked: upload(pinned),', 'pageLocked: () => {\n        buffer.set(window.bytes);\n        return upload(pinned)();\n      },']), MODEL],
   ['registered / page-locked never judged', 'busy: the ratio judged', compareRules, edits(['  if (registration) changes.push(withExpectations(registration, p.new, hostname.new, e));\n', '']), BUSY],
   ['registered / page-locked on a machine still busy blamed on the driver', 'busy: the ratio on a busy machine', compareRules, edits(["    ch.kind = 'error';\n    ch.note = busyText(n!);\n    ch.detail = ch.summary;", "    ch.kind = 'regression';\n    ch.note = busyText(n!);"]), BUSY],
   ['absolute figures judged on a busy machine', 'busy: absolute figures only when quiet', compareRules, edits(["falls || noisy ? (n?.load?.busy || noisy ? 'error' : 'regression')", "falls || noisy ? ((n?.load?.busy && false) || noisy ? 'error' : 'regression')"]), BUSY],
   ['every copy slower told as registration alone', 'busy: which copy fell', compareRules, edits(['every host-to-device copy got slower (${lockedText}), on a quiet machine: the driver or the platform${link}', "registered copies alone got slower (${lockedText}): the driver's registration${link}"]), BUSY],
   ['a downtrained link not named', 'busy: the link', compareRules, edits(["      const link = n?.link?.downtrained ? `: the link is ${n.link.text ?? 'trained below its maximum'}` : '';", "      const link = '';"]), BUSY],
-  ['no timing lock', 'busy: one device timed at a time', measure, edits(['        const lock = takeLock(o.deviceId, lockLimitMs);', '        const lock = { waitedMs: 0, release: () => {} };']), BUSY],
+  ['no timing lock', 'busy: one device timed at a time', measure, edits(['  const lock = takeLock(deviceId, limitMs);', '  const lock = { waitedMs: 0, release: () => {} };']), BUSY],
   ['no waiting for quiet', 'busy: --quiet-wait', measure, edits(['        const left = o.quiet.waitS * 1000 - (performance.now() - started);', '        const left = 0;']), BUSY],
   ['the host copy busy only under half the baseline', 'busy: the host copy', measure, edits(['  hostCopyShare: 0.7,', '  hostCopyShare: 0.5,']), BUSY],
   ['link traffic at the limit is quiet', 'busy: the link', measure, edits(['  if (traffic !== null && traffic >= BUSY_THRESHOLDS.linkMBps)', '  if (traffic !== null && traffic > BUSY_THRESHOLDS.linkMBps)']), BUSY],
@@ -290,7 +293,7 @@ const mutations = [
   ['a lock file removed though not made here', 'lock: only unlink what we made', timingLock, edits(['            if (made && stillAt(path, key)) unlinkSync(path);', '            if (stillAt(path, key)) unlinkSync(path);']), LOCK],
   ['a silent holder not named from the kernel', 'lock: the holder named', timingLock, edits(['readHolder(fd) ?? holderFromKernel(fd)', 'readHolder(fd)']), LOCK],
   ["a lock fault made the probe's Inconclusive", 'lock: a fault is the host error', measure, edits(['      if (isHostFault(e)) fault = e;\n', '']), LOCK_WAIT],
-  ['the wait for the lock counted against --timeout', 'wait: the lock', measure, edits(["        startWait('the timing lock', lockLimitMs);\n", '']), LOCK_WAIT],
+  ['the wait for the lock counted against --timeout', 'wait: the lock', measure, edits(["start: () => startWait('the timing lock', lockLimitMs),", 'start: () => {},']), LOCK_WAIT],
   ['the lock waited for without a limit', 'wait: the lock bounded', measure, edits(['acquireTimingLock({ timeoutMs: limitMs, label', 'acquireTimingLock({ label']), LOCK_WAIT],
   ['the lock wait not bounded below', 'wait: LOCK_WAIT_MIN_S', measure, edits(['export const LOCK_WAIT_MIN_S = 20;', 'export const LOCK_WAIT_MIN_S = 0;']), LOCK_WAIT],
   ['the wait for quiet counted against --timeout', 'wait: quiet', measure, edits(["        startWait('quiet', left + lockLimitMs);\n", '']), BUSY],
@@ -442,6 +445,14 @@ const mutations = [
   ["clock: the staged copy's upload left out of the staged figure", 'device clock', probe, edits(['    samples.stagedMs.push(hostCopy + upload.ms);', '    samples.stagedMs.push(hostCopy + 0 * upload.ms);']), DEVICE_CLOCK],
   ["clock: the double's device clock advanced by the host's time (the load shows in the events)", 'device clock (double)', doubleEngine, edits(['    device_s = modelled > floor_s ? modelled : floor_s;', '    device_s = pace_now() - entry;']), DEVICE_CLOCK],
   ["clock: a slow second context on a busy machine failed as the driver's", 'busy host attribution', refCopies, edits(['!fast && busy.length > 0 && succeeded(unregister)', '!fast && false && succeeded(unregister)']), REFERENCE_COPIES],
+  // ---- the devices that never register, checked without Vitest (issue 32: suites/without-vitest.ts)
+  ['without Vitest: device by device instead of suite by suite', 'no Vitest: the same order', withoutVitest, edits(['  for (const suite of suiteOrder) {\n    for (const options of devices) {', '  for (const options of devices) {\n    for (const suite of suiteOrder) {']), WITHOUT_VITEST],
+  ['without Vitest: a check an earlier process reported run again', 'no Vitest: the same checks', withoutVitest, edits(['        if (!options.skip.includes(check.id)) runCheck(check, options, context);', '        runCheck(check, options, context);']), WITHOUT_VITEST],
+  ['without Vitest: no end of the run', 'no Vitest: the same events', withoutVitest, edits(["  writeEvent({ type: 'end', durationMs: performance.now() - started });\n", '']), WITHOUT_VITEST],
+  ["without Vitest: the GPU runner's Vitest run never given its devices", 'runner: provided after the answer', deviceRunner, edits(["vitest.provide('mappedReg', devices);\n", '']), WITHOUT_VITEST],
+  ['spare runner: started for --help', 'spare: runs only', 'cli/spare-runner.ts', edits(["a === '--help' || ", '']), SPARE],
+  ['spare runner: never taken by the first discovering process', 'spare: used', orchestrate, edits(['  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;', '  const spare = spec.discover && o.env ? takeSpareRunner() : undefined;']), SPARE],
+  ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
 ];
 const dry = process.argv.includes('--dry');
 // --new: run only the mutations the page does not list yet; the page's own rows for the others are carried, and

@@ -1,4 +1,4 @@
-import { defineChecks } from './check.js';
+import { defineChecks } from './define-checks.js';
 import { hazardChecks } from './hazards/index.js';
 import { deviceContext } from './context.js';
 

@@ -1,4 +1,4 @@
-import { defineChecks } from './check.js';
+import { defineChecks } from './define-checks.js';
 import { probeChecks } from './checks/probe.js';
 import { deviceContext } from './context.js';
 

@@ -74,7 +74,13 @@ export interface RunnerOptions {
   discover?: Selection;
 }
 
-/** A runner's options as RUNNER_OPTIONS_ENV carries them. */
+/**
+ * RUNNER_OPTIONS_ENV of a runner started before the command knew its options (a spare, cli/spare-runner.ts): they
+ * come as the first line on its stdin, as encodeRunnerOptions writes them.
+ */
+export const OPTIONS_ON_STDIN = '-';
+
+/** A runner's options as RUNNER_OPTIONS_ENV carries them (or a spare's first line on its stdin). */
 export function encodeRunnerOptions(spec: RunnerOptions): string {
   return JSON.stringify(spec);
 }

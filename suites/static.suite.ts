@@ -1,4 +1,4 @@
-import { defineChecks } from './check.js';
+import { defineChecks } from './define-checks.js';
 import { staticChecks } from './checks/static.js';
 import { deviceContext } from './context.js';
 

@@ -159,15 +159,24 @@ describe('SIGINT', () => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     // interrupt once the command has started its discovering processes: its stop listener is in place before it
-    // starts them (cli/run.ts), and a process it starts after the interrupt is killed at once (cli/orchestrate.ts)
+    // starts them (cli/run.ts), and a process it starts after the interrupt is killed at once (cli/orchestrate.ts).
+    // The spare runner (cli/spare-runner.ts) is a child from the command's start, before that listener: a discovering
+    // process started with its options in its environment (a group after the first) is what says it is in place.
     const poll = setInterval(() => {
-      let children = '';
+      let children: string[] = [];
       try {
-        children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim();
+        children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter((p) => p !== '');
       } catch {
         // not there yet, or gone
       }
-      if (children) {
+      const discovering = children.some((p) => {
+        try {
+          return readFileSync(`/proc/${p}/environ`, 'utf8').includes('"discover":');
+        } catch {
+          return false;
+        }
+      });
+      if (discovering) {
         clearInterval(poll);
         child.kill('SIGINT');
       }
