@@ -296,6 +296,7 @@ const mutations = [
   ['the wait for the lock counted against --timeout', 'wait: the lock', measure, edits(["start: () => startWait('the timing lock', lockLimitMs),", 'start: () => {},']), LOCK_WAIT],
   ['the lock waited for without a limit', 'wait: the lock bounded', measure, edits(['acquireTimingLock({ timeoutMs: limitMs, label', 'acquireTimingLock({ label']), LOCK_WAIT],
   ['the lock wait not bounded below', 'wait: LOCK_WAIT_MIN_S', measure, edits(['export const LOCK_WAIT_MIN_S = 20;', 'export const LOCK_WAIT_MIN_S = 0;']), LOCK_WAIT],
+  ["the portable check's wait for the lock counted against --timeout (the host's wait killed as the driver's timeout)", 'wait: the lock', refCopies, edits([", onWait: (w: HostWait) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }) };", ' };']), LOCK_WAIT],
   ['the wait for quiet counted against --timeout', 'wait: quiet', measure, edits(["        startWait('quiet', left + lockLimitMs);\n", '']), BUSY],
   ['the watchdog counts the waits', 'wait: the watchdog', orchestrate, edits(['  return now - u.startedAt - waitedMs(u, now);', '  return now - u.startedAt;']), LOCK_WAIT],
   ['--quiet-wait at most infinity', 'wait: QUIET_WAIT.maxS', measure, edits(['  maxS: 3600,', '  maxS: Infinity,']), LOCK_WAIT],

@@ -206,8 +206,13 @@ export interface LockedTiming<T> {
 export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looker, f: () => T, waiting?: { start(): void; end(): void }): LockedTiming<T> {
   const before = looker.look();
   waiting?.start();
-  const lock = takeLock(deviceId, limitMs);
-  waiting?.end();
+  let lock: ReturnType<typeof takeLock>;
+  try {
+    lock = takeLock(deviceId, limitMs);
+  } finally {
+    // a lock held past its wait is the host's fault, raised: the wait ends with it all the same
+    waiting?.end();
+  }
   let value: T;
   const t0 = performance.now();
   try {
@@ -224,10 +229,15 @@ export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looke
  * own: suites/hazards/reference-copies.ts), and why the machine was busy around them (empty: quiet). The lock is
  * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S).
  */
-export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number }, f: () => T): { value: T; busy: string[] } {
+export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void }, f: () => T): { value: T; busy: string[] } {
   const looker = openLooker(o.backend, o.pciBusId);
+  const limitMs = Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000;
   try {
-    const t = lockedTiming(o.deviceId, Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000, looker, f);
+    // the wait for the lock is told as the probe's is: the command's watchdog stops counting the check's --timeout
+    const t = lockedTiming(o.deviceId, limitMs, looker, f, {
+      start: () => o.onWait?.({ waiting: true, what: 'the timing lock', limitMs }),
+      end: () => o.onWait?.({ waiting: false }),
+    });
     return { value: t.value, busy: busyReasons(t.looks, null, undefined) };
   } finally {
     looker.close();

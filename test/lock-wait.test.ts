@@ -61,6 +61,30 @@ describe('a wait for the timing lock is the host\'s time', () => {
   });
 });
 
+describe('a check that times copies of its own waits for the lock as the probe does', () => {
+  it('hazard.portable_second_context with the lock held for longer than --timeout: a host error naming the holder, never a timeout', async () => {
+    const lock = join(work, 'held-portable.lock');
+    writeFileSync(lock, '');
+    const release = await holdLock(lock);
+    let r: ReturnType<typeof runCommand>;
+    try {
+      r = runCommand(
+        work,
+        (out) => ['--backend', 'cuda', '--size', '8', '--check', 'hazard.portable_second_context', '--timeout', '2', '--quiet-wait', '0'],
+        () => ({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_TIMING_LOCK: lock }),
+      );
+    } finally {
+      release();
+    }
+    const json = JSON.parse(r.read('json')) as RunResult;
+    const c = json.devices[0]!.checks.find((x) => x.id === 'hazard.portable_second_context')!;
+    expect(c.status, c.message).toBe('error');
+    expect(c.message).toBe(`the host: the timing lock ${lock} was still held after ${LOCK_WAIT_MIN_S} s of waiting, by pid ${release.pid} (node): the copies were not timed`);
+    expect(json.gate?.reasons.every((x) => x.host === true) ?? true).toBe(true);
+    expect(r.stdout).not.toMatch(/portable_second_context timeout|no result after|killed/);
+  });
+});
+
 describe("the lock's file cannot be turned against the run: a host error (exit 1), never a warn that passes", () => {
   it('a symbolic link planted at its path: error, the link and its target untouched', () => {
     const target = join(work, 'precious');

@@ -27,7 +27,8 @@ import {
 } from './reference-copies-harness.js';
 import { referenceCheckWhere } from './reference-harness.js';
 import type { ReferenceKit } from '../../bindings/reference-kit.js';
-import { timedUnderLock } from '../measure.js';
+import { type HostWait, timedUnderLock } from '../measure.js';
+import { writeEvent } from '../protocol.js';
 import { HostFault } from '../../bindings/host-fault.js';
 
 /** A copy check: a reference check that applies where the device's driver has the copies' calls (and `more` says yes). */
@@ -61,7 +62,7 @@ export const portableSecondContext = copyCheck(
             // each context's copies on its device's clock, under the probe's timing lock and looks: a busy host is not the driver's
             const mine = uploadTimer(ops);
             const theirs = uploadTimer(other);
-            const lock = { deviceId: ctx.device.id, backend: ctx.device.backend, pciBusId: ctx.device.pciBusId, waitS: ctx.options.quiet.waitS };
+            const lock = { deviceId: ctx.device.id, backend: ctx.device.backend, pciBusId: ctx.device.pciBusId, waitS: ctx.options.quiet.waitS, onWait: (w: HostWait) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }) };
             let busy: string[] = [];
             const measure = (): number[] => {
               const t = timedUnderLock(lock, () => interleavedGBps(size, runs, [() => mine.time(m), () => theirs.time(m), () => theirs.time(staged)]));
