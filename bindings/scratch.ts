@@ -6,6 +6,7 @@
 import { randomFillSync } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, statSync, writeSync, accessSync, constants as fsConstants } from 'node:fs';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { registrations, type RegistrationTable } from '../src/ops.js';
 import type { ReferenceReader } from '../src/probe.js';
@@ -106,28 +107,38 @@ function fillRandom(fd: number, bytes: number): void {
   fsyncSync(fd);
 }
 
-// The writer thread: the same loop as fillRandom, on the file its creator opened; it sets state[0] to 1 when the
-// file is written and synced, to 2 when it failed (the creator then writes the file itself, and says why).
+// The writer threads: the loop of fillRandom, each on its share of the file its creator opened (the random bytes
+// cost more than the writes: some 0.3 s for 256 MiB on one thread of the H200's host). The last to finish its
+// share syncs the file and sets state[0] to 1; state[0] is 2 when one failed (the creator then writes the file
+// itself, and says why). state[1] counts the shares done.
 const WRITER = `
 const { randomFillSync } = require('node:crypto');
 const { fsyncSync, writeSync } = require('node:fs');
 const { workerData: w } = require('node:worker_threads');
 const state = new Int32Array(w.state);
 try {
-  const chunk = Buffer.allocUnsafe(Math.min(${CHUNK}, w.bytes));
-  for (let off = 0; off < w.bytes; off += chunk.length) {
-    const n = Math.min(chunk.length, w.bytes - off);
+  const chunk = Buffer.allocUnsafe(Math.min(${CHUNK}, w.to - w.from));
+  for (let off = w.from; off < w.to; off += chunk.length) {
+    const n = Math.min(chunk.length, w.to - off);
     randomFillSync(chunk, 0, n);
     let done = 0;
     while (done < n) done += writeSync(w.fd, chunk, done, n - done, off + done);
   }
-  fsyncSync(w.fd);
-  Atomics.store(state, 0, 1);
+  if (Atomics.add(state, 1, 1) === w.shares - 1) {
+    fsyncSync(w.fd);
+    Atomics.compareExchange(state, 0, 0, 1);
+    Atomics.notify(state, 0);
+  }
 } catch {
   Atomics.store(state, 0, 2);
+  Atomics.notify(state, 0);
 }
-Atomics.notify(state, 0);
 `;
+
+/** How many threads write a scratch file of `bytes`: one a 64 MiB share, at most 4, and never every core. */
+export function writerShares(bytes: number, cores = availableParallelism()): number {
+  return Math.max(1, Math.min(4, cores - 1, Math.ceil(bytes / (64 * MiB))));
+}
 
 /** A scratch file being written by a thread of its own (startScratchFile), for the makeScratchRegion that takes it. */
 export interface PendingScratch {
@@ -143,7 +154,7 @@ export interface PendingScratch {
  * folder and the file are made here, on the calling thread (they are the process's, removed at its exit like
  * any other). Undefined when the folder cannot be made now: makeScratchRegion then makes it and says why.
  */
-export function startScratchFile(dir: string, bytes: number): PendingScratch | undefined {
+export function startScratchFile(dir: string, bytes: number, shares = writerShares(bytes)): PendingScratch | undefined {
   if (!Number.isSafeInteger(bytes) || bytes <= 0 || 'problem' in checkDir(dir, bytes)) return undefined;
   let folder: LockedFolder;
   try {
@@ -159,9 +170,15 @@ export function startScratchFile(dir: string, bytes: number): PendingScratch | u
     folder.remove();
     return undefined;
   }
-  const state = new Int32Array(new SharedArrayBuffer(4));
-  // not kept alive for the process: a run that never takes the file ends without waiting for it
-  new Worker(WRITER, { eval: true, workerData: { fd, bytes, state: state.buffer } }).unref();
+  const state = new Int32Array(new SharedArrayBuffer(8));
+  // shares of whole chunks, the last one shorter; not kept alive for the process: a run that never takes the
+  // file ends without waiting for it
+  const share = Math.ceil(bytes / shares / CHUNK) * CHUNK;
+  for (let i = 0; i < shares; i++) {
+    const from = Math.min(bytes, i * share);
+    const to = i === shares - 1 ? bytes : Math.min(bytes, from + share);
+    new Worker(WRITER, { eval: true, workerData: { fd, from, to, shares, state: state.buffer } }).unref();
+  }
   let taken = false;
   return {
     dir,

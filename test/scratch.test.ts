@@ -27,7 +27,7 @@ vi.mock('../bindings/libc.js', async (importOriginal) => {
   };
 });
 
-const { makeScratchRegion, removeStaleScratch, scratchDirProblem, startScratchFile } = await import('../bindings/scratch.js');
+const { makeScratchRegion, removeStaleScratch, scratchDirProblem, startScratchFile, writerShares } = await import('../bindings/scratch.js');
 const { HostFault } = await import('../bindings/host-fault.js');
 const { ftruncate, mappingCount, statfs } = await import('../bindings/libc.js');
 
@@ -159,6 +159,32 @@ describe('makeScratchRegion: written ahead by a thread (startScratchFile)', () =
     const other = makeScratchRegion(dir, 64 * 1024, undefined);
     expect(other.writtenAhead).toBe(false);
     other.close(new RegistrationTable());
+  });
+
+  it('written ahead by several threads, each its share: every byte written (no hole of zeros), the shares unlike, synced once all are done', () => {
+    const dir = folderIn();
+    // three shares of 8 MiB chunks: 0-16, 16-32 and the short last one, 32-36 MiB + 5 bytes
+    const bytes = 36 * MiB + 5;
+    const r = makeScratchRegion(dir, bytes, startScratchFile(dir, bytes, 3));
+    try {
+      expect(r.writtenAhead).toBe(true);
+      const file = readFileSync(r.path);
+      expect(file.length).toBe(bytes);
+      for (let at = 0; at < bytes; at += 4096) expect(file.subarray(at, Math.min(bytes, at + 4096)).every((b) => b === 0), `a page of zeros at ${at}`).toBe(false);
+      expect(file.subarray(0, MiB).equals(file.subarray(16 * MiB, 17 * MiB))).toBe(false);
+      expect(file.subarray(16 * MiB, 17 * MiB).equals(file.subarray(32 * MiB, 33 * MiB))).toBe(false);
+    } finally {
+      expect(r.close(new RegistrationTable())).toBe(true);
+    }
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('the writers: a 64 MiB share each, at most 4, never every core', () => {
+    expect(writerShares(256 * MiB, 16)).toBe(4);
+    expect(writerShares(256 * MiB, 2)).toBe(1);
+    expect(writerShares(100 * MiB, 16)).toBe(2);
+    expect(writerShares(MiB, 16)).toBe(1);
+    expect(writerShares(256 * MiB, 1)).toBe(1);
   });
 
   it('a folder that cannot hold the file: nothing is started, the region says why when asked', () => {
