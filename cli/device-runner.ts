@@ -59,6 +59,8 @@ const parent = Number(process.env.MAPPED_REG_PARENT_PID);
 if (parent > 0 && getppid() !== parent) process.exit(3);
 const spec = decodeRunnerOptions(raw);
 let devices = spec.devices;
+/** What this runner's own discovery found (a discovering runner): the driver libraries it loaded. */
+let found: Awaited<ReturnType<typeof discoverOnThread>> | undefined;
 const vitestModule = loadVitest();
 vitestModule.catch(() => {}); // awaited below, unless the process ends first
 if (spec.discover) {
@@ -77,7 +79,7 @@ if (spec.discover) {
   // Vitest loads on this thread while the driver starts on another (cli/discovery-thread.ts): a process that
   // finds nothing to offer exits at once, its load cut short
   const t0 = performance.now();
-  const found = await discoverOnThread(selection.backends);
+  found = await discoverOnThread(selection.backends);
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
@@ -96,7 +98,10 @@ if (devices.some((d) => d.forceCrash === '@runner')) process.stdout.write(`readi
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 // The GPU's management library (NVML, AMD SMI), which the probe looks at the machine through, is loaded here too:
 // loading it is then never part of a check's --timeout.
+// The truncation hazard's child starts now too, where its check will run here, and waits for its arguments: its start
+// (Node.js, the driver's init, inside the timing lock) runs while the probe does (suites/hazards/truncate-early.ts).
 const { startProbeScratch } = await import('../suites/context.js');
+const { startTruncateChildFor } = await import('../suites/hazards/truncate-early.js');
 const { PROBE_VERDICT } = await import('../suites/checks/data.js');
 const { loadGpuUsersLibrary } = await import('../bindings/gpu-users.js');
 for (const d of devices) {
@@ -105,6 +110,7 @@ for (const d of devices) {
     startProbeScratch(d);
     loadGpuUsersLibrary(backend);
   }
+  if (isGpuDriver({ backend })) startTruncateChildFor(d, found?.backends.find((b) => b.backend === backend)?.library);
 }
 
 const { BaseSequencer, startVitest } = await vitestModule;
