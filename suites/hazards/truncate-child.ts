@@ -119,7 +119,7 @@ function startEarly(o: EarlyStart): { args: TruncateArgs; native: NonNullable<Di
   } catch (e) {
     if (!(e instanceof TimingLockTimeout)) throw e;
     const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
-    say({ early: 'fault', message: `the timing lock ${e.path} was still held after ${Math.round(o.lockLimitMs / 1000)} s of waiting, ${by}: the truncation child did not start` });
+    say({ early: 'fault', message: `the timing lock ${e.path} was still held after ${Math.round(o.lockLimitMs / 100) / 10} s of waiting, ${by}: the truncation child did not start` });
     process.exit(3);
   }
   let native: NonNullable<DiscoveredDevice['native']>;

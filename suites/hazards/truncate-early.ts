@@ -276,6 +276,8 @@ function follow(w: ThreadStart): void {
   let timedOut = false;
   let sentAt = 0;
   let lockWaitMs: number | undefined;
+  /** The child said it started (its arguments are then read): else its end is a failure to start, whatever came. */
+  let childStarted = false;
   // the run's clock: it stops while the child waits for the timing lock
   let timer: NodeJS.Timeout | undefined;
   let leftMs = TRUNCATE_CHILD_TIMEOUT_MS;
@@ -309,6 +311,7 @@ function follow(w: ThreadStart): void {
         runClock();
         return;
       case 'started':
+        childStarted = true;
         post({ kind: 'started', library: line.library, ms: line.ms, ...(lockWaitMs !== undefined ? { lockWaitMs } : {}) });
         set(sent ? PHASE.running : PHASE.started);
         return;
@@ -349,9 +352,9 @@ function follow(w: ThreadStart): void {
   child.on('close', (status, signal) => {
     stopClock();
     stdout += partial;
-    if (!sent) {
+    if (!childStarted && !timedOut) {
       const how = signal ? `it died of ${signal}` : `it exited with status ${status}`;
-      post({ kind: 'failed', reason: failure ?? spawnError ?? `${how} before its arguments came${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`, ...(fault ? { fault } : {}) });
+      post({ kind: 'failed', reason: failure ?? spawnError ?? `${how} before it started${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`, ...(fault ? { fault } : {}) });
       set(PHASE.failed);
     } else {
       post({ kind: 'done', stdout, stderr, status, signal, timedOut, ...(spawnError !== undefined ? { error: spawnError } : {}), ms: Math.round(performance.now() - sentAt) });
