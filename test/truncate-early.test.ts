@@ -16,6 +16,7 @@ import { doubleEnv, loadDouble } from './support/drivers.js';
 import { holdLock } from './support/lock-holder.js';
 import { commandLine, running, waitUntil } from './support/processes.js';
 import { diskTempDir } from './support/temp-dir.js';
+import { ROOT } from './support/command.js';
 
 const work = diskTempDir('mapped-reg-truncate-early-');
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -165,6 +166,29 @@ describe('fallback and the host', () => {
       expect(readdirSync(d.scratch)).toEqual([]);
     } finally {
       release();
+    }
+  }, 120_000);
+
+  it("the child's hold is shared: another device's child starting its driver (a shared holder) does not keep it waiting", async () => {
+    const d = device('cuda', 'cuda');
+    const lockFile = join(work, `timing-${Math.random().toString(36).slice(2)}.lock`);
+    setEnv({ MAPPED_REG_TIMING_LOCK: lockFile });
+    const script = `import { acquireTimingLock } from ${JSON.stringify(join(ROOT, 'dist', 'bindings', 'timing-lock.js'))};
+acquireTimingLock({ path: process.argv[1], shared: true, label: 'another child' });
+console.log('held');
+setInterval(() => {}, 1 << 30);`;
+    const other = spawn(process.execPath, ['--input-type=module', '-e', script, lockFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      other.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      await waitUntil(() => out.includes('held'), 60_000, 'the other shared holder');
+      // a limit of 2 s: an exclusive taker would wait for the other holder (it never lets go) and fail
+      start(d, 2_000);
+      const o = truncateContainedCheck.run(d.ctx);
+      expect(data(o).childStartedEarly).toBe(true);
+      expect(o.status ?? 'pass').toBe('pass');
+    } finally {
+      other.kill('SIGKILL');
     }
   }, 120_000);
 

@@ -13,8 +13,9 @@
 //
 // Started early (`truncate-child.js --early '<EarlyStart as JSON>'`, by ./truncate-early.ts as soon as the device's
 // runner knows its device): the child makes its start (Node.js, its imports, the library, the driver's init and the
-// device's context) while the runner probes, the driver's init inside the host-wide timing lock
-// (bindings/timing-lock.ts) so that it never lands inside anyone's timed copies, then waits for its arguments, one
+// device's context) while the runner probes, the driver's init inside the host-wide timing lock, held shared
+// (bindings/timing-lock.ts) so that it never lands inside anyone's timed copies while other devices' children
+// start beside it, then waits for its arguments, one
 // JSON line on stdin, and goes on as above. Its start is told in EarlyLines (`{"early": ...}`), kept apart from
 // the check's lines. Standard input closed before the arguments came (the runner died, or its check never came):
 // it exits at once, having registered nothing.
@@ -115,7 +116,8 @@ function startEarly(o: EarlyStart): { args: TruncateArgs; native: NonNullable<Di
   say({ early: 'lock' });
   let lock: ReturnType<typeof acquireTimingLock>;
   try {
-    lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}` });
+    // shared: other devices' children start beside this one; only timed copies are kept out
+    lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}`, shared: true });
   } catch (e) {
     if (!(e instanceof TimingLockTimeout)) throw e;
     const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
