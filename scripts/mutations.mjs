@@ -41,6 +41,7 @@ const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
 const discoveryThread = 'cli/discovery-thread.ts';
 const truncateEarly = 'suites/hazards/truncate-early.ts';
+const truncateEarlyThread = 'suites/hazards/truncate-early-thread.ts';
 const truncateChild = 'suites/hazards/truncate-child.ts';
 
 /** The test files that hold each part. */
@@ -376,7 +377,7 @@ const mutations = [
   ['speed: truncate early: the runner starts no early child', 'speed: the truncation child started early', deviceRunner, edits(['  if (isGpuDriver({ backend })) startTruncateChildFor(', '  if (false) startTruncateChildFor(']), TRUNCATE_EARLY_COMMAND],
   ['speed: truncate early: started where the check is deselected', 'speed: the truncation child started early', truncateEarly, edits(['|| options.deselected?.[TRUNCATE_CHECK] !== undefined)', ')']), [...TRUNCATE_EARLY, ...TRUNCATE_EARLY_COMMAND]],
   ['speed: truncate early: the check never uses the early child', 'speed: the truncation child started early', hazardFileChanges, edits(["const early = runEarlyTruncateChild(ctx.device.id, args, (w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }));", "const early = { unavailable: writeEvent.name } as ReturnType<typeof runEarlyTruncateChild>;"]), TRUNCATE_EARLY],
-  ['speed: truncate early: a child that ended before it started taken as the check\'s run', 'speed: the truncation child started early', truncateEarly, edits(['    if (!childStarted && !timedOut) {', '    if (!sent) {']), TRUNCATE_EARLY],
+  ['speed: truncate early: a child that ended before it started taken as the check\'s run', 'speed: the truncation child started early', truncateEarlyThread, edits(['    if (!childStarted && !timedOut) {', '    if (!sent) {']), TRUNCATE_EARLY],
   ["speed: truncate early: the driver's init outside the timing lock", 'speed: the truncation child started early', truncateChild, edits(['    lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}`, shared: true });', "    lock = { path: '', waitedMs: 0, release: () => {} };"]), TRUNCATE_EARLY],
   ["speed: truncate early: the child's hold of the timing lock exclusive", 'speed: the truncation child started early', truncateChild, edits(['`${o.device} truncation child of pid ${process.ppid}`, shared: true });', '`${o.device} truncation child of pid ${process.ppid}`, shared: false });']), TRUNCATE_EARLY],
   ['speed: truncate early: a shared hold taken exclusive', 'speed: the truncation child started early', 'bindings/timing-lock.ts', edits(['  const mode = options.shared ? LOCK_SH : LOCK_EX;', '  const mode = LOCK_EX;']), LOCK],

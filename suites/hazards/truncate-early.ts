@@ -5,7 +5,7 @@
 // and takes the child's lines and end as ./truncate.ts's runTruncateChild gives them.
 //
 // Checks are synchronous, and a child's pipes and end need an event loop: a thread of its own (node:worker_threads,
-// started from this file as cli/discovery-thread.ts starts its own) spawns the child and follows it. The check's
+// ./truncate-early-thread.ts, started as cli/discovery-thread.ts starts its own) spawns the child and follows it. The check's
 // call posts the arguments to it and sleeps in Atomics.wait on a shared phase word that the thread sets and notifies
 // at each step of the child; the thread's messages (the child's lines, status, signal) are read with
 // receiveMessageOnPort. The thread kills the child (SIGKILL) after TRUNCATE_CHILD_TIMEOUT_MS of its run, not
@@ -14,23 +14,17 @@
 // Nothing is left behind: the child ends with the thread that spawned it (its parent-death signal), and when its
 // stdin closes before its arguments came (the runner died, or its check never came) it exits having registered
 // nothing. The file it cuts is made by the check, at the check, as before.
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, type MessagePort, Worker, isMainThread, parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { HostFault } from '../../bindings/host-fault.js';
 import { addOwnChild } from '../../bindings/own-children.js';
 import { backendOfDevice } from '../../bindings/registry.js';
 import { type HostWait, LOCK_WAIT_MIN_S } from '../measure.js';
 import type { SuiteOptions } from '../protocol.js';
-import { type ChildRun, type EarlyLine, type EarlyStart, TRUNCATE_CHECK, TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, parseLines, truncateChildScript } from './truncate.js';
-
-/** The child's phase, in the shared word (the thread sets it and notifies). */
-export const PHASE = { spawning: 0, lock: 1, init: 2, started: 3, failed: 4, running: 5, done: 6 } as const;
-type Phase = (typeof PHASE)[keyof typeof PHASE];
-const PHASE_AT = 0;
-const PID_AT = 1;
+import { type ChildRun, type EarlyStart, TRUNCATE_CHECK, TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, parseLines, truncateChildScript } from './truncate.js';
+import { type FromThread, PHASE, PHASE_AT, PID_AT, type Phase, type ThreadStart } from './truncate-early-thread.js';
 
 /** Past the child's own bounds (its lock wait, its run), how long the check waits for the thread before it kills the child itself. */
 const THREAD_GRACE_MS = 10_000;
@@ -47,21 +41,6 @@ export interface EarlyData {
   lockWaitAtCheckMs: number;
 }
 
-/** The thread's messages to the check. */
-type FromThread =
-  | { kind: 'started'; library: string; ms: number; lockWaitMs?: number }
-  | { kind: 'failed'; reason: string; fault?: string }
-  | { kind: 'done'; stdout: string; stderr: string; status: number | null; signal: NodeJS.Signals | null; timedOut: boolean; error?: string; ms: number };
-
-interface ThreadStart {
-  role: 'truncate-early';
-  script: string;
-  env: Record<string, string>;
-  start: EarlyStart;
-  state: SharedArrayBuffer;
-  port: MessagePort;
-}
-
 interface Early {
   device: string;
   lockLimitMs: number;
@@ -76,12 +55,12 @@ interface Early {
 /** The children started early, by device id. */
 const started = new Map<string, Early>();
 
-/** This file compiled (the thread runs it): beside it, or the project's dist/ from the TypeScript sources. */
+/** The thread's file compiled (./truncate-early-thread.ts): beside this one, or the project's dist/ from the TypeScript sources. */
 function compiledSelf(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const sibling = join(here, 'truncate-early.js');
+  const sibling = join(here, 'truncate-early-thread.js');
   if (existsSync(sibling)) return sibling;
-  return join(here, '..', '..', 'dist', 'suites', 'hazards', 'truncate-early.js');
+  return join(here, '..', '..', 'dist', 'suites', 'hazards', 'truncate-early-thread.js');
 }
 
 /**
@@ -255,124 +234,3 @@ function failed(e: Early): EarlyOutcome {
   if (f?.fault) throw new HostFault(f.fault);
   return { unavailable: `the child started early failed to start: ${f?.reason ?? 'its thread ended without a word'}` };
 }
-
-// ---- the thread ----
-
-function follow(w: ThreadStart): void {
-  const state = new Int32Array(w.state);
-  const set = (phase: Phase): void => {
-    Atomics.store(state, PHASE_AT, phase);
-    Atomics.notify(state, PHASE_AT);
-  };
-  const post = (m: FromThread): void => w.port.postMessage(m);
-  let stdout = '';
-  let partial = '';
-  let stderr = '';
-  let args: TruncateArgs | undefined;
-  let sent = false;
-  let fault: string | undefined;
-  let failure: string | undefined;
-  let spawnError: string | undefined;
-  let timedOut = false;
-  let sentAt = 0;
-  let lockWaitMs: number | undefined;
-  /** The child said it started (its arguments are then read): else its end is a failure to start, whatever came. */
-  let childStarted = false;
-  // the run's clock: it stops while the child waits for the timing lock
-  let timer: NodeJS.Timeout | undefined;
-  let leftMs = TRUNCATE_CHILD_TIMEOUT_MS;
-  let timerSince = 0;
-  const child = spawn(process.execPath, [w.script, '--early', JSON.stringify(w.start)], { env: w.env, stdio: ['pipe', 'pipe', 'pipe'] });
-  if (child.pid !== undefined) Atomics.store(state, PID_AT, child.pid);
-  const phase = (): Phase => Atomics.load(state, PHASE_AT) as Phase;
-  const runClock = (): void => {
-    if (timer !== undefined || !sent || phase() === PHASE.lock) return;
-    timerSince = performance.now();
-    timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, leftMs);
-  };
-  const stopClock = (): void => {
-    if (timer === undefined) return;
-    clearTimeout(timer);
-    timer = undefined;
-    leftMs -= performance.now() - timerSince;
-  };
-  const early = (line: EarlyLine): void => {
-    switch (line.early) {
-      case 'lock':
-        set(PHASE.lock);
-        stopClock();
-        return;
-      case 'init':
-        lockWaitMs = line.lockWaitMs;
-        set(PHASE.init);
-        runClock();
-        return;
-      case 'started':
-        childStarted = true;
-        post({ kind: 'started', library: line.library, ms: line.ms, ...(lockWaitMs !== undefined ? { lockWaitMs } : {}) });
-        set(sent ? PHASE.running : PHASE.started);
-        return;
-      case 'fault':
-        fault = line.message;
-        return;
-      case 'failed':
-        failure = line.message;
-    }
-  };
-  child.stdout.setEncoding('utf8');
-  child.stdout.on('data', (chunk: string) => {
-    partial += chunk;
-    for (let nl = partial.indexOf('\n'); nl >= 0; nl = partial.indexOf('\n')) {
-      const line = partial.slice(0, nl + 1);
-      partial = partial.slice(nl + 1);
-      if (line.startsWith('{"early"')) {
-        try {
-          early(JSON.parse(line) as EarlyLine);
-          continue;
-        } catch {
-          // not one: the check's
-        }
-      }
-      stdout += line;
-    }
-  });
-  child.stderr.setEncoding('utf8');
-  child.stderr.on('data', (chunk: string) => {
-    // the last of it is what a report keeps (the check keeps 2,000 characters)
-    stderr = (stderr + chunk).slice(-64 * 1024);
-  });
-  // a child that died: its stdin's writes fail (EPIPE), which its end already says
-  child.stdin.on('error', () => {});
-  child.on('error', (err) => {
-    spawnError = err.message;
-  });
-  child.on('close', (status, signal) => {
-    stopClock();
-    stdout += partial;
-    if (!childStarted && !timedOut) {
-      const how = signal ? `it died of ${signal}` : `it exited with status ${status}`;
-      post({ kind: 'failed', reason: failure ?? spawnError ?? `${how} before it started${stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' | ')}` : ''}`, ...(fault ? { fault } : {}) });
-      set(PHASE.failed);
-    } else {
-      post({ kind: 'done', stdout, stderr, status, signal, timedOut, ...(spawnError !== undefined ? { error: spawnError } : {}), ms: Math.round(performance.now() - sentAt) });
-      set(PHASE.done);
-    }
-    w.port.close();
-  });
-  // the check's arguments come from the thread's parent
-  parentPort?.on('message', (m: { args: TruncateArgs }) => {
-    if (args !== undefined || phase() === PHASE.failed || phase() === PHASE.done) return;
-    args = m.args;
-    sent = true;
-    sentAt = performance.now();
-    if (phase() === PHASE.started) set(PHASE.running);
-    // the child reads them once it has started (it may still be waiting for the lock)
-    child.stdin.end(`${JSON.stringify(args)}\n`);
-    runClock();
-  });
-}
-
-if (!isMainThread && (workerData as Partial<ThreadStart> | null)?.role === 'truncate-early') follow(workerData as ThreadStart);
