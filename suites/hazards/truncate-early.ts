@@ -56,7 +56,7 @@ interface Early {
 const started = new Map<string, Early>();
 
 /** The thread's file compiled (./truncate-early-thread.ts): beside this one, or the project's dist/ from the TypeScript sources. */
-function compiledSelf(): string {
+function threadScript(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const sibling = join(here, 'truncate-early-thread.js');
   if (existsSync(sibling)) return sibling;
@@ -72,7 +72,7 @@ function compiledSelf(): string {
 export function startTruncateChildEarly(o: { device: string; library: string; libraryEnv: string; lockLimitMs: number }): boolean {
   if (started.has(o.device)) return true;
   const script = truncateChildScript();
-  const self = compiledSelf();
+  const self = threadScript();
   if (!existsSync(script) || !existsSync(self)) return false;
   const state = new Int32Array(new SharedArrayBuffer(8));
   const { port1, port2 } = new MessageChannel();
