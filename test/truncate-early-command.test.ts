@@ -2,12 +2,13 @@
 // before its checks (the check's data says so), none is started where the check is deselected, and nothing is left
 // behind (no child, no scratch file) when the runner is killed before the check or crashes in an earlier one. Every
 // wait is on something observable (a line printed, a process there or gone), with generous bounds.
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles } from './double/build.js';
 import { childrenOf, commandLine, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
 import { diskTempDir } from './support/temp-dir.js';
+import { holdLock } from './support/lock-holder.js';
 
 const work = diskTempDir('mapped-reg-truncate-early-command-');
 let cudaDouble: string;
@@ -63,6 +64,9 @@ function tagged(tag: string): number[] {
   return found;
 }
 
+/** Whether the truncation check's file (hazard.bin, in a folder of its process) is in `scratch` now. */
+const hazardFile = (scratch: string): boolean => readdirSync(scratch).some((d) => existsSync(join(scratch, d, 'hazard.bin')));
+
 const truncate = (json: string): Check => (JSON.parse(readFileSync(json, 'utf8')) as { devices: { checks: Check[] }[] }).devices[0]!.checks.find((x) => x.id === 'hazard.truncate_contained')!;
 
 describe('the truncation child started early, through the command', () => {
@@ -77,6 +81,28 @@ describe('the truncation child started early, through the command', () => {
     expect(t.data?.early).toMatchObject({ startMs: expect.any(Number), readyAtCheck: expect.any(Boolean) });
     expect(tagged(tag)).toEqual([]);
     expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it("the child's wait for the timing lock at the check is the host's: a check that waits past --timeout for it is not killed", async () => {
+    const lockFile = join(work, `timing-${Math.random().toString(36).slice(2)}.lock`);
+    writeFileSync(lockFile, '', { mode: 0o600 });
+    const release = await holdLock(lockFile);
+    try {
+      // the probe is not selected: only the early child waits for the lock, held here
+      const { c, scratch, json } = run(['--check', 'hazard.truncate_contained', '--timeout', '4', '--quiet-wait', '120'], { MAPPED_REG_TIMING_LOCK: lockFile });
+      await waitUntil(() => hazardFile(scratch), 60_000, 'the check to make its file');
+      // the check now waits for the child, which waits for the lock: well past --timeout (a lower bound, never a race)
+      await new Promise((done) => setTimeout(done, 9_000));
+      release();
+      const { code } = await c.exit;
+      const t = truncate(json);
+      expect(t.status).toBe('pass');
+      expect(t.data).toMatchObject({ childStartedEarly: true, early: { readyAtCheck: false } });
+      expect((t.data?.early as { lockWaitAtCheckMs: number }).lockWaitAtCheckMs).toBeGreaterThan(4_000);
+      expect(code).toBe(0);
+    } finally {
+      release();
+    }
   });
 
   it('the runner killed (SIGKILL) before the check: its early child ends too, the check runs in the next process (a child started there, at the check), nothing is left', async () => {
