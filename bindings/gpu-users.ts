@@ -13,6 +13,7 @@ import { statSync } from 'node:fs';
 import koffi from 'koffi';
 import type { LibraryHandle } from 'koffi';
 import { cString } from './driver-kit.js';
+import { ownChildPids } from './own-children.js';
 import { declarePrototypes } from './errors.js';
 import { fileKind } from '../results/read.js';
 import { readSmallFile } from './small-file.js';
@@ -25,7 +26,7 @@ export const AMDSMI_LIBRARY_ENV = 'MAPPED_REG_AMDSMI_LIBRARY';
 export interface GpuProcess { pid: number; name: string; usedMiB: number | null; kind: 'compute' | 'graphics' }
 export interface GpuUsersSample {
   source: 'nvml' | 'amd-smi';
-  /** Processes with a context on the device, other than the excluded pids (a pid listed as both compute and graphics: once, kind compute). */
+  /** Processes with a context on the device, other than the excluded pids and this process's own helpers (./own-children.ts) (a pid listed as both compute and graphics: once, kind compute). */
   processes: GpuProcess[];
   /** The device's PCIe traffic in MB/s (1e6 bytes/s) as the library reports it; null when it cannot. rx: host to device. */
   pcieRxMBps: number | null;
@@ -251,7 +252,8 @@ function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
     source: 'nvml',
     sample(excludePids) {
       if (!open) throw new Error('NVML: sample() after close()');
-      const excluded = new Set(excludePids);
+      // this process's own helper children (the truncation child started early) are not other users either
+      const excluded = new Set([...excludePids, ...ownChildPids()]);
       const compute = list('nvmlDeviceGetComputeRunningProcesses_v3');
       // A device without graphics contexts at all says NOT_SUPPORTED: it has no graphics users.
       const graphics = list('nvmlDeviceGetGraphicsRunningProcesses_v3');

@@ -318,6 +318,7 @@ export function pageSize(): number {
 
 // ---- locks and processes ----
 
+export const LOCK_SH = 1;
 export const LOCK_EX = 2;
 export const LOCK_NB = 4;
 export const LOCK_UN = 8;

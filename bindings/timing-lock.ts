@@ -5,6 +5,11 @@
 // LOCK_EX|LOCK_NB polled every few ms, asleep in Atomics.wait between tries. The holder writes its pid and a label
 // into the file, for the message of a run that gives up waiting.
 //
+// A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts) keeps timed copies
+// out while it holds the lock, but not other shared holders: several devices' children start their drivers side by
+// side, never inside anyone's timed copies. It writes no holder's line (it is not alone) and removes the file it
+// made only when it is the last holder (its lock converted to LOCK_EX without waiting).
+//
 // The file cannot be turned against the run or its user: it is opened without following a link and without
 // waiting (a FIFO), and used only when it is a regular file of this user with no other name (a hard link), empty
 // or holding a holder's line. Anything else is the host's fault (a HostFault), and the file is left as it is:
@@ -16,6 +21,7 @@ import { HostFault, asHostFault, isHostFault } from './host-fault.js';
 import {
   LOCK_EX,
   LOCK_NB,
+  LOCK_SH,
   LOCK_UN,
   LibcError,
   OPEN_ACCESS,
@@ -236,7 +242,8 @@ function writeHolder(fd: number, label: string): void {
  * holder when it can tell. A file that cannot be opened or locked, or that is not this user's lock, is a
  * HostFault. A lock this process already holds is an error at once (waiting for it would never end).
  */
-export function acquireTimingLock(options: { path?: string; timeoutMs?: number; label?: string } = {}): TimingLock {
+export function acquireTimingLock(options: { path?: string; timeoutMs?: number; label?: string; shared?: boolean } = {}): TimingLock {
+  const mode = options.shared ? LOCK_SH : LOCK_EX;
   const path = options.path ?? timingLockPath();
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && !(timeoutMs >= 0)) throw new RangeError(`timing lock: timeoutMs ${timeoutMs} is not a number of ms >= 0`);
@@ -255,7 +262,7 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
       throw new Error(`the timing lock ${path} is already held by this process`);
     }
     try {
-      while (!flock(fd, LOCK_EX | LOCK_NB)) {
+      while (!flock(fd, mode | LOCK_NB)) {
         const waited = performance.now() - t0;
         if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd) ?? holderFromKernel(fd));
         // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
@@ -277,7 +284,7 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
   }
   const waitedMs = performance.now() - t0;
   held.add(key);
-  if (writable) writeHolder(fd, label);
+  if (writable && !options.shared) writeHolder(fd, label);
   return {
     path,
     waitedMs,
@@ -286,8 +293,10 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
       try {
         // the file this process made is removed while still held: a waiter that then takes it sees it is gone and
         // takes the next one. A file that was there before (a lock file left by a killed holder, or the one
-        // MAPPED_REG_TIMING_LOCK names) is only emptied of this holder's line, and stays.
-        if (writable) {
+        // MAPPED_REG_TIMING_LOCK names) is only emptied of this holder's line, and stays. A shared holder wrote
+        // nothing, and empties and removes only the file it made, as its last holder (its lock made exclusive
+        // without waiting: the conversion may let go of it, which the release does anyway).
+        if (writable && (!options.shared || (made && flock(fd, LOCK_EX | LOCK_NB)))) {
           ftruncate(fd, 0);
           try {
             if (made && stillAt(path, key)) unlinkSync(path);

@@ -6,7 +6,7 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestSpecification, Vitest } from 'vitest/node';
-import { type Backend, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
+import { type Backend, type PlainDiscovery, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
@@ -150,6 +150,8 @@ let devices = spec.devices;
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
 const ready = mayRegister ? readyRun(planned) : undefined;
 ready?.catch(() => {}); // awaited below, unless the process ends first
+/** What this runner's own discovery found (a discovering runner): the driver libraries it loaded. */
+let found: PlainDiscovery | undefined;
 if (spec.discover) {
   // A discovering runner: it discovers its group of backends for the command (which loads no driver itself),
   // offers a device, and waits for the command's answer (once every group's discovery is in and the selection is
@@ -167,7 +169,7 @@ if (spec.discover) {
   // finds nothing to offer exits at once, its load cut short. A runner that loads no Vitest discovers on this
   // thread: a thread of its own would only add its start (a Node.js environment, the bindings loaded again).
   const t0 = performance.now();
-  const found = mayRegister ? await discoverOnThread(selection.backends) : plainDiscovery(discover(selection.backends));
+  found = mayRegister ? await discoverOnThread(selection.backends) : plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
@@ -194,7 +196,10 @@ if (!devices.some((d) => registers(d.device))) {
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 // The GPU's management library (NVML, AMD SMI), which the probe looks at the machine through, is loaded here too:
 // loading it is then never part of a check's --timeout.
+// The truncation hazard's child starts now too, where its check will run here, and waits for its arguments: its start
+// (Node.js, the driver's init, inside the timing lock) runs while the probe does (suites/hazards/truncate-early.ts).
 const { startProbeScratch } = await import('../suites/context.js');
+const { startTruncateChildFor } = await import('../suites/hazards/truncate-early.js');
 const { PROBE_VERDICT } = await import('../suites/checks/data.js');
 const { loadGpuUsersLibrary } = await import('../bindings/gpu-users.js');
 for (const d of devices) {
@@ -203,6 +208,7 @@ for (const d of devices) {
     startProbeScratch(d);
     loadGpuUsersLibrary(backend);
   }
+  if (isGpuDriver({ backend })) startTruncateChildFor(d, found?.backends.find((b) => b.backend === backend)?.library);
 }
 
 // the devices, known now, given to the suites (suites/define-checks.ts inject), and the run

@@ -41,6 +41,9 @@ const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
 const benchProc = 'bench/proc.ts';
 const discoveryThread = 'cli/discovery-thread.ts';
+const truncateEarly = 'suites/hazards/truncate-early.ts';
+const truncateEarlyThread = 'suites/hazards/truncate-early-thread.ts';
+const truncateChild = 'suites/hazards/truncate-child.ts';
 
 /** The test files that hold each part. */
 const LIBRARY_SEARCH = ['test/library-search.test.ts'];
@@ -58,6 +61,8 @@ const BUSY = ['test/busy.test.ts'];
 const PCI = ['test/pci.test.ts', 'test/checks.test.ts'];
 const LOCK = ['test/timing-lock.test.ts'];
 const LOCK_WAIT = ['test/lock-wait.test.ts'];
+const TRUNCATE_EARLY = ['test/truncate-early.test.ts'];
+const TRUNCATE_EARLY_COMMAND = ['test/truncate-early-command.test.ts'];
 const RUNTIMES = ['test/runtimes.test.ts'];
 const runtimeDiscovery = 'cli/runtime-discovery.ts';
 const runtimeProbe = 'bindings/runtime-probe.ts';
@@ -392,6 +397,20 @@ const mutations = [
   ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
   ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
   ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
+  // ---- the truncation child started early (issue 32)
+  ['speed: truncate early: the runner starts no early child', 'speed: the truncation child started early', deviceRunner, edits(['  if (isGpuDriver({ backend })) startTruncateChildFor(', '  if (false) startTruncateChildFor(']), TRUNCATE_EARLY_COMMAND],
+  ['speed: truncate early: started where the check is deselected', 'speed: the truncation child started early', truncateEarly, edits(['|| options.deselected?.[TRUNCATE_CHECK] !== undefined)', ')']), [...TRUNCATE_EARLY, ...TRUNCATE_EARLY_COMMAND]],
+  ['speed: truncate early: the check never uses the early child', 'speed: the truncation child started early', hazardFileChanges, edits(["const early = runEarlyTruncateChild(ctx.device.id, args, (w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }));", "const early = { unavailable: writeEvent.name } as ReturnType<typeof runEarlyTruncateChild>;"]), TRUNCATE_EARLY],
+  ['speed: truncate early: a child that ended before it started taken as the check\'s run', 'speed: the truncation child started early', truncateEarlyThread, edits(['    if (!childStarted && !timedOut) {', '    if (!sent) {']), TRUNCATE_EARLY],
+  ["speed: truncate early: the driver's init outside the timing lock", 'speed: the truncation child started early', truncateChild, edits(['    lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}`, shared: true });', "    lock = { path: '', waitedMs: 0, release: () => {} };"]), TRUNCATE_EARLY],
+  ["speed: truncate early: the child's hold of the timing lock exclusive", 'speed: the truncation child started early', truncateChild, edits(['`${o.device} truncation child of pid ${process.ppid}`, shared: true });', '`${o.device} truncation child of pid ${process.ppid}`, shared: false });']), TRUNCATE_EARLY],
+  ['speed: truncate early: a shared hold taken exclusive', 'speed: the truncation child started early', 'bindings/timing-lock.ts', edits(['  const mode = options.shared ? LOCK_SH : LOCK_EX;', '  const mode = LOCK_EX;']), LOCK],
+  ['speed: truncate early: a shared holder removes the file others still hold', 'speed: the truncation child started early', 'bindings/timing-lock.ts', edits(['(!options.shared || (made && flock(fd, LOCK_EX | LOCK_NB)))', '(!options.shared || made)']), LOCK],
+  ["speed: truncate early: the child's wait for the lock counted as the check's time", 'speed: the truncation child started early', truncateEarly, edits(["      onWait?.({ waiting: true, what: 'the timing lock (the truncation child)', limitMs: e.lockLimitMs });", '']), TRUNCATE_EARLY],
+  ["speed: truncate early: the check's wait for the child's lock not told to the command", 'speed: the truncation child started early', hazardFileChanges, edits(["(w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w })", '() => undefined']), TRUNCATE_EARLY_COMMAND],
+  ["speed: truncate early: a child that gave up on the lock is no host fault", 'speed: the truncation child started early', truncateEarly, edits(['  if (f?.fault) throw new HostFault(f.fault);', '']), TRUNCATE_EARLY],
+  ['speed: truncate early: the child neither dies with its runner nor ends at end of input', 'speed: the truncation child started early', truncateChild, edits(['    setParentDeathSignal(9);\n    const start', '    const start'], ['    if (n === 0) return undefined;', '    if (n === 0) {\n      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);\n      continue;\n    }']), TRUNCATE_EARLY_COMMAND],
+  ["speed: truncate early: the run's own child counted as another user of the GPU", 'speed: the truncation child started early', gpuUsers, edits(['new Set([...excludePids, ...ownChildPids()])', 'new Set([...excludePids])']), ['test/gpu-users.test.ts']],
   // ---- the reference checks (issue 36): attributes held to behaviour, repetition, flags and negatives
   ['reference: an attribute of 0 not held to a registration that works', 'reference: attributes', refAttributes, edits(['  if (value === 0 && registered) return', '  if (false && registered) return']), REFERENCE],
   ['reference: an attribute of 1 not held to a refusal', 'reference: attributes', refAttributes, edits(['  if (value !== 0 && !registered) return', '  if (false && !registered) return']), REFERENCE],

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type GpuUsersMonitor, amdSmiBdf, openGpuUsers } from '../bindings/gpu-users.js';
+import { addOwnChild } from '../bindings/own-children.js';
 import { buildDoubles } from './double/build.js';
 import { cleanEnv } from './support/command.js';
 
@@ -80,6 +81,19 @@ describe('openGpuUsers (NVML)', () => {
     withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: 'self:us:100,parent:runner:5,77:other:1' }, (m) => {
       expect(m.sample([]).processes.map((p) => p.pid)).toEqual([process.pid, process.ppid, 77]);
       expect(m.sample([process.pid, process.ppid]).processes).toEqual([{ pid: 77, name: 'other', usedMiB: 1, kind: 'compute' }]);
+    });
+  });
+
+  it("leaves out this process's own helper children (the truncation child started early) while they are counted as its own", () => {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '4711:node:300,77:other:1' }, (m) => {
+      expect(m.sample([]).processes.map((p) => p.pid)).toEqual([4711, 77]);
+      const forget = addOwnChild(() => 4711);
+      try {
+        expect(m.sample([]).processes.map((p) => p.pid)).toEqual([77]);
+      } finally {
+        forget();
+      }
+      expect(m.sample([]).processes.map((p) => p.pid)).toEqual([4711, 77]);
     });
   });
 

@@ -288,6 +288,72 @@ console.log(JSON.stringify({ waitedMs: lock.waitedMs }));`,
   });
 });
 
+describe('shared holders (the truncation child\'s driver init)', () => {
+  /** A child that takes the lock at argv[1] shared, says "held", and keeps it until killed. */
+  const sharedHolder = (path: string): Child =>
+    child(
+      `const lock = acquireTimingLock({ path: process.argv[1], label: 'shared', shared: true });
+console.log('held');
+setInterval(() => {}, 1 << 30);`,
+      [path],
+    );
+
+  it('two shared holders at once; an exclusive taker waits for both, and gets it once both let go; they write nothing', async () => {
+    const path = lockPath();
+    const a = sharedHolder(path);
+    await held(a);
+    const b = sharedHolder(path);
+    await held(b);
+    expect(readFileSync(path, 'utf8')).toBe('');
+    expect(thrown(() => acquireTimingLock({ path, timeoutMs: 50 }))).toBeInstanceOf(TimingLockTimeout);
+    a.child.kill('SIGKILL');
+    await a.exit;
+    expect(thrown(() => acquireTimingLock({ path, timeoutMs: 50 }))).toBeInstanceOf(TimingLockTimeout);
+    b.child.kill('SIGKILL');
+    await b.exit;
+    acquireTimingLock({ path, timeoutMs: 60_000 }).release();
+  });
+
+  it('a shared taker waits while an exclusive holder times its copies', () => {
+    const path = lockPath();
+    const mine = acquireTimingLock({ path, label: 'timed copies' });
+    try {
+      const c = execFileSync(
+        process.execPath,
+        ['--input-type=module', '-e', `import { acquireTimingLock } from ${JSON.stringify(MODULE)};
+try { acquireTimingLock({ path: process.argv[1], timeoutMs: 100, shared: true }); console.log('held'); } catch (e) { console.log(e.name); }`, path],
+        { env: cleanEnv(), encoding: 'utf8' },
+      );
+      expect(c.trim()).toBe('TimingLockTimeout');
+    } finally {
+      mine.release();
+    }
+  });
+
+  it('the last shared holder removes the file it made; one that is not the last leaves it to the others', async () => {
+    const path = lockPath();
+    const first = acquireTimingLock({ path, shared: true });
+    expect(existsSync(path)).toBe(true);
+    first.release();
+    expect(existsSync(path)).toBe(false);
+    // a file that was there: used, left as it is
+    writeFileSync(path, '');
+    const second = acquireTimingLock({ path, shared: true });
+    second.release();
+    expect(existsSync(path)).toBe(true);
+    expect(readFileSync(path, 'utf8')).toBe('');
+    // made here, but another holds it shared too: left to it
+    const made = lockPath();
+    const third = acquireTimingLock({ path: made, shared: true });
+    const other = sharedHolder(made);
+    await held(other);
+    third.release();
+    expect(existsSync(made)).toBe(true);
+    other.child.kill('SIGKILL');
+    await other.exit;
+  });
+});
+
 describe('between processes: a lock file read-only to its holder, or made by another user', () => {
   /** As root: a child of uid 65534 (a file of its own is then another user's to this process); else this user. */
   const other = process.getuid!() === 0 ? { uid: 65534, gid: 65534 } : undefined;

@@ -6,6 +6,8 @@ import { pwrite } from '../../bindings/libc.js';
 import type { CheckContext, Observation } from '../check.js';
 import { MiB, hazard, hex, nothingTo, succeeded, registerOrNothingTo, serveCopy, servedText, withHeld, sizeText, codeText, withFile, withMappedFile } from './harness.js';
 import { TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, type TruncateLine, copyOutcome, runTruncateChild, truncateChildScript } from './truncate.js';
+import { runEarlyTruncateChild } from './truncate-early.js';
+import { writeEvent } from '../protocol.js';
 
 /** hazard.truncate_contained: the mapping, the length it is cut to, and the two copies from the cut tail. */
 const TRUNCATE_FILE_BYTES = 32 * MiB;
@@ -48,9 +50,12 @@ function truncateContained(ctx: CheckContext): Observation {
   // The parent makes and removes the file: a child killed by a signal leaves nothing behind.
   return withFile(ctx.options.scratchDir, size, (file) => {
     const args: TruncateArgs = { device: ctx.device.id, file: file.path, size, cut, large: size - cut, small: TRUNCATE_SMALL_BYTES };
-    const r = runTruncateChild(script, native, args);
+    // the child started while the probe ran (./truncate-early.ts), else one started now, as it always was
+    const early = runEarlyTruncateChild(ctx.device.id, args, (w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }));
+    const r = 'run' in early ? early.run : runTruncateChild(script, native, args);
+    const how = 'run' in early ? { childStartedEarly: true, early: early.early } : { childStartedEarly: false, notEarly: early.unavailable };
     const { lines, stderr, timedOut } = r;
-    if (r.error) return { status: 'fail', expected, observed: `the child did not run: ${r.error.message}` };
+    if (r.error) return { status: 'fail', expected, observed: `the child did not run: ${r.error.message}`, data: how };
     const end = timedOut ? `timed out after ${TRUNCATE_CHILD_TIMEOUT_MS / 1000} s (killed)` : r.signal ? `the child died of ${r.signal}` : `the child exited with status ${r.status}`;
     const child = { status: r.status, signal: r.signal, timedOut, ms: r.ms, ...(stderr ? { stderr: stderr.slice(-2000) } : {}) };
     const reg = lines.find((l): l is Extract<TruncateLine, { step: 'register' }> => l.step === 'register');
@@ -58,7 +63,7 @@ function truncateContained(ctx: CheckContext): Observation {
     const error = lines.find((l): l is Extract<TruncateLine, { step: 'error' }> => l.step === 'error');
     if (!truncated) {
       const why = error ? error.message : reg && reg.code !== 0 ? `register ${reg.code} ${reg.name}: nothing to cut under` : `${end}${stderr ? `: ${stderr.split('\n').slice(-3).join(' | ')}` : ''}`;
-      return { status: timedOut ? 'warn' : 'fail', expected, observed: `the file was not cut under a registration: ${why}`, data: { child, lines } };
+      return { status: timedOut ? 'warn' : 'fail', expected, observed: `the file was not cut under a registration: ${why}`, data: { child, lines, ...how } };
     }
     const large = copyOutcome(lines, 'large', end);
     const small = copyOutcome(lines, 'small', end);
@@ -71,7 +76,7 @@ function truncateContained(ctx: CheckContext): Observation {
       expected,
       observed,
       ...(timedOut ? { message: 'the child hung and was killed: the hazard is contained but what the copy does is not known' } : {}),
-      data: { child, large: large.data, small: small.data, ...(un ? { unregister: un.code, unregisterName: un.name } : {}), lines },
+      data: { child, large: large.data, small: small.data, ...(un ? { unregister: un.code, unregisterName: un.name } : {}), lines, ...how },
     };
   });
 }

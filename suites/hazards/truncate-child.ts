@@ -11,17 +11,27 @@
 // synchronous write, before ("begin") and after a copy, so a line is never lost to a signal. The lines and the
 // arguments are the protocol of ./truncate.ts, which starts this process and reads them.
 //
+// Started early (`truncate-child.js --early '<EarlyStart as JSON>'`, by ./truncate-early.ts as soon as the device's
+// runner knows its device): the child makes its start (Node.js, its imports, the library, the driver's init and the
+// device's context) while the runner probes, the driver's init inside the host-wide timing lock, held shared
+// (bindings/timing-lock.ts) so that it never lands inside anyone's timed copies while other devices' children
+// start beside it, then waits for its arguments, one
+// JSON line on stdin, and goes on as above. Its start is told in EarlyLines (`{"early": ...}`), kept apart from
+// the check's lines. Standard input closed before the arguments came (the runner died, or its check never came):
+// it exits at once, having registered nothing.
+//
 // No Vitest here (suites/check.ts imports it): bindings and the model only.
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { discover } from '../../bindings/discovery.js';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { type DiscoveredDevice, discover } from '../../bindings/discovery.js';
 import { backendOfDevice } from '../../bindings/registry.js';
 import type { DeviceOps } from '../../bindings/device-ops.js';
 import { driverResult } from '../../bindings/errors.js';
-import { MAP, PROT, ftruncate, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
+import { MAP, PROT, ftruncate, getppid, mmap, munmap, preadFully, setParentDeathSignal } from '../../bindings/libc.js';
+import { TimingLockTimeout, acquireTimingLock } from '../../bindings/timing-lock.js';
 import { type Host, firstDifference, hostSlice } from '../../src/index.js';
-import type { TruncateArgs, TruncateLine } from './truncate.js';
+import type { EarlyLine, EarlyStart, TruncateArgs, TruncateLine } from './truncate.js';
 
-function say(line: TruncateLine): void {
+function say(line: TruncateLine | EarlyLine): void {
   writeSync(1, `${JSON.stringify(line)}\n`);
 }
 
@@ -50,16 +60,22 @@ function copyStep(step: 'large' | 'small', ops: DeviceOps, host: Host, old: Uint
   }
 }
 
-function main(args: TruncateArgs): number {
-  const backend = backendOfDevice(args.device)?.id;
-  if (backend === undefined) throw new Error(`unknown backend in device id ${args.device}`);
+/** The device's native ops, discovered (the driver's init): throws where it is not found or does not register. */
+function nativeOf(id: string): NonNullable<DiscoveredDevice['native']> {
+  const backend = backendOfDevice(id)?.id;
+  if (backend === undefined) throw new Error(`unknown backend in device id ${id}`);
   const found = discover([backend]);
-  const device = found.devices.find((d) => d.id === args.device);
+  const device = found.devices.find((d) => d.id === id);
   const native = device?.native;
   if (!native) {
     const note = found.backends.find((b) => b.backend === backend)?.note;
-    throw new Error(`device ${args.device} ${device ? 'has no registration ops' : 'not found'}${note ? `: ${note}` : ''}`);
+    throw new Error(`device ${id} ${device ? 'has no registration ops' : 'not found'}${note ? `: ${note}` : ''}`);
   }
+  return native;
+}
+
+function main(args: TruncateArgs, started?: NonNullable<DiscoveredDevice['native']>): number {
+  const native = started ?? nativeOf(args.device);
   say({ step: 'ready', device: args.device, api: native.api, library: native.library });
   const fd = openSync(args.file, 'r+');
   try {
@@ -91,12 +107,83 @@ function main(args: TruncateArgs): number {
   }
 }
 
+/**
+ * The early start: the driver's init and the device's context inside the timing lock, then the arguments from
+ * stdin. Undefined when stdin closed first (nothing was registered; the process just ends).
+ */
+function startEarly(o: EarlyStart): { args: TruncateArgs; native: NonNullable<DiscoveredDevice['native']> } | undefined {
+  const t0 = performance.now();
+  say({ early: 'lock' });
+  let lock: ReturnType<typeof acquireTimingLock>;
+  try {
+    // shared: other devices' children start beside this one; only timed copies are kept out
+    lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}`, shared: true });
+  } catch (e) {
+    if (!(e instanceof TimingLockTimeout)) throw e;
+    const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
+    say({ early: 'fault', message: `the timing lock ${e.path} was still held after ${Math.round(o.lockLimitMs / 100) / 10} s of waiting, ${by}: the truncation child did not start` });
+    process.exit(3);
+  }
+  let native: NonNullable<DiscoveredDevice['native']>;
+  try {
+    say({ early: 'init', lockWaitMs: Math.round(lock.waitedMs) });
+    native = nativeOf(o.device);
+    // the context now, not at the check: the first withOps then finds it made
+    native.keepContext();
+  } finally {
+    lock.release();
+  }
+  say({ early: 'started', library: native.library, ms: Math.round(performance.now() - t0) });
+  const line = readLine();
+  if (line === undefined) return undefined;
+  return { args: JSON.parse(line) as TruncateArgs, native };
+}
+
+/** The first line on stdin (blocking), or undefined at end of file before one. */
+function readLine(): string | undefined {
+  const chunk = Buffer.alloc(64 * 1024);
+  let text = '';
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, chunk, 0, chunk.length, null);
+    } catch (e) {
+      // a non-blocking pipe with nothing yet: a short sleep, never a spin
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+      continue;
+    }
+    if (n === 0) return undefined;
+    text += chunk.toString('utf8', 0, n);
+    const end = text.indexOf('\n');
+    if (end >= 0) return text.slice(0, end);
+  }
+}
+
+const early = process.argv[2] === '--early';
+let started: ReturnType<typeof startEarly>;
+if (early) {
+  try {
+    // ends with the thread of the device's process that started it, and with the process (a child that waits, or
+    // is stuck in the driver, must not outlive a killed runner)
+    setParentDeathSignal(9);
+    const start = JSON.parse(process.argv[3] ?? '') as EarlyStart;
+    // the runner died before the line above: its death signal will never come
+    if (getppid() !== start.parentPid) process.exit(4);
+    started = startEarly(start);
+  } catch (e) {
+    // the parent runs the child again, as it always did (spawnSync), and reports what that one says
+    say({ early: 'failed', message: e instanceof Error ? e.message : String(e) });
+    process.exit(1);
+  }
+  if (started === undefined) process.exit(0);
+}
 try {
   // ends with the device's process that started it (a child stuck in the driver must not outlive a killed runner)
-  setParentDeathSignal(9);
+  if (!early) setParentDeathSignal(9);
   const raw = process.argv[2];
-  if (raw === undefined) throw new Error('usage: truncate-child.js <arguments as JSON>');
-  const status = main(JSON.parse(raw) as TruncateArgs);
+  if (!started && raw === undefined) throw new Error('usage: truncate-child.js <arguments as JSON> | --early <start as JSON>');
+  const status = started ? main(started.args, started.native) : main(JSON.parse(raw!) as TruncateArgs);
   say({ step: 'done' });
   process.exitCode = status;
 } catch (e) {

@@ -9,6 +9,9 @@ import { fileURLToPath } from 'node:url';
 import type { CheckContext } from '../check.js';
 import { MiB } from './harness.js';
 
+/** The check that runs the truncation child. */
+export const TRUNCATE_CHECK = 'hazard.truncate_contained';
+
 /** How long the truncation child may run before it is killed. */
 export const TRUNCATE_CHILD_TIMEOUT_MS = 30_000;
 
@@ -39,6 +42,24 @@ export type TruncateLine =
   | { step: 'unregister'; code: number; name: string }
   | { step: 'done' }
   | { step: 'error'; message: string };
+
+/** What an early child (./truncate-early.ts) is started with: `truncate-child.js --early '<EarlyStart as JSON>'`. */
+export interface EarlyStart {
+  /** Device id, e.g. `cuda:0`. */
+  device: string;
+  /** The runner's pid: a child whose parent is already another one ends at once (its death signal came too late). */
+  parentPid: number;
+  /** How long the child waits for the timing lock before its driver init; longer is the host's fault. */
+  lockLimitMs: number;
+}
+
+/** An early child's lines about its start (before its arguments), kept apart from the check's lines. */
+export type EarlyLine =
+  | { early: 'lock' }
+  | { early: 'init'; lockWaitMs: number }
+  | { early: 'started'; library: string; ms: number }
+  | { early: 'fault'; message: string }
+  | { early: 'failed'; message: string };
 
 /** The compiled child. */
 export function truncateChildScript(): string {
@@ -84,7 +105,9 @@ export function parseLines(stdout: string): TruncateLine[] {
   for (const line of stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
     try {
-      lines.push(JSON.parse(line) as TruncateLine);
+      const parsed = JSON.parse(line) as TruncateLine | EarlyLine;
+      // an early child's lines about its start are not the check's
+      if (!('early' in parsed)) lines.push(parsed);
     } catch {
       // a partial line from a process that died mid-write
     }
