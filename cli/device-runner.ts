@@ -196,9 +196,10 @@ if (!devices.some((d) => registers(d.device))) {
 // starts here (some 0.3 s each on the H200): the probe maps it when it comes.
 // The GPU's management library (NVML, AMD SMI), which the probe looks at the machine through, is loaded here too:
 // loading it is then never part of a check's --timeout.
-// The truncation hazard's child starts now too, where its check will run here, and waits for its arguments: its start
-// (Node.js, the driver's init, inside the timing lock) runs while the probe does (suites/hazards/truncate-early.ts).
-const { startProbeScratch } = await import('../suites/context.js');
+// The truncation hazard's child starts once the probe is over, where its check will run here, and waits for its
+// arguments: its start (Node.js, the driver's init, inside the timing lock) runs while the other hazards do, its
+// check among the last (suites/hazards/truncate-early.ts).
+const { startProbeScratch, whenProbeDone } = await import('../suites/context.js');
 const { startTruncateChildFor } = await import('../suites/hazards/truncate-early.js');
 const { PROBE_VERDICT } = await import('../suites/checks/data.js');
 const { loadGpuUsersLibrary } = await import('../bindings/gpu-users.js');
@@ -208,7 +209,10 @@ for (const d of devices) {
     startProbeScratch(d);
     loadGpuUsersLibrary(backend);
   }
-  if (isGpuDriver({ backend })) startTruncateChildFor(d, found?.backends.find((b) => b.backend === backend)?.library);
+  // once the probe is over: beside the probe's region and page-locked window it would add its own memory to the run's fullest moment
+  const library = found?.backends.find((b) => b.backend === backend)?.library;
+  const probeHere = !d.skip.includes(PROBE_VERDICT) && d.deselected?.[PROBE_VERDICT] === undefined;
+  if (isGpuDriver({ backend })) whenProbeDone(d.device, probeHere, () => startTruncateChildFor(d, library));
 }
 
 // the devices, known now, given to the suites (suites/define-checks.ts inject), and the run

@@ -85,6 +85,25 @@ export function startProbeScratch(options: SuiteOptions): void {
   if (pending) pendingScratch.set(options.device, pending);
 }
 
+/** What waits for a device's probe to be over (whenProbeDone), by device id. */
+const afterProbe = new Map<string, (() => void)[]>();
+
+/**
+ * Runs `f` once the device's probe is over in this process (its region unmapped and its page-locked window freed,
+ * whatever its outcome), or now when it is over or does not run here (`probeRuns` false: reported by an earlier
+ * process, or left out by --check): work that would otherwise add its memory to the probe's, the run's fullest moment.
+ */
+export function whenProbeDone(id: string, probeRuns: boolean, f: () => void): void {
+  if (!probeRuns || probed.has(id) || probeFaults.has(id)) return f();
+  afterProbe.set(id, [...(afterProbe.get(id) ?? []), f]);
+}
+
+function probeDone(id: string): void {
+  const waiting = afterProbe.get(id) ?? [];
+  afterProbe.delete(id);
+  for (const f of waiting) f();
+}
+
 /** The self-test on a scratch region of `--size` MiB, run once per device; later callers get its report. */
 export function probeOnce(ctx: CheckContext): Probed {
   const id = ctx.device.id;
@@ -100,6 +119,7 @@ export function probeOnce(ctx: CheckContext): Probed {
     region = makeScratchRegion(ctx.options.scratchDir, ctx.options.sizeMiB * 1024 * 1024, pending);
   } catch (e) {
     if (isHostFault(e)) probeFaults.set(id, e);
+    probeDone(id);
     throw e;
   }
   const t1 = performance.now();
@@ -138,6 +158,7 @@ export function probeOnce(ctx: CheckContext): Probed {
     return done;
   } finally {
     region.close();
+    probeDone(id);
   }
 }
 
