@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // builds dist/ and the driver double once, before the test files run
     globalSetup: ['test/global-setup.ts'],
+    // a timing lock per test file (test/setup-timing-lock.ts)
+    setupFiles: ['test/setup-timing-lock.ts'],
     // The bindings load native libraries through koffi: forks keep each test file in its own process.
     pool: 'forks',
     // Four files at a time on the 2-core machine: much of a file's time is waiting (on the command's processes, a
