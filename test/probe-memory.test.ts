@@ -29,7 +29,7 @@ vi.mock('../bindings/libc.js', async (importOriginal) => {
   };
 });
 
-const { probeOnce } = await import('../suites/context.js');
+const { probeOnce, whenProbeDone } = await import('../suites/context.js');
 const { windowSize } = await import('../src/index.js');
 const { loadDouble } = await import('./support/drivers.js');
 
@@ -64,5 +64,23 @@ describe("the device's probe drops window 2's pages before the timed copies", ()
     expect(report.verdict.kind).toBe('Still_registered');
     expect(report.windows[1]).toMatchObject({ release: 'never' });
     expect(seen.drops).toEqual([]);
+  }, 60_000);
+});
+
+describe("what waits for the device's probe (whenProbeDone: the truncation child's start)", () => {
+  it('runs once the probe is over (its region unmapped), not before; at once for a device already probed, or whose probe does not run here', () => {
+    const device = loadDouble('cuda', { devices: 3, rates: 'registered=0.2,pinned=0.2' }).discovery.devices.find((d) => d.id === 'cuda:2')!;
+    const ran: string[] = [];
+    whenProbeDone(device.id, true, () => ran.push('waited'));
+    whenProbeDone('cuda:7', false, () => ran.push('no probe here'));
+    expect(ran).toEqual(['no probe here']);
+    // the waiting work runs when the probe is over (its region closed in its finally), once
+    const { report } = probeOnce(context(device));
+    expect(report.verdict.kind).toBe('Usable');
+    expect(ran).toEqual(['no probe here', 'waited']);
+    probeOnce(context(device));
+    expect(ran).toEqual(['no probe here', 'waited']);
+    whenProbeDone(device.id, true, () => ran.push('after'));
+    expect(ran).toEqual(['no probe here', 'waited', 'after']);
   }, 60_000);
 });
