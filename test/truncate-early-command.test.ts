@@ -128,6 +128,8 @@ describe('the truncation child started early, through the command', () => {
     await waitUntil(() => truncateChildren(c).length === 1, 60_000, 'the early truncation child of the runner');
     const [early] = truncateChildren(c);
     const [runner] = runnersOf(c.pid);
+    // started: its main thread blocked reading its arguments on stdin (read, fd 0), the wait it ends on its own
+    await waitUntil(() => readFileSync(`/proc/${early}/syscall`, 'utf8').startsWith('0 0x0 '), 60_000, `the early child ${early} to wait for its arguments`);
     // no one is left to clean up: the child's own parent-death signal and the end of its input must end it
     process.kill(c.pid, 'SIGKILL');
     process.kill(runner!, 'SIGKILL');
