@@ -3,12 +3,10 @@
 // decision against its baseline and the one PASS/FAIL line. JUnit: one <testsuite> per runtime and device, the
 // runtime in its name, a <testcase> per check; one per runtime that has no device (`runtime.start`, red with
 // its reason); and a testsuite `runtimes` with a <testcase> per candidate, red when it regressed.
-import { checkReason } from '../results/check-text.js';
 import { type MatrixRow, matrixHeadline, type RuntimeMatrix, type RuntimeRun } from '../results/runtime-matrix.js';
-import { FAILING } from '../results/status.js';
 import { escapeHtml, htmlPage } from './html-page.js';
 import { junitReportXml } from './junit.js';
-import { type CaseOutcome, type JunitCase, type JunitSuite, checksSeconds, seconds } from './junit-cases.js';
+import { type JunitCase, type JunitSuite, checkOutcome, checksSeconds, seconds } from './junit-cases.js';
 import { terminalSafe } from './safe-text.js';
 
 const API: Record<string, string> = { cuda: 'CUDA', hip: 'HIP' };
@@ -94,15 +92,9 @@ export function matrixJunit(m: RuntimeMatrix, runs: readonly RuntimeRun[], tool:
     if (d.pciBusId) properties.push(['pciBusId', d.pciBusId]);
     if (row.registeredGBps !== undefined) properties.push(['registeredGBps', String(row.registeredGBps)]);
     if (row.pageLockedRatio !== undefined) properties.push(['pageLockedRatio', String(row.pageLockedRatio)]);
+    // each check ends as in the run's own JUnit (reporters/junit-cases.ts): a crash or a timeout is an <error>, as there
     const cases: JunitCase[] = d.checks.map((c) => {
-      const failing = (FAILING as readonly string[]).includes(c.status);
-      const outcome: CaseOutcome | undefined = failing
-        ? { element: 'failure', message: checkReason(c), type: c.status }
-        : c.status === 'error'
-          ? { element: 'error', message: checkReason(c), type: 'host' }
-          : c.status === 'skip'
-            ? { element: 'skipped', message: c.message ?? 'does not apply' }
-            : undefined;
+      const outcome = checkOutcome(c, undefined, undefined);
       return { classname: `${row.runtime}.${d.id}.${c.suite}`, name: `${row.runtime} ${d.id} > ${c.id}`, time: seconds(c.durationMs), ...(outcome ? { outcome } : {}) };
     });
     suites.push({ name: `runtime ${name} ${d.id} ${d.name} [${row.verdict}] on ${hostname}`, hostname, timestamp: run.result!.startedAt, time: checksSeconds(d.checks), properties, cases });

@@ -598,8 +598,11 @@ const driverChange = (d: DeviceComparison): string => {
  * unexpected pass (the driver's), HOST ERROR where only the host failed (nothing judged of the driver), both where
  * both; `no regression` otherwise.
  */
+/** A regression the driver is blamed for (a status, verdict or figure worse, an unexpected pass), not only the host's errors. */
+export const driverRegressed = (c: Counts): boolean => c.regression + c['unexpected-pass'] > 0;
+
 export function outcomeWord(c: Counts): string {
-  const driver = c.regression + c['unexpected-pass'] > 0;
+  const driver = driverRegressed(c);
   if (driver && c.error > 0) return 'REGRESSION (the driver), and HOST ERROR (the host)';
   if (driver) return 'REGRESSION';
   if (c.error > 0) return 'HOST ERROR (the host, not the driver): not judged';
@@ -681,6 +684,8 @@ export function formatComparison(c: Comparison, labels?: { old: string; new: str
 export function regressionList(c: Comparison): Record<string, unknown>[] {
   return failingChanges(c).map(({ device: d, change: ch }) => ({
     kind: regressionKind(d, ch),
+    // whose it is: a check that could not be judged on a busy or noisy machine, or that ended in the host's error
+    blame: ch.kind === 'error' ? 'host' : 'driver',
     ...(d.host ? { host: d.host } : {}),
     pciBusId: d.pciBusId,
     device: d.id.new ?? d.id.old,
@@ -695,7 +700,12 @@ export function regressionList(c: Comparison): Record<string, unknown>[] {
   }));
 }
 
-/** The comparison as JSON (the `--json` form), with a `format` tag so that readers can tell it from a results file. */
+/**
+ * The comparison as JSON (the `--json` form), with a `format` tag so that readers can tell it from a results file.
+ * `regression` is the exit status's (1: something failed); `driverRegression` and `hostError` say whose, as the
+ * text's last line does: a host's error alone is never the driver's regression.
+ */
 export function comparisonJson(c: Comparison): string {
-  return `${JSON.stringify({ format: 'mapped-reg-conformance comparison', version: 2, regression: hasRegression(c), regressions: regressionList(c), ...c }, null, 2)}\n`;
+  const body = { format: 'mapped-reg-conformance comparison', version: 2, regression: hasRegression(c), driverRegression: driverRegressed(c.counts), hostError: c.counts.error > 0, regressions: regressionList(c), ...c };
+  return `${JSON.stringify(body, null, 2)}\n`;
 }

@@ -474,6 +474,9 @@ const mutations = [
   ['spare runner: started for --help', 'spare: runs only', 'cli/spare-runner.ts', edits(["a === '--help' || ", '']), SPARE],
   ['spare runner: never taken by the first discovering process', 'spare: used', orchestrate, edits(['  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;', '  const spare = spec.discover && o.env ? takeSpareRunner() : undefined;']), SPARE],
   ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
+  // ---- compare --json: whose a failing change is
+  ["compare --json: a busy machine's change blamed on the driver", 'compare: the host is never the driver', compareRules, edits(["    blame: ch.kind === 'error' ? 'host' : 'driver',", "    blame: 'driver',"]), ['test/busy.test.ts']],
+  ["compare --json: the host's error alone called the driver's regression", 'compare: the host is never the driver', compareRules, edits(['driverRegression: driverRegressed(c.counts),', 'driverRegression: hasRegression(c),']), ['test/busy.test.ts']],
   // ---- the probe's scratch file written by several threads (issue 32)
   ["scratch writers: the last share stops a page short (a hole of zeros in the file)", 'scratch: every byte written', 'bindings/scratch.ts', edits(['    const to = i === shares - 1 ? bytes : Math.min(bytes, from + share);', '    const to = i === shares - 1 ? bytes - 4096 : Math.min(bytes, from + share);']), ['test/scratch.test.ts']],
   ['scratch writers: one thread whatever the cores', 'scratch: the writers', 'bindings/scratch.ts', edits(['  return Math.max(1, Math.min(4, cores - 1, Math.ceil(bytes / (64 * MiB))));', '  return 1;']), ['test/scratch.test.ts']],

@@ -141,8 +141,10 @@ function expectCompareSaysBusy(baseline: string): void {
   writeFileSync(after, JSON.stringify(busy.json));
   const c = spawnSync(process.execPath, [MAIN, 'compare', '--json', baseline, after], { env: cleanEnv(), encoding: 'utf8' });
   expect(c.status).toBe(1);
-  const regressions = (JSON.parse(c.stdout) as { regressions: { kind: string }[] }).regressions;
-  expect(regressions.map((x) => x.kind)).toEqual(['busy']);
+  const j = JSON.parse(c.stdout) as { regression: boolean; driverRegression: boolean; hostError: boolean; regressions: { kind: string; blame: string }[] };
+  expect(j.regressions.map((x) => [x.kind, x.blame])).toEqual([['busy', 'host']]);
+  // exit 1, and the host's alone: never the driver's regression
+  expect([j.regression, j.driverRegression, j.hostError]).toEqual([true, false, true]);
 }
 
 /** Every copy slower on a link the fake sysfs says is trained at 2.5 GT/s, below its maximum 5.0. */

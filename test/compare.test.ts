@@ -157,8 +157,10 @@ describe('compare', () => {
   });
 
   it('has a JSON form', () => {
-    const j = JSON.parse(comparisonJson(compareResults(load('rocm-fixed'), load('rocm724')))) as { regression: boolean; counts: { regression: number }; devices: { driver: unknown }[] };
+    const j = JSON.parse(comparisonJson(compareResults(load('rocm-fixed'), load('rocm724')))) as { regression: boolean; driverRegression: boolean; hostError: boolean; regressions: { blame: string }[]; counts: { regression: number }; devices: { driver: unknown }[] };
     expect(j.regression).toBe(true);
+    expect([j.driverRegression, j.hostError]).toEqual([true, false]);
+    expect(new Set(j.regressions.map((r) => r.blame))).toEqual(new Set(['driver']));
     expect(j.counts.regression).toBe(5);
     expect(j.devices[0]!.driver).toEqual({ old: 'HIP 7.2.5000', new: 'HIP 7.2.4000' });
   });

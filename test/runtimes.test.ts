@@ -275,6 +275,22 @@ describe('the runtimes side by side', () => {
     expect(xml).toMatch(/<failure message="[^"]*803 CUDA_ERROR_SYSTEM_DRIVER_MISMATCH/);
   }, SLOW);
 
+  it("a check that crashes its runtime's process is an <error type=\"crash\"> in the matrix's JUnit, as in the run's own", () => {
+    const out = join(work, 'crash');
+    const junit = join(work, 'crash.xml');
+    const empty = join(work, 'no-other-runtimes');
+    mkdirSync(empty, { recursive: true });
+    const r = cli(['runtimes', '--backend', 'cuda', '--runtime-root', empty, '--out', out, '--junit', junit, '--size', '8', '--check', 'probe.verdict', '--check', 'probe.release'], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_CRASH: 'cuda:0/probe.release' });
+    expect(r.code, `${r.stdout}\n${r.stderr}`).not.toBe(2);
+    const xml = readFileSync(junit, 'utf8');
+    const valid = validateJunit(xml);
+    expect(valid.ok, valid.output).toBe(true);
+    const testcase = xml.match(/<testcase [^>]*name="system cuda:0 &gt; probe\.release"[^>]*>([\s\S]*?)<\/testcase>/);
+    expect(testcase, xml).not.toBeNull();
+    expect(testcase![1]).toMatch(/<error [^>]*type="crash"/);
+    expect(testcase![1]).not.toMatch(/<failure/);
+  }, SLOW);
+
   it('scripts/h200/runtimes.sh over the double (the system CUDA double, the compat copy in the fake tree): every expectation held, exit 0', () => {
     const out = join(work, 'script');
     const r = spawnSync('bash', [join(ROOT, 'scripts', 'h200', 'runtimes.sh'), out, '--size', '8', ...NO_HAZARDS, '--skip', 'timing.*'], {

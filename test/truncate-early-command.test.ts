@@ -123,6 +123,21 @@ describe('the truncation child started early, through the command', () => {
     expect(JSON.parse(readFileSync(json, 'utf8')).incomplete).toBe(true);
   });
 
+  it('the command and its runner killed at once (SIGKILL, as an OOM killer may): the early child ends by itself, nothing of the run is left running', async () => {
+    const { c, tag } = run([], { MAPPED_REG_FORCE_HANG: 'cuda:0/hazard.prot_none_refused' });
+    await waitUntil(() => truncateChildren(c).length === 1, 60_000, 'the early truncation child of the runner');
+    const [early] = truncateChildren(c);
+    const [runner] = runnersOf(c.pid);
+    // started: its main thread blocked reading its arguments on stdin (read, fd 0), the wait it ends on its own
+    await waitUntil(() => readFileSync(`/proc/${early}/syscall`, 'utf8').startsWith('0 0x0 '), 60_000, `the early child ${early} to wait for its arguments`);
+    // no one is left to clean up: the child's own parent-death signal and the end of its input must end it
+    process.kill(c.pid, 'SIGKILL');
+    process.kill(runner!, 'SIGKILL');
+    await waitUntil(() => !running(early!), 15_000, `the early child ${early} to end with its runner`);
+    await c.exit;
+    await waitUntil(() => tagged(tag).length === 0, 15_000, `every process of the run to end (left: ${tagged(tag).join(', ')})`);
+  });
+
   it('a crash in an earlier check: the early child dies with its runner; the next process runs the check with a child of its own, and nothing is left', async () => {
     const { c, scratch, json, tag } = run([], { MAPPED_REG_FORCE_CRASH: 'cuda:0/hazard.coherent_after_write' });
     await c.exit;
