@@ -82,8 +82,10 @@ function processExists(pid: number): boolean {
  * A folder with no lock file, or one still being made: left behind when it is older than the grace and its pid is
  * no live process here.
  */
-function unlockedAndOld(folder: string, name: string, now: number): boolean {
+function unlockedAndOld(folder: string, name: string, now: number, ended: ReadonlySet<number>): boolean {
   const m = /^\.mapped-reg-(?:new-)?(\d+)-/.exec(name);
+  // a process the caller saw end (its own child) is making nothing: no grace
+  if (m !== null && ended.has(Number(m[1])) && !processExists(Number(m[1]))) return true;
   try {
     if (now - lstatSync(folder).mtimeMs <= NO_LOCK_GRACE_MS) return false;
   } catch {
@@ -97,7 +99,7 @@ function unlockedAndOld(folder: string, name: string, now: number): boolean {
  * their names. A folder whose lock is held (by any process, in any PID namespace) is kept, and so is anything
  * that is not a plain folder of ours (a symbolic link named like one is not followed).
  */
-export function removeStale(dir: string): string[] {
+export function removeStale(dir: string, ended: ReadonlySet<number> = new Set()): string[] {
   const removed: string[] = [];
   const now = Date.now();
   for (const name of readdirSync(dir)) {
@@ -111,7 +113,7 @@ export function removeStale(dir: string): string[] {
     // the lock is taken and kept while the folder is removed, so that no live owner can be in it meanwhile
     let fd = -1;
     if (name.startsWith(MAKING_PREFIX)) {
-      if (unlockedAndOld(folder, name, now)) {
+      if (unlockedAndOld(folder, name, now, ended)) {
         rmSync(folder, { recursive: true, force: true });
         removed.push(name);
       }
@@ -123,7 +125,7 @@ export function removeStale(dir: string): string[] {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') continue; // cannot tell: leave it
     }
     try {
-      const stale = fd >= 0 ? flock(fd, LOCK_EX | LOCK_NB) : unlockedAndOld(folder, name, now);
+      const stale = fd >= 0 ? flock(fd, LOCK_EX | LOCK_NB) : unlockedAndOld(folder, name, now, ended);
       // its owner may have removed it itself (then released the lock) since we opened the lock file
       if (!stale || !existsSync(folder)) continue;
       rmSync(folder, { recursive: true, force: true });

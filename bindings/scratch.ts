@@ -89,10 +89,11 @@ export function memoryScratchProblem(dir: string): string | undefined {
 
 /**
  * Removes the scratch folders left in `dir` by processes that were killed (their lock is free), and returns
- * their names; a folder whose owner lives, in any PID namespace, is kept (bindings/scratch-lock.ts).
+ * their names; a folder whose owner lives, in any PID namespace, is kept (bindings/scratch-lock.ts). `ended`: pids
+ * the caller saw end (its own children), whose folders still being made go at once rather than after the grace.
  */
-export function removeStaleScratch(dir: string): string[] {
-  return removeStale(dir);
+export function removeStaleScratch(dir: string, ended: ReadonlySet<number> = new Set()): string[] {
+  return removeStale(dir, ended);
 }
 
 /** Writes `bytes` random bytes to the open file `fd` and syncs it (here, or in the writer thread below). */

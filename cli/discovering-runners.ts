@@ -11,7 +11,7 @@ import { backendModule } from '../bindings/registry.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import type { BackendReport } from '../results/types.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
-import { type DeviceRun, type OrchestrateOptions, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
+import { type DeviceRun, type OrchestrateOptions, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 import { releaseSpareRunner } from './spare-runner.js';
@@ -55,7 +55,8 @@ export interface Discovered {
 export function removeScratchOfTheDead(scratchDir: string): { dir: string; names: string[] }[] {
   return [scratchDir, '/dev/shm'].map((dir) => {
     try {
-      return { dir, names: removeStaleScratch(dir) };
+      // this run's own ended runners: a folder one of them was still making when it was killed goes now, not after the grace
+      return { dir, names: removeStaleScratch(dir, endedRunners()) };
     } catch {
       return { dir, names: [] }; // a folder we cannot read holds nothing of ours
     }

@@ -60,6 +60,13 @@ export interface DeviceRun {
 /** Runner processes alive now, and whether the run was interrupted: an interrupt kills them, resumes nothing. */
 const live = new Set<ChildProcess>();
 let interrupted = false;
+/** The pids of the runner processes of this run that have ended (closed): no folder of theirs is still being made. */
+const ended = new Set<number>();
+
+/** The runner processes of this run that have ended, by pid (for the scratch folders they may have left). */
+export function endedRunners(): ReadonlySet<number> {
+  return ended;
+}
 
 /** Stops every device's run: its processes are killed (the driver releases what a dead process held). */
 export function interruptAll(): void {
@@ -273,6 +280,7 @@ function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: OnDis
     const timer = watchdog(child, a, o.timeoutS, () => lastEvent);
     child.on('close', (code, signal) => {
       live.delete(child);
+      if (child.pid !== undefined) ended.add(child.pid);
       if (timer) clearInterval(timer);
       lines.end();
       a.code = code;

@@ -474,6 +474,9 @@ const mutations = [
   ['spare runner: started for --help', 'spare: runs only', 'cli/spare-runner.ts', edits(["a === '--help' || ", '']), SPARE],
   ['spare runner: never taken by the first discovering process', 'spare: used', orchestrate, edits(['  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;', '  const spare = spec.discover && o.env ? takeSpareRunner() : undefined;']), SPARE],
   ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
+  // ---- the scratch of the run's own killed runners (a folder still being made)
+  ["scratch: a folder still being made by the caller's own ended runner kept for the grace", 'scratch: nothing left behind', 'bindings/scratch-lock.ts', edits(['  if (m !== null && ended.has(Number(m[1])) && !processExists(Number(m[1]))) return true;\n', '']), ['test/scratch-lock.test.ts']],
+  ["scratch: a pid said ended but alive loses its folder", 'scratch: nothing left behind', 'bindings/scratch-lock.ts', edits(['ended.has(Number(m[1])) && !processExists(Number(m[1]))', 'ended.has(Number(m[1]))']), ['test/scratch-lock.test.ts']],
   // ---- compare --json: whose a failing change is
   ["compare --json: a busy machine's change blamed on the driver", 'compare: the host is never the driver', compareRules, edits(["    blame: ch.kind === 'error' ? 'host' : 'driver',", "    blame: 'driver',"]), ['test/busy.test.ts']],
   ["compare --json: the host's error alone called the driver's regression", 'compare: the host is never the driver', compareRules, edits(['driverRegression: driverRegressed(c.counts),', 'driverRegression: hasRegression(c),']), ['test/busy.test.ts']],

@@ -391,6 +391,21 @@ describe('removeStale: folders with no lock to judge by', () => {
   });
 });
 
+describe("removeStale: the caller's own ended processes", () => {
+  it('a folder still being made by a process the caller saw end (its own killed child) goes at once; young ones of other pids stay', async () => {
+    const dir = folderIn();
+    const mine = await planted(dir, `.mapped-reg-new-${NO_PID}-mine`, false);
+    const other = await planted(dir, `.mapped-reg-new-${NO_PID - 1}-other`, false);
+    const live = liveProcess();
+    const stillLive = await planted(dir, `.mapped-reg-new-${live}-live`, false);
+    // the grace kept it: a maker in another PID namespace could still be at work
+    expect(removeStale(dir)).toEqual([]);
+    // NO_PID ended (the caller's word), and is no process here: no grace; a pid said ended but alive is kept
+    expect(removeStale(dir, new Set([NO_PID, live]))).toEqual([basename(mine.path)]);
+    expect(readdirSync(dir).sort()).toEqual([other, stillLive].map((f) => basename(f.path)).sort());
+  });
+});
+
 describe('removeStale: what is not a folder of ours', () => {
   it('leaves other names, plain files and symbolic links named like ours (not followed)', () => {
     const dir = folderIn();
