@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Every H200 run the open issues' acceptance asks for, in one call of the device tool (about 9 minutes), each step
+# bounded and its output kept as it ends, so that a call cut short still brings back the steps before:
+#   default            a default run (JSON, JUnit)
+#   bench-ab           the bench, 5 runs against the build in .old (the code before issue 32: docs/bench.md says how
+#                      to build it), alternating: the run's time, its phases, the peak PSS (issue 32)
+#   signals            scripts/h200-signals.sh: kills inside and before a check, SIGTERM (issue 32)
+#   reference          scripts/h200/reference.sh, reference-checks.sh: the reference checks and the shim's lies (36)
+#   busy               scripts/h200/busy.sh: a slower driver told from a busy machine, the lock held (37)
+#   quiet-pairs        scripts/h200/quiet-pairs.sh: 40 quiet runs, every ordered pair compared (37)
+#   scale              the bench over the CUDA double with 8 devices: 1, 2, 4 and 8 at once (32)
+# On the GPU machine, from the project's root, with .device/ packed (dist, .old and test/double/build):
+#   bash .device/run.sh bash scripts/h200/acceptance.sh "$OUT"
+# It writes all.tgz (every step's output folder and log) and steps.txt (each step's exit and seconds) into OUT.
+set -u
+out=${1:?usage: acceptance.sh OUT-FOLDER}
+work=$(mktemp -d "${TMPDIR:-/tmp}/mapped-reg-acceptance.XXXXXX") || exit 1
+mkdir -p "$out" || exit 1
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local started
+  started=$(date +%s)
+  timeout "$limit" "$@" > "$work/$name.txt" 2>&1
+  echo "$name: exit $? in $(( $(date +%s) - started )) s" | tee -a "$work/steps.txt"
+  cp "$work/steps.txt" "$out/steps.txt"
+  tar -C "$work" -czf "$out/all.tgz" .
+}
+B=$PWD/test/double/build
+step default 40 node dist/cli/main.js --json "$work/default.json" --junit "$work/default.xml"
+step bench-ab 120 npm run bench -- --repeat 5 --against .old --json "$work/bench-ab.json"
+step signals 150 bash scripts/h200-signals.sh "$work/signals"
+step reference 60 bash scripts/h200/reference.sh "$work/reference"
+step reference-checks 60 bash scripts/h200/reference-checks.sh "$work/reference-checks"
+step busy 200 bash scripts/h200/busy.sh "$work/busy"
+step quiet-pairs 260 bash scripts/h200/quiet-pairs.sh "$work/quiet"
+step scale 120 env MAPPED_REG_CUDA_LIBRARY="$B/libcuda_double.so" MAPPED_REG_NVML_LIBRARY="$B/libnvidia-ml_double.so" \
+  MAPPED_REG_DOUBLE_DEVICES=8 MAPPED_REG_DOUBLE_RATES=registered=2,pinned=2,pageable=0.5 \
+  npm run bench -- --device cuda:0 --size 16 --scale 1,2,4,8 --json "$work/scale.json"
+rm -rf "$work"
