@@ -5,22 +5,18 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, constants as fsConstants, existsSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles } from './double/build.js';
-import { running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
+import { killedAfterEach, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
 import { NO_HAZARDS } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-signals-'));
 let doubles: { cuda: string; hip: string };
-/** Runners seen by a test: any still running after it (a failing test on an old build) are killed. */
-const seen = new Set<number>();
+/** Processes a test saw: any still running after it are killed. */
+const seen = killedAfterEach();
 
 beforeAll(() => {
   doubles = buildDoubles();
-});
-afterEach(() => {
-  for (const p of seen) if (running(p)) process.kill(p, 'SIGKILL');
-  seen.clear();
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

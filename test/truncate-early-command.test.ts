@@ -4,23 +4,19 @@
 // wait is on something observable (a line printed, a process there or gone), with generous bounds.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles } from './double/build.js';
-import { childrenOf, commandLine, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
+import { childrenOf, commandLine, killedAfterEach, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
 import { diskTempDir } from './support/temp-dir.js';
 import { holdLock } from './support/lock-holder.js';
 
 const work = diskTempDir('mapped-reg-truncate-early-command-');
 let cudaDouble: string;
 /** Processes a test saw: any still running after it are killed. */
-const seen = new Set<number>();
+const seen = killedAfterEach();
 
 beforeAll(() => {
   cudaDouble = buildDoubles().cuda;
-});
-afterEach(() => {
-  for (const p of seen) if (running(p)) process.kill(p, 'SIGKILL');
-  seen.clear();
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

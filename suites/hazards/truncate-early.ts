@@ -15,15 +15,13 @@
 // stdin closes before its arguments came (the runner died, or its check never came) it exits having registered
 // nothing. The file it cuts is made by the check, at the check, as before.
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { HostFault } from '../../bindings/host-fault.js';
 import { addOwnChild } from '../../bindings/own-children.js';
 import { backendOfDevice } from '../../bindings/registry.js';
 import { type HostWait, LOCK_WAIT_MIN_S } from '../measure.js';
 import type { SuiteOptions } from '../protocol.js';
-import { type ChildRun, type EarlyStart, TRUNCATE_CHECK, TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, parseLines, truncateChildScript } from './truncate.js';
+import { type ChildRun, type EarlyStart, TRUNCATE_CHECK, TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, compiledHazardFile, parseLines, truncateChildScript } from './truncate.js';
 import { type FromThread, PHASE, PHASE_AT, PID_AT, type Phase, type ThreadStart } from './truncate-early-thread.js';
 
 /** Past the child's own bounds (its lock wait, its run), how long the check waits for the thread before it kills the child itself. */
@@ -55,13 +53,6 @@ interface Early {
 /** The children started early, by device id. */
 const started = new Map<string, Early>();
 
-/** The thread's file compiled (./truncate-early-thread.ts): beside this one, or the project's dist/ from the TypeScript sources. */
-function threadScript(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const sibling = join(here, 'truncate-early-thread.js');
-  if (existsSync(sibling)) return sibling;
-  return join(here, '..', '..', 'dist', 'suites', 'hazards', 'truncate-early-thread.js');
-}
 
 /**
  * Starts the truncation child of `device` now, to wait for its arguments: for a runner that will run
@@ -72,7 +63,7 @@ function threadScript(): string {
 export function startTruncateChildEarly(o: { device: string; library: string; libraryEnv: string; lockLimitMs: number }): boolean {
   if (started.has(o.device)) return true;
   const script = truncateChildScript();
-  const self = threadScript();
+  const self = compiledHazardFile('truncate-early-thread.js');
   if (!existsSync(script) || !existsSync(self)) return false;
   const state = new Int32Array(new SharedArrayBuffer(8));
   const { port1, port2 } = new MessageChannel();

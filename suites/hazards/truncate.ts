@@ -61,15 +61,20 @@ export type EarlyLine =
   | { early: 'fault'; message: string }
   | { early: 'failed'; message: string };
 
-/** The compiled child. */
-export function truncateChildScript(): string {
+/**
+ * A compiled file of this folder (`name`, e.g. truncate-child.js), for a process or a thread to run: compiled, this
+ * file is dist/suites/hazards/truncate.js and it is beside it; from the TypeScript sources (under Vitest), the
+ * compiled one in the project's dist/.
+ */
+export function compiledHazardFile(name: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  // Compiled, this file is dist/suites/hazards/truncate.js and the child is beside it.
-  const sibling = join(here, 'truncate-child.js');
+  const sibling = join(here, name);
   if (existsSync(sibling)) return sibling;
-  // From the TypeScript sources (suites/hazards/truncate.ts, under Vitest): the compiled child in the project's dist/.
-  return join(here, '..', '..', 'dist', 'suites', 'hazards', 'truncate-child.js');
+  return join(here, '..', '..', 'dist', 'suites', 'hazards', name);
 }
+
+/** The compiled child. */
+export const truncateChildScript = (): string => compiledHazardFile('truncate-child.js');
 
 /** How the child ended, and the lines it printed. */
 export interface ChildRun {

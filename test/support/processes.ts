@@ -3,6 +3,7 @@
 // on fixed sleeps that a loaded machine outruns.
 import { type ChildProcess, spawn, type StdioOptions } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { afterEach } from 'vitest';
 import { MAIN, cleanEnv } from './command.js';
 
 export interface Started {
@@ -105,4 +106,17 @@ export function commandLine(pid: number): string {
 /** The device runners among a command's children. */
 export function runnersOf(pid: number): number[] {
   return childrenOf(pid).filter((p) => commandLine(p).includes('device-runner'));
+}
+
+/**
+ * The processes a test file saw (runners, their children), to add to as it finds them: any still running after
+ * each test (a failing test, an old build) is killed, and the set emptied.
+ */
+export function killedAfterEach(): Set<number> {
+  const seen = new Set<number>();
+  afterEach(() => {
+    for (const p of seen) if (running(p)) process.kill(p, 'SIGKILL');
+    seen.clear();
+  });
+  return seen;
 }
