@@ -1,0 +1,47 @@
+// Where each profiled process spent its main thread (scripts/h200/cpu-profile.mjs's files): for each
+// <pid>.cpuprofile in DIR, its total, the functions with the most self time, and the project's functions with the
+// most inclusive time (a blocking driver call counts in the function that made it).
+//   node scripts/h200/profile-summary.mjs DIR [TOP]
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [dir, topArg] = process.argv.slice(2);
+if (!dir) {
+  console.error('usage: node scripts/h200/profile-summary.mjs DIR [TOP]');
+  process.exit(2);
+}
+const top = Number(topArg ?? 25);
+const project = /\/(dist|\.old\/dist)\/(?!node_modules)/;
+for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+  const p = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const name = (n) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
+  const perNode = new Map();
+  p.samples.forEach((s, i) => perNode.set(s, (perNode.get(s) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000));
+  const self = new Map();
+  const incl = new Map();
+  let total = 0;
+  for (const [id, ms] of perNode) {
+    total += ms;
+    const n = byId.get(id);
+    self.set(name(n), (self.get(name(n)) ?? 0) + ms);
+    const seen = new Set();
+    for (let x = id; x !== undefined; x = parent.get(x)) {
+      const m = byId.get(x);
+      if (!project.test(m.callFrame.url)) continue;
+      const k = name(m);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      incl.set(k, (incl.get(k) ?? 0) + ms);
+    }
+  }
+  const list = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, ms]) => `  ${ms.toFixed(1).padStart(8)}  ${k}`);
+  console.log(`${file}: ${total.toFixed(0)} ms profiled (from the profiler's start to the exit)`);
+  console.log(' self time, ms:');
+  console.log(list(self).join('\n'));
+  console.log(" the project's functions, inclusive time, ms:");
+  console.log(list(incl).join('\n'));
+  console.log('');
+}

@@ -1,0 +1,59 @@
+// scripts/h200/acceptance.sh, every H200 run of the open acceptance in one or two calls of the device tool: its
+// steps chosen by name (an unknown one refused before anything runs), each kept as it ends, and its `profile` step
+// (scripts/h200/cpu-profile.mjs in every Node.js process of a run, read by profile-summary.mjs), here against the
+// CUDA driver double.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ROOT, cleanEnv } from './support/command.js';
+import { buildDoubles } from './double/build.js';
+
+const work = mkdtempSync(join(tmpdir(), 'mapped-reg-acceptance-script-'));
+let doubles: { cuda: string; hip: string };
+beforeAll(() => {
+  doubles = buildDoubles();
+});
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const script = join(ROOT, 'scripts', 'h200', 'acceptance.sh');
+const acceptance = (out: string, steps: string[], tmp: string) =>
+  spawnSync('bash', [script, out, ...steps], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: cleanEnv({ MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_RATES: 'registered=50,pinned=50,pageable=8', TMPDIR: tmp }),
+    timeout: 170_000,
+  });
+
+it('refuses a step it does not have with exit 2, before it makes or runs anything', () => {
+  const tmp = mkdtempSync(join(work, 'tmp-'));
+  const r = acceptance(join(work, 'refused'), ['default', 'bench'], tmp);
+  expect(r.status).toBe(2);
+  expect(r.stderr.trim()).toBe("acceptance.sh: no step 'bench' (steps: default bench-ab signals reference reference-checks busy quiet-pairs scale profile profile-summary)");
+  expect(existsSync(join(work, 'refused'))).toBe(false);
+  expect(readdirSync(tmp)).toEqual([]);
+});
+
+it('runs the steps named and no other; the profile step writes a CPU profile of each Node.js process of the run and its summary', () => {
+  const tmp = mkdtempSync(join(work, 'tmp-'));
+  const out = join(work, 'out');
+  const r = acceptance(out, ['profile'], tmp);
+  expect(r.status, r.stderr).toBe(0);
+  const steps = readFileSync(join(out, 'steps.txt'), 'utf8').trimEnd().split('\n');
+  expect(steps.map((l) => l.replace(/ in \d+ s$/, ''))).toEqual(['profile: exit 0', 'profile-summary: exit 0']);
+  const x = join(work, 'x');
+  spawnSync('mkdir', ['-p', x]);
+  expect(spawnSync('tar', ['-C', x, '-xzf', join(out, 'all.tgz')]).status).toBe(0);
+  const profiles = readdirSync(join(x, 'profile')).filter((f) => f.endsWith('.cpuprofile'));
+  // the command, the CUDA device's runner, the OpenCL/Vulkan/CPU group's: each its own main thread
+  expect(profiles.length).toBeGreaterThanOrEqual(3);
+  for (const f of profiles) expect(JSON.parse(readFileSync(join(x, 'profile', f), 'utf8')).samples.length, f).toBeGreaterThan(0);
+  const summary = readFileSync(join(x, 'profile-summary.txt'), 'utf8');
+  expect(summary.match(/^\d+\.cpuprofile: \d+ ms profiled/gm)).toHaveLength(profiles.length);
+  // the GPU's runner: the probe, inclusive of what it called
+  expect(summary).toMatch(/^ +\d+\.\d +probeOnce dist\/suites\/context\.js:\d+$/m);
+  const run = JSON.parse(readFileSync(join(x, 'profile.json'), 'utf8')) as { devices: { id: string; verdict: { kind: string } }[] };
+  expect(run.devices.find((d) => d.id === 'cuda:0')?.verdict.kind).toBe('Usable');
+  expect(readdirSync(tmp)).toEqual([]);
+}, 180_000);
