@@ -224,13 +224,19 @@ export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looke
   return { value, looks: [before, looker.look()], lockWaitMs: lock.waitedMs, timedMs };
 }
 
+/** A looker that looks at nothing: no management library opened, no pressure read; every look quiet. */
+const NOT_LOOKING: Looker = { look: () => ({ pressure: { cpuSome: null, memorySome: null } }), source: null, note: 'not looked at', close() {} };
+
 /**
  * `f`'s timed copies under the same timing lock and looks as the probe's (for the checks that time copies of their
  * own: suites/hazards/reference-copies.ts), and why the machine was busy around them (empty: quiet). The lock is
- * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S).
+ * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false` times them under the lock
+ * without looking at the machine (busy is then empty): the looks cost some 90 ms on the H200 (the management
+ * library's start, and its PCIe counters sampled over 20 ms each way, before and after), which a check spends
+ * only where a figure would fail without them.
  */
-export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void }, f: () => T): { value: T; busy: string[] } {
-  const looker = openLooker(o.backend, o.pciBusId);
+export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void; look?: boolean }, f: () => T): { value: T; busy: string[] } {
+  const looker = o.look === false ? NOT_LOOKING : openLooker(o.backend, o.pciBusId);
   const limitMs = Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000;
   try {
     // the wait for the lock is told as the probe's is: the command's watchdog stops counting the check's --timeout

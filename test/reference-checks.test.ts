@@ -3,6 +3,7 @@
 // breaks exactly its check: in the checks' own results, then in a run of the command, by name in JUnit and in the
 // gate against a baseline of the honest double.
 import { spawnSync } from 'node:child_process';
+import koffi from 'koffi';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { referenceCopyChecks as referenceChecks } from '../suites/hazards/refere
 import { referenceChecks as allReferenceChecks } from '../suites/hazards/reference.js';
 import { type DoubleConfig, loadDouble } from './support/drivers.js';
 import { diskTempDir } from './support/temp-dir.js';
+import { buildDoubles } from './double/build.js';
 import { MAIN, QUIET_PROC, ROOT, cleanEnv } from './support/command.js';
 import { runScript, workspace } from './support/workspace.js';
 import { allElements, childElement, parseXml } from './support/xml.js';
@@ -146,6 +148,30 @@ describe('the honest double', () => {
     expect(data(run, 'hazard.portable_second_context').ratio as number).toBeLessThan(0.5);
     // each context's copies read on its device's clock: the double's rates themselves (0.5 registered, 0.1 pageable)
     expect(data(run, 'hazard.portable_second_context')).toMatchObject({ clock: 'device', firstGBps: expect.closeTo(0.5, 4), secondGBps: expect.closeTo(0.1, 4) });
+  }, 60_000);
+
+  it('the machine is looked at (its management library started) only around a second timing that a slow second context asks for', () => {
+    // the NVML double counts its starts in this process: the check's looks are the only NVML user of this test
+    const nvml = buildDoubles().nvml;
+    const starts = koffi.load(nvml).func('int double_calls(const char *name)') as (name: string) => number;
+    const saved = process.env['MAPPED_REG_NVML_LIBRARY'];
+    process.env['MAPPED_REG_NVML_LIBRARY'] = nvml;
+    try {
+      const before = starts('nvmlInit_v2');
+      const fast = runOn('cuda', {}, 0, [referenceChecks[0]!]);
+      expect(statuses(fast)).toEqual({ 'hazard.portable_second_context': 'pass' });
+      expect(data(fast, 'hazard.portable_second_context')).toMatchObject({ measuredTwice: false });
+      expect(starts('nvmlInit_v2') - before).toBe(0);
+      const slow = runOn('cuda', { faults: 'portable_ignored' }, 0, [referenceChecks[0]!]);
+      expect(statuses(slow)).toEqual({ 'hazard.portable_second_context': 'fail' });
+      expect(data(slow, 'hazard.portable_second_context')).toMatchObject({ measuredTwice: true });
+      // once, around the second timing: the looks before and after it
+      expect(starts('nvmlInit_v2') - before).toBe(1);
+      expect(starts('nvmlShutdown') - before).toBe(1);
+    } finally {
+      if (saved === undefined) delete process.env['MAPPED_REG_NVML_LIBRARY'];
+      else process.env['MAPPED_REG_NVML_LIBRARY'] = saved;
+    }
   }, 60_000);
 
   it("a second context slower than the margin on a busy machine is the host's (a HostFault: error), never the driver's failure; nothing left registered", () => {
