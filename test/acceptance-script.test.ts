@@ -30,7 +30,7 @@ it('refuses a step it does not have with exit 2, before it makes or runs anythin
   const tmp = mkdtempSync(join(work, 'tmp-'));
   const r = acceptance(join(work, 'refused'), ['default', 'bench'], tmp);
   expect(r.status).toBe(2);
-  expect(r.stderr.trim()).toBe("acceptance.sh: no step 'bench' (steps: default bench-ab signals reference reference-checks busy quiet-pairs scale profile profile-summary)");
+  expect(r.stderr.trim()).toBe("acceptance.sh: no step 'bench' (steps: default bench-ab signals reference reference-checks busy quiet-pairs scale scale-h200-rates profile profile-summary)");
   expect(existsSync(join(work, 'refused'))).toBe(false);
   expect(readdirSync(tmp)).toEqual([]);
 });
