@@ -16,8 +16,32 @@ export function stopStatus(signal: StopSignal): number {
 let received: StopSignal | undefined;
 const listeners = new Set<(signal: StopSignal) => void>();
 let installed = false;
+
+/** A signal before the run started: one line, and the command ends at once with its status (its exit handlers run). */
+function endBeforeTheRun(signal: StopSignal): never {
+  process.stderr.write(`mapped-reg-conformance: interrupted (${signal}) before any device was checked: nothing was run or written\n`);
+  process.exit(stopStatus(signal));
+}
+
 /** What to do with a signal that arrives when nothing has started yet (no listener): exit at once. */
-let idle: (signal: StopSignal) => void = (signal) => process.exit(stopStatus(signal));
+let idle: (signal: StopSignal) => void = endBeforeTheRun;
+
+/** The handlers of installEarlyStop, removed by installStopSignals. */
+const early = new Map<StopSignal, () => void>();
+
+/**
+ * From the command's first line, for a run: a stop signal ends it at once with its status and says so (Node's
+ * default would end it as silently, and without the exit handlers that kill the spare runner: cli/spare-runner.ts),
+ * until installStopSignals takes over once the command is loaded.
+ */
+export function installEarlyStop(): void {
+  if (installed || early.size > 0) return;
+  for (const s of STOP_SIGNALS) {
+    const h = (): void => endBeforeTheRun(s);
+    early.set(s, h);
+    process.on(s, h);
+  }
+}
 
 function handle(signal: StopSignal): void {
   if (received) {
@@ -38,6 +62,8 @@ export function installStopSignals(): void {
   if (installed) return;
   installed = true;
   for (const s of STOP_SIGNALS) process.on(s, () => handle(s));
+  for (const [s, h] of early) process.off(s, h);
+  early.clear();
 }
 
 /** From now on a signal with no listener is recorded, not an immediate exit (the run has started). */

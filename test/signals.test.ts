@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDoubles } from './double/build.js';
-import { killedAfterEach, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
+import { childrenOf, killedAfterEach, running, runnersOf, startCli, type Started, waitUntil } from './support/processes.js';
 import { NO_HAZARDS } from './support/command.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-signals-'));
@@ -80,6 +80,28 @@ function mapsFile(pid: number, path: string): boolean {
 function regionOwner(scratch: string, not: number[] = []): number | undefined {
   return regionOwners(scratch).find((p) => !not.includes(p) && running(p));
 }
+
+describe('a stop signal before the command is loaded', () => {
+  it('SIGTERM once the spare runner is started (the command still loading): one line, exit 143, the spare runner gone, nothing written', async () => {
+    const { c, json } = cuda(['--size', '8']);
+    // the spare runner is started on the command's first line, after the early handler: a child there means it is set
+    await waitUntil(() => childrenOf(c.pid).length > 0, 30_000, 'the spare runner to start');
+    const spare = childrenOf(c.pid);
+    for (const p of spare) seen.add(p);
+    c.child.kill('SIGTERM');
+    const { code, signal } = await c.exit;
+    // Node's default would end it by the signal itself, silently, its spare runner left to find out alone
+    expect(signal).toBeNull();
+    expect(code).toBe(143);
+    // before the command's own handlers (this line), or after them (the run's, which says what it stopped)
+    expect(c.stderr() + c.stdout()).toMatch(/interrupted \(SIGTERM\)/);
+    await waitUntil(() => spare.every((p) => !running(p)), 10_000, 'the spare runner to end');
+    if (!c.stdout().includes('stopping every device')) {
+      expect(c.stderr()).toBe('mapped-reg-conformance: interrupted (SIGTERM) before any device was checked: nothing was run or written\n');
+      expect(existsSync(json)).toBe(false);
+    }
+  });
+});
 
 describe('item 4: SIGTERM and SIGHUP stop the run as SIGINT does', () => {
   for (const [signal, status] of [
