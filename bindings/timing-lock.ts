@@ -7,8 +7,9 @@
 //
 // A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts) keeps timed copies
 // out while it holds the lock, but not other shared holders: several devices' children start their drivers side by
-// side, never inside anyone's timed copies. It writes no holder's line (it is not alone) and removes the file it
-// made only when it is the last holder (its lock converted to LOCK_EX without waiting).
+// side, never inside anyone's timed copies. It writes no holder's line (it is not alone): a waiter that gives up
+// names it from the kernel's list of locks (whoHolds). It removes the file it made only when it is the last holder
+// (its lock converted to LOCK_EX without waiting).
 //
 // The file cannot be turned against the run or its user: it is opened without following a link and without
 // waiting (a FIFO), and used only when it is a regular file of this user with no other name (a hard link), empty
@@ -183,31 +184,57 @@ function readHolder(fd: number): { pid: number; label: string } | undefined {
 /** Where the kernel lists the locks held. */
 const PROC_LOCKS = '/proc/locks';
 
-/**
- * The holder as the kernel lists it, for a holder that wrote nothing (`flock(1)`, a file read-only to it): the pid
- * of the flock on this file in /proc/locks (0 there: a process of another PID namespace), named by its command.
- */
-function holderFromKernel(fd: number): { pid: number; label: string } | undefined {
+/** A holder of the lock as the kernel lists it: its pid (0: a process of another PID namespace) and whether it holds it shared. */
+interface KernelHolder {
+  pid: number;
+  shared: boolean;
+}
+
+/** The flocks held on the open file `fd` as /proc/locks lists them (not this process's, not the waiters'), or undefined when it cannot be read. */
+function kernelHolders(fd: number): KernelHolder[] | undefined {
   try {
     const st = fstatSync(fd);
     const dev = `${((st.dev >> 8) & 0xfff).toString(16).padStart(2, '0')}:${((st.dev & 0xff) | ((st.dev >> 12) & 0xfff00)).toString(16).padStart(2, '0')}`;
+    const holders: KernelHolder[] = [];
     for (const line of readFileSync(PROC_LOCKS, 'utf8').split('\n')) {
-      // "1: FLOCK  ADVISORY  WRITE 16691 fe:00:5392777 0 EOF" (a waiter's line has "->" after the number)
-      const m = /^\d+: FLOCK +\S+ +WRITE +(\d+) +([0-9a-f]+:[0-9a-f]+):(\d+) /.exec(line);
-      if (!m || m[2] !== dev || Number(m[3]) !== st.ino || m[1] === '0' || Number(m[1]) === process.pid) continue;
-      const pid = Number(m[1]);
-      let comm: string;
-      try {
-        comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      } catch {
-        comm = 'gone since';
-      }
-      return { pid, label: comm.slice(0, 64) };
+      // "1: FLOCK  ADVISORY  WRITE 16691 fe:00:5392777 0 EOF" (READ: a shared holder; a waiter's line has "->" after the number)
+      const m = /^\d+: FLOCK +\S+ +(READ|WRITE) +(\d+) +([0-9a-f]+:[0-9a-f]+):(\d+) /.exec(line);
+      if (!m || m[3] !== dev || Number(m[4]) !== st.ino || Number(m[2]) === process.pid) continue;
+      holders.push({ pid: Number(m[2]), shared: m[1] === 'READ' });
     }
+    return holders;
   } catch {
-    // no /proc/locks to read: the holder stays unnamed
+    return undefined;
   }
-  return undefined;
+}
+
+/** The command of a process (its comm), for a holder that wrote no line. */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim().slice(0, 64);
+  } catch {
+    return 'gone since';
+  }
+}
+
+/**
+ * Who holds the lock, for the message of a waiter that gives up. The kernel's list of locks (/proc/locks) is the
+ * truth: the line in the file is taken when its pid is among the holders there (its label says more than a
+ * command's name), and when the kernel cannot name them (no /proc/locks; holders of another PID namespace, listed
+ * as 0). Else a holder the kernel lists is named by its command, an exclusive one first: a holder that wrote
+ * nothing (`flock(1)`, a file read-only to it, the truncation children holding it shared), or one holding it while
+ * the file still has the line of a holder killed before it could clear it.
+ */
+function whoHolds(fd: number): { pid: number; label: string } | undefined {
+  const line = readHolder(fd);
+  const kernel = kernelHolders(fd);
+  if (kernel === undefined) return line;
+  if (line && kernel.some((h) => h.pid === line.pid || h.pid === 0)) return line;
+  const named = kernel.filter((h) => h.pid !== 0);
+  const first = named.find((h) => !h.shared) ?? named[0];
+  if (!first) return line;
+  const others = named.length - 1;
+  return { pid: first.pid, label: `${commandOf(first.pid)}${first.shared ? ', holding it shared' : ''}${others > 0 ? ` (and ${others} more holder${others === 1 ? '' : 's'})` : ''}` };
 }
 
 /**
@@ -264,7 +291,7 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
     try {
       while (!flock(fd, mode | LOCK_NB)) {
         const waited = performance.now() - t0;
-        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, readHolder(fd) ?? holderFromKernel(fd));
+        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, whoHolds(fd));
         // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
         Atomics.wait(sleeper, 0, 0, timeoutMs === undefined ? TIMING_LOCK_POLL_MS : Math.min(TIMING_LOCK_POLL_MS, timeoutMs - waited));
       }

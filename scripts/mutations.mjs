@@ -296,7 +296,7 @@ const mutations = [
   ['a hard-linked lock file taken', 'lock: one name', timingLock, edits(['  if (st.nlink > 1) return', '  if (false) return']), LOCK],
   ['a file that is not a lock taken (and truncated)', 'lock: foreign file', timingLock, edits(["  if (text === '' || (text !== undefined && HOLDER_LINE.test(text))) return undefined;", '  return undefined;']), LOCK],
   ['a lock file removed though not made here', 'lock: only unlink what we made', timingLock, edits(['            if (made && stillAt(path, key)) unlinkSync(path);', '            if (stillAt(path, key)) unlinkSync(path);']), LOCK],
-  ['a silent holder not named from the kernel', 'lock: the holder named', timingLock, edits(['readHolder(fd) ?? holderFromKernel(fd)', 'readHolder(fd)']), LOCK],
+  ['a silent holder not named from the kernel', 'lock: the holder named', timingLock, edits(['  const kernel = kernelHolders(fd);', '  const kernel = undefined as KernelHolder[] | undefined;']), LOCK],
   ["a lock fault made the probe's Inconclusive", 'lock: a fault is the host error', measure, edits(['      if (isHostFault(e)) fault = e;\n', '']), LOCK_WAIT],
   ['the wait for the lock counted against --timeout', 'wait: the lock', measure, edits(["start: () => startWait('the timing lock', lockLimitMs),", 'start: () => {},']), LOCK_WAIT],
   ['the lock waited for without a limit', 'wait: the lock bounded', measure, edits(['acquireTimingLock({ timeoutMs: limitMs, label', 'acquireTimingLock({ label']), LOCK_WAIT],
@@ -478,6 +478,8 @@ const mutations = [
   ['without Vitest: a check left out by the selection asked whether it applies', 'no Vitest: the same results', 'suites/check.ts', edits(['    if (deselected !== undefined) o = deselected;', '    if (deselected !== undefined && deselected === null) o = deselected;']), WITHOUT_VITEST],
   ['early stop: no handler before the command is loaded (a signal ends it silently, the spare runner left to find out)', 'signals: before the run', 'cli/main.ts', edits(['if (runsChecks(process.argv.slice(2))) installEarlyStop();', 'if (runsChecks(process.argv.slice(2)) && false) installEarlyStop();']), ['test/signals.test.ts']],
   ["early stop: its handlers left once the run's are in (a signal mid-run ends it with nothing written)", 'signals: before the run', 'cli/signals.ts', edits(['  for (const [s, h] of early) process.off(s, h);\n', '']), ['test/signals.test.ts']],
+  ["lock: a holder's line taken whoever the kernel says holds the lock (a killed holder named)", 'lock: the holder named', 'bindings/timing-lock.ts', edits(['  if (line && kernel.some((h) => h.pid === line.pid || h.pid === 0)) return line;', '  if (line) return line;']), ['test/timing-lock.test.ts']],
+  ['lock: shared holders never named', 'lock: the holder named', 'bindings/timing-lock.ts', edits(["      const m = /^\\d+: FLOCK +\\S+ +(READ|WRITE) +", "      const m = /^\\d+: FLOCK +\\S+ +(WRITE) +"]), ['test/timing-lock.test.ts']],
   // ---- the scratch of the run's own killed runners (a folder still being made)
   ["scratch: a folder still being made by the caller's own ended runner kept for the grace", 'scratch: nothing left behind', 'bindings/scratch-lock.ts', edits(['  if (m !== null && ended.has(Number(m[1])) && !processExists(Number(m[1]))) return true;\n', '']), ['test/scratch-lock.test.ts']],
   ["scratch: a pid said ended but alive loses its folder", 'scratch: nothing left behind', 'bindings/scratch-lock.ts', edits(['ended.has(Number(m[1])) && !processExists(Number(m[1]))', 'ended.has(Number(m[1]))']), ['test/scratch-lock.test.ts']],

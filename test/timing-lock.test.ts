@@ -314,6 +314,26 @@ setInterval(() => {}, 1 << 30);`,
     acquireTimingLock({ path, timeoutMs: 60_000 }).release();
   });
 
+  it('an exclusive taker that gives up names the shared holders as the kernel lists them (they write no line)', async () => {
+    const path = lockPath();
+    const a = sharedHolder(path);
+    await held(a);
+    const b = sharedHolder(path);
+    await held(b);
+    try {
+      const e = thrown(() => acquireTimingLock({ path, timeoutMs: 10 }));
+      expect(e).toBeInstanceOf(TimingLockTimeout);
+      const holder = (e as TimingLockTimeout).holder;
+      expect([a.child.pid, b.child.pid]).toContain(holder?.pid);
+      expect(holder?.label).toBe('node, holding it shared (and 1 more holder)');
+      expect((e as Error).message).toMatch(/, by pid \d+ \(node, holding it shared \(and 1 more holder\)\)$/);
+    } finally {
+      a.child.kill('SIGKILL');
+      b.child.kill('SIGKILL');
+      await Promise.all([a.exit, b.exit]);
+    }
+  });
+
   it('a shared taker waits while an exclusive holder times its copies', () => {
     const path = lockPath();
     const mine = acquireTimingLock({ path, label: 'timed copies' });
@@ -440,6 +460,20 @@ describe('a file at the lock\'s path that is not a lock of ours is left as it is
       lock.release();
       expect(existsSync(path)).toBe(true);
       expect(readFileSync(path, 'utf8')).toBe('');
+    }
+  });
+
+  it("a holder named by the kernel, not by a killed holder's line left in the file", async () => {
+    const path = lockPath();
+    // the line of a holder killed before it could clear it (pid 1 holds no lock here), then another process takes the lock
+    writeFileSync(path, '1 cuda:0 of pid 1\n');
+    const release = await holdLock(path);
+    try {
+      const e = thrown(() => acquireTimingLock({ path, timeoutMs: 10 }));
+      expect(e).toBeInstanceOf(TimingLockTimeout);
+      expect((e as TimingLockTimeout).holder).toEqual({ pid: release.pid, label: 'node' });
+    } finally {
+      release();
     }
   });
 
