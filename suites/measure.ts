@@ -231,7 +231,7 @@ const NOT_LOOKING: Looker = { look: () => ({ pressure: { cpuSome: null, memorySo
  * `f`'s timed copies under the same timing lock and looks as the probe's (for the checks that time copies of their
  * own: suites/hazards/reference-copies.ts), and why the machine was busy around them (empty: quiet). The lock is
  * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false` times them under the lock
- * without looking at the machine (busy is then empty): the looks cost some 90 ms on the H200 (the management
+ * without looking at the machine (busy is then empty): the looks cost an estimated 90 ms on the H200 (the management
  * library's start, and its PCIe counters sampled over 20 ms each way, before and after), which a check spends
  * only where a figure would fail without them.
  */
