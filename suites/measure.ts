@@ -229,13 +229,13 @@ const NOT_LOOKING: Looker = { look: () => ({ pressure: { cpuSome: null, memorySo
 
 /**
  * `f`'s timed copies under the same timing lock and looks as the probe's (for the checks that time copies of their
- * own: suites/hazards/reference-copies.ts), and why the machine was busy around them (empty: quiet). The lock is
- * waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false` times them under the lock
- * without looking at the machine (busy is then empty): the looks cost an estimated 90 ms on the H200 (the management
- * library's start, and its PCIe counters sampled over 20 ms each way, before and after), which a check spends
- * only where a figure would fail without them.
+ * own: suites/hazards/reference-copies.ts), why the machine was busy around them (empty: quiet) and how long the lock
+ * was waited for. The lock is waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false`
+ * times them under the lock without looking at the machine (busy is then empty): the looks cost an estimated 90 ms
+ * on the H200 (the management library's start, and its PCIe counters sampled over 20 ms each way, before and
+ * after), which a check spends only where a figure would fail without them.
  */
-export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void; look?: boolean }, f: () => T): { value: T; busy: string[] } {
+export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void; look?: boolean }, f: () => T): { value: T; busy: string[]; lockWaitMs: number } {
   const looker = o.look === false ? NOT_LOOKING : openLooker(o.backend, o.pciBusId);
   const limitMs = Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000;
   try {
@@ -244,7 +244,7 @@ export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBus
       start: () => o.onWait?.({ waiting: true, what: 'the timing lock', limitMs }),
       end: () => o.onWait?.({ waiting: false }),
     });
-    return { value: t.value, busy: busyReasons(t.looks, null, undefined) };
+    return { value: t.value, busy: busyReasons(t.looks, null, undefined), lockWaitMs: t.lockWaitMs };
   } finally {
     looker.close();
   }

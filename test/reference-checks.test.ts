@@ -16,6 +16,7 @@ import { referenceChecks as allReferenceChecks } from '../suites/hazards/referen
 import { type DoubleConfig, loadDouble } from './support/drivers.js';
 import { diskTempDir } from './support/temp-dir.js';
 import { buildDoubles } from './double/build.js';
+import { holdLock } from './support/lock-holder.js';
 import { MAIN, QUIET_PROC, ROOT, cleanEnv } from './support/command.js';
 import { runScript, workspace } from './support/workspace.js';
 import { allElements, childElement, parseXml } from './support/xml.js';
@@ -160,7 +161,7 @@ describe('the honest double', () => {
       const before = starts('nvmlInit_v2');
       const fast = runOn('cuda', {}, 0, [referenceChecks[0]!]);
       expect(statuses(fast)).toEqual({ 'hazard.portable_second_context': 'pass' });
-      expect(data(fast, 'hazard.portable_second_context')).toMatchObject({ measuredTwice: false });
+      expect(data(fast, 'hazard.portable_second_context')).toMatchObject({ measuredTwice: false, lockWaitMs: expect.any(Number) });
       expect(starts('nvmlInit_v2') - before).toBe(0);
       const slow = runOn('cuda', { faults: 'portable_ignored' }, 0, [referenceChecks[0]!]);
       expect(statuses(slow)).toEqual({ 'hazard.portable_second_context': 'fail' });
@@ -171,6 +172,24 @@ describe('the honest double', () => {
     } finally {
       if (saved === undefined) delete process.env['MAPPED_REG_NVML_LIBRARY'];
       else process.env['MAPPED_REG_NVML_LIBRARY'] = saved;
+    }
+  }, 60_000);
+
+  it("the time the check waited for the timing lock is in its data: another process's hold, counted", async () => {
+    const path = join(scratchDir, 'held.lock');
+    writeFileSync(path, '');
+    // released 300 ms after the check opens the lock file to wait for it: the check waited at least that long
+    await holdLock(path, { releaseMs: 300 });
+    const saved = process.env['MAPPED_REG_TIMING_LOCK'];
+    process.env['MAPPED_REG_TIMING_LOCK'] = path;
+    try {
+      const run = runOn('cuda', {}, 0, [referenceChecks[0]!]);
+      expect(statuses(run)).toEqual({ 'hazard.portable_second_context': 'pass' });
+      expect(data(run, 'hazard.portable_second_context').lockWaitMs as number).toBeGreaterThanOrEqual(300);
+    } finally {
+      if (saved === undefined) delete process.env['MAPPED_REG_TIMING_LOCK'];
+      else process.env['MAPPED_REG_TIMING_LOCK'] = saved;
+      rmSync(path, { force: true });
     }
   }, 60_000);
 

@@ -64,9 +64,12 @@ export const portableSecondContext = copyCheck(
             const theirs = uploadTimer(other);
             const lock = { deviceId: ctx.device.id, backend: ctx.device.backend, pciBusId: ctx.device.pciBusId, waitS: ctx.options.quiet.waitS, onWait: (w: HostWait) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }) };
             let busy: string[] = [];
+            // the wait for the lock (other devices' timed copies, the truncation children's driver starts): the check's time that is not its own
+            let lockWaitMs = 0;
             const measure = (look: boolean): number[] => {
               const t = timedUnderLock({ ...lock, look }, () => interleavedGBps(size, runs, [() => mine.time(m), () => theirs.time(m), () => theirs.time(staged)]));
               busy = t.busy;
+              lockWaitMs += t.lockWaitMs;
               return t.value;
             };
             let first: number | undefined;
@@ -116,7 +119,7 @@ export const portableSecondContext = copyCheck(
                 secondContext: second.what,
                 copy: served.copy.code,
                 firstDifference: served.diff,
-                ...(first !== undefined ? { firstGBps: first, secondGBps: fromSecond, stagedGBps, ratio, minRelativeSpeed: margin, runs, measuredTwice, clock } : {}),
+                ...(first !== undefined ? { firstGBps: first, secondGBps: fromSecond, stagedGBps, ratio, minRelativeSpeed: margin, runs, measuredTwice, clock, lockWaitMs } : {}),
                 unregister: unregister.code,
               },
             };

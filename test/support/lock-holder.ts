@@ -4,18 +4,31 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { ROOT } from './command.js';
 
-/** Holds an exclusive flock on `file` in another process until released (killed); resolves once it holds it, with its pid. */
-export function holdLock(file: string): Promise<(() => void) & { pid: number }> {
+/**
+ * Holds an exclusive flock on `file` in another process until released (killed), or, with `releaseMs`, until that
+ * many ms after another process opened the file (seen in /proc/<pid>/fd): a taker that opened it to wait then
+ * waited at least that long, however loaded the machine (its wait is counted from before its open). Resolves once it
+ * holds it, with its pid.
+ */
+export function holdLock(file: string, o: { releaseMs?: number } = {}): Promise<(() => void) & { pid: number }> {
   // koffi straight to libc's flock (LOCK_EX = 2), not through the code under test
   const script = `const koffi = require(${JSON.stringify(join(ROOT, 'node_modules', 'koffi'))});
+    const fs = require('node:fs');
     const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
-    if (flock(require('node:fs').openSync(${JSON.stringify(file)}, 'r'), 2) !== 0) process.exit(1);
-    process.stdout.write('locked\\n'); setInterval(() => {}, 1000);`;
+    const fd = fs.openSync(${JSON.stringify(file)}, 'r');
+    if (flock(fd, 2) !== 0) process.exit(1);
+    process.stdout.write('locked\\n');
+    const releaseMs = ${o.releaseMs ?? -1};
+    const target = fs.realpathSync(${JSON.stringify(file)});
+    const openedElsewhere = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p) && Number(p) !== process.pid).some((p) => {
+      try { return fs.readdirSync('/proc/' + p + '/fd').some((f) => { try { return fs.readlinkSync('/proc/' + p + '/fd/' + f) === target; } catch { return false; } }); } catch { return false; }
+    });
+    const poll = setInterval(() => { if (releaseMs >= 0 && openedElsewhere()) { clearInterval(poll); setTimeout(() => process.exit(0), releaseMs); } }, 5);`;
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('locked')) resolve(Object.assign(() => void child.kill('SIGKILL'), { pid: child.pid! }));
     });
-    child.on('exit', (code) => reject(new Error(`the lock holder exited (${code})`)));
+    child.on('exit', (code) => reject(new Error(`the lock holder exited (${code}) before it held the lock`)));
   });
 }
