@@ -1,6 +1,6 @@
 // Where each profiled process spent its main thread (scripts/h200/cpu-profile.mjs's files): for each
-// <pid>.cpuprofile in DIR, its total, the functions with the most self time, and the project's functions with the
-// most inclusive time (a blocking driver call counts in the function that made it).
+// <pid>.cpuprofile in DIR, its total, the functions with the most self time, the project's functions with the
+// most inclusive time (a blocking driver call counts in the function that made it), and when the longest of them ran.
 //   node scripts/h200/profile-summary.mjs DIR [TOP]
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ if (!dir) {
   process.exit(2);
 }
 const top = Number(topArg ?? 25);
-const project = /\/(dist|\.old\/dist)\/(?!node_modules)/;
+// the project's own code (dist/, or .old/dist/ for the build it is compared with), not its dependencies'
+const ours = (url) => /\/dist\//.test(url) && !/\/node_modules\//.test(url);
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
   const p = JSON.parse(readFileSync(join(dir, file), 'utf8'));
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
@@ -30,18 +31,39 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
     const seen = new Set();
     for (let x = id; x !== undefined; x = parent.get(x)) {
       const m = byId.get(x);
-      if (!project.test(m.callFrame.url)) continue;
+      if (!ours(m.callFrame.url)) continue;
       const k = name(m);
       if (seen.has(k)) continue;
       seen.add(k);
       incl.set(k, (incl.get(k) ?? 0) + ms);
     }
   }
+  // when each of the project's functions was first and last on a stack (ms from the profiler's start): the path
+  // through the process in time, where inclusive times say how much but not when
+  const span = new Map();
+  let at = 0;
+  p.samples.forEach((id, i) => {
+    at += (p.timeDeltas[i] ?? 0) / 1000;
+    const seen = new Set();
+    for (let x = id; x !== undefined; x = parent.get(x)) {
+      const m = byId.get(x);
+      if (!ours(m.callFrame.url)) continue;
+      const k = name(m);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      const s = span.get(k);
+      if (s) s[1] = at;
+      else span.set(k, [at, at]);
+    }
+  });
   const list = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, ms]) => `  ${ms.toFixed(1).padStart(8)}  ${k}`);
   console.log(`${file}: ${total.toFixed(0)} ms profiled (from the profiler's start to the exit)`);
   console.log(' self time, ms:');
   console.log(list(self).join('\n'));
   console.log(" the project's functions, inclusive time, ms:");
   console.log(list(incl).join('\n'));
+  console.log(" the project's functions in time (of those with 5 ms or more: first and last sample on a stack, ms from the start; inclusive ms):");
+  const steps = [...span].filter(([k]) => (incl.get(k) ?? 0) >= 5).sort((x, y) => x[1][0] - y[1][0]).slice(0, 2 * top);
+  console.log(steps.map(([k, [a, b]]) => `  ${a.toFixed(0).padStart(6)} - ${b.toFixed(0).padStart(6)}  ${(incl.get(k) ?? 0).toFixed(0).padStart(6)}  ${k}`).join('\n'));
   console.log('');
 }
