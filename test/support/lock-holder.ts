@@ -16,10 +16,11 @@ export function holdLock(file: string, o: { releaseMs?: number } = {}): Promise<
     const fs = require('node:fs');
     const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
     const fd = fs.openSync(${JSON.stringify(file)}, 'r');
+    // its path now: once it says it holds the lock, the test may rename the file's folder (the lock stays with the file)
+    const target = fs.realpathSync(${JSON.stringify(file)});
+    const releaseMs = ${o.releaseMs ?? -1};
     if (flock(fd, 2) !== 0) process.exit(1);
     process.stdout.write('locked\\n');
-    const releaseMs = ${o.releaseMs ?? -1};
-    const target = fs.realpathSync(${JSON.stringify(file)});
     const openedElsewhere = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p) && Number(p) !== process.pid).some((p) => {
       try { return fs.readdirSync('/proc/' + p + '/fd').some((f) => { try { return fs.readlinkSync('/proc/' + p + '/fd/' + f) === target; } catch { return false; } }); } catch { return false; }
     });
