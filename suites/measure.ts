@@ -149,9 +149,9 @@ export interface MeasureOptions {
 }
 
 /** The lock, taken for one timing within `limitMs`: a holder that keeps it longer is the host's fault, named. */
-function takeLock(deviceId: string, limitMs: number): ReturnType<typeof acquireTimingLock> {
+function takeLock(deviceId: string, limitMs: number, shared = false): ReturnType<typeof acquireTimingLock> {
   try {
-    return acquireTimingLock({ timeoutMs: limitMs, label: `${deviceId} of pid ${process.pid}` });
+    return acquireTimingLock({ timeoutMs: limitMs, label: `${deviceId} of pid ${process.pid}`, shared });
   } catch (e) {
     if (!(e instanceof TimingLockTimeout)) throw e;
     const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
@@ -202,13 +202,14 @@ export interface LockedTiming<T> {
  * `f` under the timing lock (waited for at most `limitMs`: longer is the host's fault, HostFault), the machine
  * looked at outside it: the lock holds the timed copies alone (NVML's PCIe counters sample over 20 ms each, 80 ms
  * a timing, which the other devices of the run would otherwise wait for). `waiting` hears the wait for the lock.
+ * `shared`: the lock held shared (timedUnderLock says when), else exclusive, as the probe's timed copies hold it.
  */
-export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looker, f: () => T, waiting?: { start(): void; end(): void }): LockedTiming<T> {
+export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looker, f: () => T, waiting?: { start(): void; end(): void }, shared = false): LockedTiming<T> {
   const before = looker.look();
   waiting?.start();
   let lock: ReturnType<typeof takeLock>;
   try {
-    lock = takeLock(deviceId, limitMs);
+    lock = takeLock(deviceId, limitMs, shared);
   } finally {
     // a lock held past its wait is the host's fault, raised: the wait ends with it all the same
     waiting?.end();
@@ -233,17 +234,27 @@ const NOT_LOOKING: Looker = { look: () => ({ pressure: { cpuSome: null, memorySo
  * was waited for. The lock is waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false`
  * times them under the lock without looking at the machine (busy is then empty): the looks cost an estimated 90 ms
  * on the H200 (the management library's start, and its PCIe counters sampled over 20 ms each way, before and
- * after), which a check spends only where a figure would fail without them.
+ * after), which a check spends only where a figure would fail without them. `shared: true` holds the lock shared:
+ * the copies then never run beside a probe's timed copies (which hold it exclusive), but may run beside the other
+ * shared holders' work (the truncation children's driver starts, other devices' shared timings), for a check whose
+ * judgement is a ratio of copies interleaved in the same rounds, which such company slows alike.
  */
-export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void; look?: boolean }, f: () => T): { value: T; busy: string[]; lockWaitMs: number } {
+export function timedUnderLock<T>(o: { deviceId: string; backend: string; pciBusId: string | null; waitS: number; onWait?: (w: HostWait) => void; look?: boolean; shared?: boolean }, f: () => T): { value: T; busy: string[]; lockWaitMs: number } {
   const looker = o.look === false ? NOT_LOOKING : openLooker(o.backend, o.pciBusId);
   const limitMs = Math.max(o.waitS, LOCK_WAIT_MIN_S) * 1000;
   try {
     // the wait for the lock is told as the probe's is: the command's watchdog stops counting the check's --timeout
-    const t = lockedTiming(o.deviceId, limitMs, looker, f, {
-      start: () => o.onWait?.({ waiting: true, what: 'the timing lock', limitMs }),
-      end: () => o.onWait?.({ waiting: false }),
-    });
+    const t = lockedTiming(
+      o.deviceId,
+      limitMs,
+      looker,
+      f,
+      {
+        start: () => o.onWait?.({ waiting: true, what: 'the timing lock', limitMs }),
+        end: () => o.onWait?.({ waiting: false }),
+      },
+      o.shared === true,
+    );
     return { value: t.value, busy: busyReasons(t.looks, null, undefined), lockWaitMs: t.lockWaitMs };
   } finally {
     looker.close();

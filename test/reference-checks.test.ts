@@ -193,6 +193,24 @@ describe('the honest double', () => {
     }
   }, 60_000);
 
+  it('the timing lock held shared (a truncation child starting its driver) does not hold the check back (held exclusive, it does: above)', async () => {
+    const path = join(scratchDir, 'shared.lock');
+    writeFileSync(path, '');
+    const release = await holdLock(path, { shared: true });
+    const saved = process.env['MAPPED_REG_TIMING_LOCK'];
+    process.env['MAPPED_REG_TIMING_LOCK'] = path;
+    try {
+      // held shared for the whole check: a check that waited for it would give up after 20 s (a HostFault)
+      const run = runOn('cuda', {}, 0, [referenceChecks[0]!]);
+      expect(statuses(run)).toEqual({ 'hazard.portable_second_context': 'pass' });
+    } finally {
+      release();
+      if (saved === undefined) delete process.env['MAPPED_REG_TIMING_LOCK'];
+      else process.env['MAPPED_REG_TIMING_LOCK'] = saved;
+      rmSync(path, { force: true });
+    }
+  }, 60_000);
+
   it("a second context slower than the margin on a busy machine is the host's (a HostFault: error), never the driver's failure; nothing left registered", () => {
     const proc = join(scratchDir, 'proc-busy');
     mkdirSync(join(proc, 'pressure'), { recursive: true });

@@ -59,12 +59,14 @@ export const portableSecondContext = copyCheck(
           second.withOps(size, (other) => {
             const served = serveCopy(other, m, bytes);
             const runs = Math.max(3, ctx.options.runs);
-            // each context's copies on its device's clock, under the probe's timing lock: a busy host is not the driver's
+            // each context's copies on its device's clock, under the probe's timing lock, held shared: never beside a
+            // probe's timed copies, but beside the truncation children's driver starts (which hold it shared from
+            // the probe's end, when this check comes), which slow the two contexts' interleaved copies alike
             const mine = uploadTimer(ops);
             const theirs = uploadTimer(other);
-            const lock = { deviceId: ctx.device.id, backend: ctx.device.backend, pciBusId: ctx.device.pciBusId, waitS: ctx.options.quiet.waitS, onWait: (w: HostWait) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }) };
+            const lock = { deviceId: ctx.device.id, backend: ctx.device.backend, pciBusId: ctx.device.pciBusId, waitS: ctx.options.quiet.waitS, onWait: (w: HostWait) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }), shared: true };
             let busy: string[] = [];
-            // the wait for the lock (other devices' timed copies, the truncation children's driver starts): the check's time that is not its own
+            // the wait for the lock (the probes' timed copies of other devices): the check's time that is not its own
             let lockWaitMs = 0;
             const measure = (look: boolean): number[] => {
               const t = timedUnderLock({ ...lock, look }, () => interleavedGBps(size, runs, [() => mine.time(m), () => theirs.time(m), () => theirs.time(staged)]));

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { ROOT } from './command.js';
 
 /**
- * Holds an exclusive flock on `file` in another process until released (killed), or, with `releaseMs`, until that
+ * Holds an exclusive (or `shared`) flock on `file` in another process until released (killed), or, with `releaseMs`, until that
  * many ms after another process opened the file (seen in /proc/<pid>/fd): a taker that opened it to wait then
  * waited at least that long, however loaded the machine (its wait is counted from before its open). Resolves once it
  * holds it, with its pid.
  */
-export function holdLock(file: string, o: { releaseMs?: number } = {}): Promise<(() => void) & { pid: number }> {
-  // koffi straight to libc's flock (LOCK_EX = 2), not through the code under test
+export function holdLock(file: string, o: { releaseMs?: number; shared?: boolean } = {}): Promise<(() => void) & { pid: number }> {
+  // koffi straight to libc's flock (LOCK_EX = 2; LOCK_SH = 1 for `shared`, as the truncation children hold it), not through the code under test
   const script = `const koffi = require(${JSON.stringify(join(ROOT, 'node_modules', 'koffi'))});
     const fs = require('node:fs');
     const flock = koffi.load('libc.so.6').func('int flock(int fd, int operation)');
@@ -19,7 +19,7 @@ export function holdLock(file: string, o: { releaseMs?: number } = {}): Promise<
     // its path now: once it says it holds the lock, the test may rename the file's folder (the lock stays with the file)
     const target = fs.realpathSync(${JSON.stringify(file)});
     const releaseMs = ${o.releaseMs ?? -1};
-    if (flock(fd, 2) !== 0) process.exit(1);
+    if (flock(fd, ${o.shared === true ? 1 : 2}) !== 0) process.exit(1);
     process.stdout.write('locked\\n');
     const openedElsewhere = () => fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p) && Number(p) !== process.pid).some((p) => {
       try { return fs.readdirSync('/proc/' + p + '/fd').some((f) => { try { return fs.readlinkSync('/proc/' + p + '/fd/' + f) === target; } catch { return false; } }); } catch { return false; }
