@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { ROOT } from './command.js';
 
 /**
- * Holds an exclusive (or `shared`) flock on `file` in another process until released (killed), or, with `releaseMs`, until that
- * many ms after another process opened the file (seen in /proc/<pid>/fd): a taker that opened it to wait then
- * waited at least that long, however loaded the machine (its wait is counted from before its open). Resolves once it
- * holds it, with its pid.
+ * Holds an exclusive (or `shared`) flock on `file` in another process until released (killed), or, with
+ * `releaseMs`, until that many ms after another process opened the file (seen in /proc/<pid>/fd): a taker that
+ * opened it to wait then waited at least that long, however loaded the machine (its wait is counted from before its
+ * open). Resolves once it holds it, with its pid.
  */
 export function holdLock(file: string, o: { releaseMs?: number; shared?: boolean } = {}): Promise<(() => void) & { pid: number }> {
   // koffi straight to libc's flock (LOCK_EX = 2; LOCK_SH = 1 for `shared`, as the truncation children hold it), not through the code under test
