@@ -2,6 +2,7 @@
 // are loaded directly with koffi (the few functions needed are declared here), with mmap/munmap/mprotect
 // from libc for real file-backed mappings.
 
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -20,6 +21,7 @@ import koffi from 'koffi';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAP, PROT } from '../bindings/libc.js';
 import { buildDoubles, type DoublePaths } from './double/build.js';
+import { ROOT } from './support/command.js';
 import { capturingStderr } from './support/stderr.js';
 import { diskTempDir } from './support/temp-dir.js';
 
@@ -990,6 +992,26 @@ describe('faults: slow copies and no device', () => {
     expect(hip.deviceCount(n)).toBe(HIP.NO_DEVICE);
     setEnv({ MAPPED_REG_DOUBLE_FAULTS: '', MAPPED_REG_DOUBLE_DEVICES: '0' });
     expect(cu.init(0)).toBe(CU.NO_DEVICE);
+  });
+
+  it("slow_init=MS: a process's first cuInit takes MS ms more, a later one of the same process does not; a bad value is refused", () => {
+    // a process of its own: this one has made its first cuInit long ago
+    const script = `const koffi = require(${JSON.stringify(join(ROOT, 'node_modules', 'koffi'))});
+      const init = koffi.load(process.argv[1]).func('int cuInit(unsigned int flags)');
+      const t0 = performance.now(); const a = init(0); const t1 = performance.now(); const b = init(0); const t2 = performance.now();
+      console.log(JSON.stringify({ codes: [a, b], first: t1 - t0, second: t2 - t1 }));`;
+    const run = (faults: string) =>
+      spawnSync(process.execPath, ['-e', script, paths.cuda], { encoding: 'utf8', env: { ...process.env, MAPPED_REG_DOUBLE_FAULTS: faults }, timeout: 60_000 });
+    const slow = run('slow_init=300');
+    const r = JSON.parse(slow.stdout) as { codes: number[]; first: number; second: number };
+    expect(r.codes).toEqual([CU.SUCCESS, CU.SUCCESS]);
+    // a sleep of 300 ms: at least that, however loaded the machine
+    expect(r.first).toBeGreaterThanOrEqual(300);
+    // slowed again it would be 300 ms at least, too
+    expect(r.second).toBeLessThan(300);
+    const bad = run('slow_init=soon');
+    expect((JSON.parse(bad.stdout) as { codes: number[] }).codes[0]).toBe(CU.INVALID_VALUE);
+    expect(bad.stderr).toMatch(/value of fault slow_init/);
   });
 
   it('init_fails: cuInit answers 999 and nothing is initialized', () => {

@@ -488,6 +488,14 @@ static int parse_faults(const char *spec, faults_t *f) {
         }
         if (tok[0] == 's') f->stuck_registration = (int)v;
         else f->register_max = (size_t)v;
+      } else if (strcmp(tok, "slow_init") == 0) {
+        errno = 0;
+        long v = strtol(val, &end, 10);
+        if (errno || !*val || *end || v < 0 || v > 600000) {
+          parse_error("value of fault slow_init", val);
+          return -1;
+        }
+        f->slow_init_ms = v;
       } else if (strcmp(tok, "slow_registered") == 0) {
         errno = 0;
         double v = strtod(val, &end);
@@ -897,6 +905,11 @@ int dbl_init(int api, int (*parse_profile)(const char *name, profile_t *out)) {
     return g.last_init_result = DR_NO_DEVICE;
   }
   if (g.current_device < 0 || g.current_device >= g.ndevices) g.current_device = 0;
+  /* a real driver's start takes a while (cuInit: 215 ms on the H200), once a process: slow_init=MS models it (a
+   * later cuInit of the process, which the real driver answers at once, is not slowed) */
+  static int started;
+  if (faults.slow_init_ms > 0 && !started) sleep_s(faults.slow_init_ms / 1000.0);
+  started = 1;
   g.initialized = 1;
   return g.last_init_result = DR_OK;
 }

@@ -93,6 +93,7 @@ typedef struct {
   double slow_factor;   /* F > 1: a copy from a registered range takes F times a plain memcpy */
   int nodevice;
   int init_fails;
+  long slow_init_ms; /* MS: init (cuInit, the HIP runtime's first call) takes MS ms more, as a real driver's start does */
   /* Faults that each break one promise a hazard check holds, and nothing else (README.md: one per check). */
   int stuck_registration;         /* K: the K-th registration since init is never released */
   int accept_prot_none;           /* a PROT_NONE range registers (and releases) */
