@@ -198,7 +198,7 @@ if (!devices.some((d) => registers(d.device))) {
 // loading it is then never part of a check's --timeout.
 // The truncation hazard's child starts once the probe is over, where its check will run here, and waits for its
 // arguments: its start (Node.js, the driver's init, inside the timing lock) runs while the other hazards do, its
-// check among the last (suites/hazards/truncate-early.ts).
+// check last (suites/hazards/truncate-early.ts, suites/hazards/index.ts).
 const { startProbeScratch, whenProbeDone } = await import('../suites/context.js');
 const { startTruncateChildFor } = await import('../suites/hazards/truncate-early.js');
 const { PROBE_VERDICT } = await import('../suites/checks/data.js');

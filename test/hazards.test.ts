@@ -52,8 +52,8 @@ const IDS = [
   'hazard.unregister_interior',
   'hazard.coherent_after_write',
   'hazard.unmap_then_unregister',
-  'hazard.truncate_contained',
   'hazard.context_reset',
+  'hazard.truncate_contained',
 ];
 
 /** The reference checks run between them (before hazard.context_reset): test/reference-negatives.test.ts holds them. */
@@ -159,9 +159,9 @@ beforeAll(() => {
   expect(statfs(scratchDir).fsName).not.toBe('tmpfs');
 }, 180_000);
 
-it('lists the checks in their stable order, all in suite hazards, truncate_contained (its child started after the probe) just before context_reset, last', () => {
+it('lists the checks in their stable order, all in suite hazards, context_reset after every check that uses the context, truncate_contained (its child started after the probe, in a context of its own) last', () => {
   expect(HAZARDS.map((c) => c.id)).toEqual(IDS);
-  expect(hazardChecks.map((c) => c.id)).toEqual([...IDS.slice(0, -2), ...REFERENCE, 'hazard.truncate_contained', 'hazard.context_reset']);
+  expect(hazardChecks.map((c) => c.id)).toEqual([...IDS.slice(0, -2), ...REFERENCE, 'hazard.context_reset', 'hazard.truncate_contained']);
   expect(new Set(hazardChecks.map((c) => c.suite))).toEqual(new Set(['hazards']));
   for (const c of hazardChecks) expect(c.title.length).toBeGreaterThan(10);
 });
@@ -325,8 +325,8 @@ const BREAKS: readonly (readonly [fault: string, check: string, observed: RegExp
   ['interior_unregister_succeeds', 'hazard.unregister_interior', /^register 0; unregister at \+4096: 0; unregister of the start: 0$/],
   ['stale_after_write', 'hazard.coherent_after_write', /after a pwrite of 1 MiB: stale bytes \(the old ones\); unregister 0$/],
   ['unmapped_unregister_fails', 'hazard.unmap_then_unregister', /^register 0; munmap; unregister 999 CUDA_ERROR_UNKNOWN/],
-  ['register_max=16777216', 'hazard.truncate_contained', /^the file was not cut under a registration: register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to cut under$/],
   ['reset_keeps_registrations', 'hazard.context_reset', /unregister after the reset 0; the kept context retain released 0$/],
+  ['register_max=16777216', 'hazard.truncate_contained', /^the file was not cut under a registration: register 2 CUDA_ERROR_OUT_OF_MEMORY: nothing to cut under$/],
 ];
 
 describe('a driver that refuses every registration (register_max=1)', () => {

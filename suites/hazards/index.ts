@@ -23,8 +23,10 @@ export { hasRegistration } from './harness.js';
  * The order they run in, which is the order of every report (and of a device's run: a process that replaces a
  * crashed one runs the checks after the one that crashed). Each check makes its own file and mapping and releases
  * what it registered, so the order matters for one of them only: hazard.context_reset resets the device's context
- * (cuDevicePrimaryCtxReset / hipDeviceReset), which every other check uses, with what it holds: it comes last.
- * hazard.truncate_contained comes just before it for speed alone: its child starts once the probe is over.
+ * (cuDevicePrimaryCtxReset / hipDeviceReset), which every other check uses, with what it holds: it comes after
+ * them. hazard.truncate_contained, whose copies its child makes in a context of its own, comes last, for speed
+ * alone: its child starts once the probe is over (its driver's start, cuInit 215 ms on the H200, and its context),
+ * and every check before it runs meanwhile.
  */
 export const hazardChecks: readonly Check[] = [
   // the registration flags
@@ -48,9 +50,9 @@ export const hazardChecks: readonly Check[] = [
   unmapThenUnregister,
   // the promises the reference suites test (./reference.ts; docs/reference-checks.md)
   ...referenceChecks,
-  // the file cut under its registration, in a child process started once the probe was over (./truncate-early.ts):
-  // late, so that the child's start runs while the checks above do
-  truncateContainedCheck,
-  // last: it resets the device's context, which the other checks use
+  // after every check that uses the device's context: it resets it
   contextResetCheck,
+  // the file cut under its registration, in a child process started once the probe was over (./truncate-early.ts),
+  // with a context of its own: last, so that the child's start runs while every check above does
+  truncateContainedCheck,
 ];

@@ -1,5 +1,6 @@
 // The reference checks: the promises hip-tests, cuda-samples and the CUDA documentation test, on a file-backed
-// mapping, in the order they run (before hazard.context_reset, which must come last: ./index.ts).
+// mapping, in the order they run (before hazard.context_reset, which must come after every check that uses the
+// device's context: ./index.ts).
 // docs/reference-checks.md lists them beside the reference tests they answer. Each family has its file; what they
 // share is ./reference-harness.ts (the copies' machinery: ./reference-copies-harness.ts).
 import type { Check } from '../check.js';
