@@ -19,41 +19,37 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   const parent = new Map();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const name = (n) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/(dist|node_modules)\//, '$1/')}:${n.callFrame.lineNumber + 1}`;
-  const perNode = new Map();
-  p.samples.forEach((s, i) => perNode.set(s, (perNode.get(s) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000));
+  // the project's functions on a node's stack, each once (a recursion counted once), walked once per node
+  const stacks = new Map();
+  const ourStack = (id) => {
+    let names = stacks.get(id);
+    if (names) return names;
+    const seen = new Set();
+    for (let x = id; x !== undefined; x = parent.get(x)) {
+      const m = byId.get(x);
+      if (ours(m.callFrame.url)) seen.add(name(m));
+    }
+    names = [...seen];
+    stacks.set(id, names);
+    return names;
+  };
+  // one pass over the samples: self time, inclusive time, and when each of the project's functions was first and
+  // last on a stack (ms from the profiler's start: the path through the process in time, where inclusive times say
+  // how much but not when)
   const self = new Map();
   const incl = new Map();
-  let total = 0;
-  for (const [id, ms] of perNode) {
-    total += ms;
-    const n = byId.get(id);
-    self.set(name(n), (self.get(name(n)) ?? 0) + ms);
-    const seen = new Set();
-    for (let x = id; x !== undefined; x = parent.get(x)) {
-      const m = byId.get(x);
-      if (!ours(m.callFrame.url)) continue;
-      const k = name(m);
-      if (seen.has(k)) continue;
-      seen.add(k);
-      incl.set(k, (incl.get(k) ?? 0) + ms);
-    }
-  }
-  // when each of the project's functions was first and last on a stack (ms from the profiler's start): the path
-  // through the process in time, where inclusive times say how much but not when
   const span = new Map();
-  let at = 0;
+  let total = 0;
   p.samples.forEach((id, i) => {
-    at += (p.timeDeltas[i] ?? 0) / 1000;
-    const seen = new Set();
-    for (let x = id; x !== undefined; x = parent.get(x)) {
-      const m = byId.get(x);
-      if (!ours(m.callFrame.url)) continue;
-      const k = name(m);
-      if (seen.has(k)) continue;
-      seen.add(k);
+    const ms = (p.timeDeltas[i] ?? 0) / 1000;
+    total += ms;
+    const leaf = name(byId.get(id));
+    self.set(leaf, (self.get(leaf) ?? 0) + ms);
+    for (const k of ourStack(id)) {
+      incl.set(k, (incl.get(k) ?? 0) + ms);
       const s = span.get(k);
-      if (s) s[1] = at;
-      else span.set(k, [at, at]);
+      if (s) s[1] = total;
+      else span.set(k, [total, total]);
     }
   });
   const list = (m) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, ms]) => `  ${ms.toFixed(1).padStart(8)}  ${k}`);
