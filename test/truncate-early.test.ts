@@ -3,8 +3,8 @@
 // test/hazards.test.ts takes), the child's wait for the timing lock told as the host's and bounded (a HostFault),
 // the fallback where the early child failed to start; and, through the command, that a device's runner starts it
 // early, and that nothing is left behind when the runner dies before the check or the check is not selected.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CheckContext, Observation } from '../suites/check.js';
@@ -128,18 +128,13 @@ describe('fallback and the host', () => {
     const lockFile = join(work, `timing-${Math.random().toString(36).slice(2)}.lock`);
     closeSync(openSync(lockFile, 'w', 0o600));
     setEnv({ MAPPED_REG_TIMING_LOCK: lockFile });
-    const release = await holdLock(lockFile);
-    // the holder lets go once the check says it waits for the lock (the check blocks this thread: a process of its
-    // own kills the holder when the file the check's wait makes appears)
-    const signal = join(work, `waiting-${Math.random().toString(36).slice(2)}`);
-    const releaser = startReleaser(release.pid, signal);
+    // the holder lets go 300 ms after the child opened the lock file to wait for it (the check blocks this thread:
+    // the holder watches for the child itself), by when the check, called at once, waits for the child
+    const release = await holdLock(lockFile, { releaseMs: 300 });
     try {
       start(d);
       const waits: HostWait[] = [];
-      const r = runEarlyTruncateChild(d.ctx.device.id, truncateArgs(d), (w) => {
-        waits.push(w);
-        if (w.waiting) writeFileSync(signal, '');
-      });
+      const r = runEarlyTruncateChild(d.ctx.device.id, truncateArgs(d), (w) => waits.push(w));
       expect(waits).toEqual([{ waiting: true, what: 'the timing lock (the truncation child)', limitMs: 60_000 }, { waiting: false }]);
       expect('run' in r).toBe(true);
       if (!('run' in r)) return;
@@ -148,7 +143,6 @@ describe('fallback and the host', () => {
       expect(r.early.lockWaitMs).toBeGreaterThan(0);
       expect(r.run.lines.some((l) => l.step === 'truncate')).toBe(true);
     } finally {
-      releaser.kill('SIGKILL');
       release();
       rmSync(d.scratch, { recursive: true, force: true });
     }
@@ -205,13 +199,6 @@ setInterval(() => {}, 1 << 30);`;
 });
 
 /** A process that kills `pid` once `signal` exists (the test's thread is blocked in the check meanwhile). */
-function startReleaser(pid: number, signal: string): ChildProcess {
-  const script = `const { existsSync } = require('node:fs');
-    const t = setInterval(() => { if (existsSync(${JSON.stringify(signal)})) { clearInterval(t); try { process.kill(${pid}, 'SIGKILL'); } catch {} } }, 10);
-    setTimeout(() => process.exit(1), 100000).unref();`;
-  return spawn(process.execPath, ['-e', script], { stdio: 'ignore' });
-}
-
 function truncateArgs(d: Device): { device: string; file: string; size: number; cut: number; large: number; small: number } {
   // a file of 2 MiB of known bytes (the check's own is 32 MiB): cut to 1 MiB, the copies from the cut tail
   const file = join(d.scratch, 'cut.bin');
