@@ -99,7 +99,8 @@ export async function run(o: RunOptions, term: Terminal, tool: RunResult['tool']
 
     const devices = chosen.map((d) => deviceResult(deviceFromPlain(d), runs.find((r) => r.device === d.id), { dir: o.scratchDir, fsType }));
     const result = runResult({ tool, startedAt, options: resultOptions(o), found, devices, phasesMs: { discovery: tDiscovered - t0, checks: tChecked - tDiscovered }, incomplete: stop.signal.aborted });
-    term.out(`\n${plural(devices.length, 'device')} in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+    // from the run's start (options read) to its last check: the command's own start and its reports are outside
+    term.out(`\n${plural(devices.length, 'device')} in ${((performance.now() - t0) / 1000).toFixed(2)} s, from discovery to the last check`);
     const rerun = async (deviceId: string, checkId: string): Promise<CheckResult | undefined> => {
       const device = devices.find((d) => d.id === deviceId);
       if (!checking || !device) return undefined;

@@ -222,7 +222,7 @@ describe('static.verdict: the static verdict, and for a refused device the proof
 
   it('a refused device whose probe reached no op: pass, with the count of ops opened (0)', () => {
     const j = judge('static.verdict', context(cudaDevice({ faults: 'integrated' })));
-    expect(j).toMatchObject({ status: 'pass', o: { observed: 'Refused (Integrated_gpu); ops opened 0 times', data: { opsOpened: 0 } } });
+    expect(j).toMatchObject({ status: 'pass', o: { observed: 'Refused (Integrated_gpu); the driver was never called', data: { opsOpened: 0 } } });
   });
 
   it('a model that opens the ops of a refused device, or answers another verdict than the static one: fail', () => {
@@ -238,11 +238,11 @@ describe('static.verdict: the static verdict, and for a refused device the proof
         return model.Refused(model.Integrated_gpu);
       };
       const opened = judge('static.verdict', context(integrated));
-      expect(opened).toMatchObject({ status: 'fail', o: { observed: 'Refused (Integrated_gpu); ops opened 1 time', data: { opsOpened: 1 } } });
+      expect(opened).toMatchObject({ status: 'fail', o: { observed: "Refused (Integrated_gpu); the driver's ops were opened 1 time", data: { opsOpened: 1 } } });
       // a model that reaches no op but answers another verdict
       fake.probe = () => model.Usable;
       const other = judge('static.verdict', context(integrated));
-      expect(other).toMatchObject({ status: 'fail', o: { observed: 'Usable; ops opened 0 times' } });
+      expect(other).toMatchObject({ status: 'fail', o: { observed: 'Usable; the driver was never called' } });
       // a model that reads the map of a refused device: the check raises (defineChecks reports it as fail)
       fake.probe = (_device, map) => {
         void (map as { bytes: Uint8Array }).bytes.length;

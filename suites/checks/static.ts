@@ -36,7 +36,7 @@ export const staticChecks: Check[] = [
         status: opened === 0 && same ? 'pass' : 'fail',
         expected: `${text}, with no op reached and the map not read`,
         // one level of parentheses: the refusal's reason is told here once (the skips name the refusal alone)
-        observed: `${verdictWords(v)}; ops opened ${plural(opened, 'time')}`,
+        observed: `${verdictWords(v)}; ${opened === 0 ? 'the driver was never called' : `the driver's ops were opened ${plural(opened, 'time')}`}`,
         data: { ...data, opsOpened: opened } satisfies StaticData,
       };
     },
