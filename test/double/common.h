@@ -221,7 +221,7 @@ typedef struct {
   size_t ndropped, capdropped;
   ref_attrs_t ref_attrs;             /* MAPPED_REG_DOUBLE_ATTRIBUTES (reference.h) */
   size_t ref_leaked;                 /* device memory lost to leak_device_per_cycle (and other_process_allocates) */
-  int ref_mem_queries;               /* free-memory queries so far (other_process_allocates) */
+  int ref_mem_queries;               /* free-memory queries so far (other_process_allocates, _keeps_allocating) */
 } state_t;
 
 DBL_HIDDEN extern state_t g;

@@ -31,6 +31,7 @@ unsigned dbl_ref_fault_bit(const char *name) {
       {"accepts_unknown_flags", REF_ACCEPTS_UNKNOWN_FLAGS}, {"accepts_null", REF_ACCEPTS_NULL},
       {"accepts_zero_size", REF_ACCEPTS_ZERO_SIZE},       {"unregister_null_crashes", REF_UNREGISTER_NULL_CRASHES},
       {"accepts_unregister_null", REF_ACCEPTS_UNREGISTER_NULL}, {"other_process_allocates", REF_OTHER_PROCESS_ALLOCATES},
+      {"other_process_keeps_allocating", REF_OTHER_PROCESS_KEEPS_ALLOCATING},
   };
   for (size_t i = 0; i < sizeof FAULTS / sizeof FAULTS[0]; i++) {
     if (strcmp(FAULTS[i].name, name) == 0) return FAULTS[i].bit;
@@ -107,6 +108,8 @@ int dbl_ref_mem_info(size_t *free_bytes, size_t *total_bytes) {
   if (!free_bytes || !total_bytes) return DR_INVALID_VALUE;
   /* another process allocating 8 MiB on "this GPU" between the first query and the second, and keeping it */
   if (has(REF_OTHER_PROCESS_ALLOCATES) && ++g.ref_mem_queries == 2) g.ref_leaked += (size_t)8 << 20;
+  /* another process allocating 8 MiB at every second query, all the while: in one half of any run of the cycles */
+  if (has(REF_OTHER_PROCESS_KEEPS_ALLOCATING) && ++g.ref_mem_queries % 2 == 0) g.ref_leaked += (size_t)8 << 20;
   size_t used = g.dalloc_total + g.ref_leaked;
   *total_bytes = DBL_TOTAL_MEM;
   *free_bytes = used < DBL_TOTAL_MEM ? DBL_TOTAL_MEM - used : 0;

@@ -34,6 +34,7 @@ enum {
   REF_UNREGISTER_NULL_CRASHES = 1u << 9, /* unregister of NULL kills the process with SIGSEGV */
   REF_ACCEPTS_UNREGISTER_NULL = 1u << 10,/* unregister of NULL returns 0 */
   REF_OTHER_PROCESS_ALLOCATES = 1u << 11,/* not the driver: from the 2nd free-memory query on, 8 MiB less is free, once */
+  REF_OTHER_PROCESS_KEEPS_ALLOCATING = 1u << 12,/* not the driver: at every 2nd free-memory query, 8 MiB more taken */
 };
 
 /* The bit of reference fault `name` (0: not one) . */
