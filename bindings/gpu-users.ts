@@ -63,6 +63,12 @@ const NVML_PCIE_UTIL_RX_BYTES = 1;
  * Read the other way the figures would be 2.4% higher.
  */
 const NVML_BYTES_PER_KB = 1000;
+/** What the receive side's cell holds until NVML writes its value (a rate NVML never reports: 4 TB/s). */
+const RX_PENDING = 0xffffffff;
+/** How long the receive side's value is waited for once the transmit side is read: NVML samples for some 20 ms. */
+const RX_WAIT_MS = 100;
+/** Waited on (never notified) to pause this thread a millisecond at a time. */
+const pause = new Int32Array(new SharedArrayBuffer(4));
 /** nvmlProcessInfo_v2_t (= nvmlProcessInfo_t): pid u32 @0, (pad), usedGpuMemory u64 @8, gpuInstanceId u32 @16, computeInstanceId u32 @20. */
 const PROCESS_INFO_BYTES = 24;
 /** NVML_VALUE_NOT_AVAILABLE (-1) in the unsigned long long usedGpuMemory. */
@@ -78,6 +84,8 @@ const NVML_PROTOTYPES = {
   nvmlDeviceGetGraphicsRunningProcesses_v3: 'int nvmlDeviceGetGraphicsRunningProcesses_v3(void *device, _Inout_ unsigned int *infoCount, void *infos)',
   nvmlSystemGetProcessName: 'int nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)',
   nvmlDeviceGetPcieThroughput: 'int nvmlDeviceGetPcieThroughput(void *device, int counter, _Out_ unsigned int *value)',
+  // the same function, its value written straight into memory of ours: called on one of koffi's worker threads
+  nvmlDeviceGetPcieThroughputInto: 'int nvmlDeviceGetPcieThroughput(void *device, int counter, unsigned int *value)',
 } as const;
 
 /** An opaque nvmlDevice_t as koffi hands it back; only ever passed back to NVML. */
@@ -93,6 +101,7 @@ interface NvmlFunctions {
   nvmlDeviceGetGraphicsRunningProcesses_v3(device: Handle, count: [number], infos: Buffer | null): number;
   nvmlSystemGetProcessName(pid: number, name: Buffer, length: number): number;
   nvmlDeviceGetPcieThroughput(device: Handle, counter: number, out: [number]): number;
+  nvmlDeviceGetPcieThroughputInto: { async(device: Handle, counter: number, value: unknown, done: (err: unknown, result: number) => void): void };
 }
 
 // ---- AMD SMI ----
@@ -247,6 +256,29 @@ function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
     const out: [number] = [0];
     return c.nvmlDeviceGetPcieThroughput(device, counter, out) === NVML_SUCCESS ? (out[0] * NVML_BYTES_PER_KB) / 1e6 : null;
   };
+  // NVML samples each way of the link over some 20 ms (the call blocks that long on the H200): the receive side is
+  // read on one of koffi's worker threads while this thread reads the transmit side, so a look costs 20 ms, not 40.
+  // The worker writes the value into memory of ours, watched here until it changes (koffi's callback would come only
+  // once this thread is idle). NVML writes nothing when the call fails: the side is then read again here, at once
+  // where the transmit side failed too (a device without these counters), else after RX_WAIT_MS. The cell is never
+  // freed: a call still sampling past that wait may write it later.
+  const rxCell: unknown = koffi.alloc('uint32_t', 1);
+  const both = (): { rx: number | null; tx: number | null } => {
+    koffi.encode(rxCell, 'uint32_t', RX_PENDING);
+    try {
+      c.nvmlDeviceGetPcieThroughputInto.async(device, NVML_PCIE_UTIL_RX_BYTES, rxCell, () => {});
+    } catch {
+      return { rx: throughput(NVML_PCIE_UTIL_RX_BYTES), tx: throughput(NVML_PCIE_UTIL_TX_BYTES) };
+    }
+    const tx = throughput(NVML_PCIE_UTIL_TX_BYTES);
+    const until = performance.now() + (tx === null ? 0 : RX_WAIT_MS);
+    let value = koffi.decode(rxCell, 'uint32_t') as number;
+    while (value === RX_PENDING && performance.now() < until) {
+      Atomics.wait(pause, 0, 0, 1);
+      value = koffi.decode(rxCell, 'uint32_t') as number;
+    }
+    return { rx: value === RX_PENDING ? throughput(NVML_PCIE_UTIL_RX_BYTES) : (value * NVML_BYTES_PER_KB) / 1e6, tx };
+  };
 
   return {
     source: 'nvml',
@@ -270,12 +302,8 @@ function openNvml(pciBusId: string): GpuUsersMonitor | { note: string } {
       };
       for (const p of compute) add(p, 'compute');
       if (graphics !== 'not-supported') for (const p of graphics) add(p, 'graphics');
-      return {
-        source: 'nvml',
-        processes: [...byPid.values()],
-        pcieRxMBps: throughput(NVML_PCIE_UTIL_RX_BYTES),
-        pcieTxMBps: throughput(NVML_PCIE_UTIL_TX_BYTES),
-      };
+      const link = both();
+      return { source: 'nvml', processes: [...byPid.values()], pcieRxMBps: link.rx, pcieTxMBps: link.tx };
     },
     close() {
       if (!open) return;

@@ -200,8 +200,8 @@ export interface LockedTiming<T> {
 
 /**
  * `f` under the timing lock (waited for at most `limitMs`: longer is the host's fault, HostFault), the machine
- * looked at outside it: the lock holds the timed copies alone (NVML's PCIe counters sample over 20 ms each, 80 ms
- * a timing, which the other devices of the run would otherwise wait for). `waiting` hears the wait for the lock.
+ * looked at outside it: the lock holds the timed copies alone (NVML's PCIe counters sample over 20 ms, both ways at
+ * once, 40 ms a timing, which the other devices of the run would otherwise wait for). `waiting` hears the wait for the lock.
  * `shared`: the lock held shared (timedUnderLock says when), else exclusive, as the probe's timed copies hold it.
  */
 export function lockedTiming<T>(deviceId: string, limitMs: number, looker: Looker, f: () => T, waiting?: { start(): void; end(): void }, shared = false): LockedTiming<T> {
@@ -233,7 +233,7 @@ const NOT_LOOKING: Looker = { look: () => ({ pressure: { cpuSome: null, memorySo
  * own: suites/hazards/reference-copies.ts), why the machine was busy around them (empty: quiet) and how long the lock
  * was waited for. The lock is waited for as the probe's is (--quiet-wait, at least LOCK_WAIT_MIN_S). `look: false`
  * times them under the lock without looking at the machine (busy is then empty): the looks cost an estimated 90 ms
- * on the H200 (the management library's start, and its PCIe counters sampled over 20 ms each way, before and
+ * on the H200 (the management library's start, and its PCIe counters sampled over 20 ms, before and
  * after), which a check spends only where a figure would fail without them. `shared: true` holds the lock shared:
  * the copies then never run beside a probe's timed copies (which hold it exclusive), but may run beside the other
  * shared holders' work (the truncation children's driver starts, other devices' shared timings), for a check whose

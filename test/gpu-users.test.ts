@@ -148,6 +148,18 @@ describe('openGpuUsers (NVML): several devices, and what a device cannot report'
     }
   });
 
+  it('reads the two ways of the link at the same time (NVML samples each for 20 ms): each call met the other in flight (paired_throughput)', () => {
+    withMonitor({ MAPPED_REG_DOUBLE_NVML_PCIE: 'rx=59000,tx=1200', MAPPED_REG_DOUBLE_NVML_FAULTS: 'paired_throughput' }, (m) => {
+      const before = doubleCalls('paired_throughput');
+      const s = m.sample([]);
+      expect({ rx: s.pcieRxMBps, tx: s.pcieTxMBps }).toEqual({ rx: 59000, tx: 1200 });
+      expect(doubleCalls('paired_throughput') - before).toBe(2);
+      // and again: the receive side's cell is set afresh for each look
+      expect(m.sample([]).pcieRxMBps).toBe(59000);
+      expect(doubleCalls('paired_throughput') - before).toBe(4);
+    });
+  });
+
   it('gives null traffic when the device cannot report it (no_throughput), and still the processes', () => {
     withMonitor({ MAPPED_REG_DOUBLE_NVML_PROCESSES: '12:p:3', MAPPED_REG_DOUBLE_NVML_FAULTS: 'no_throughput' }, (m) => {
       expect(m.sample([])).toEqual({ source: 'nvml', processes: [{ pid: 12, name: 'p', usedMiB: 3, kind: 'compute' }], pcieRxMBps: null, pcieTxMBps: null });

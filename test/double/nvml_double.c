@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define API __attribute__((visibility("default")))
@@ -68,7 +69,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static device_t devices[MAX_DEVICES];
 static int ndevices;
 static int refcount;
-static int fault_no_throughput, fault_many, fault_no_graphics, fault_list_fails;
+static int fault_no_throughput, fault_many, fault_no_graphics, fault_list_fails, fault_paired_throughput;
 static int calls_init, calls_shutdown;
 
 #define LOCK() pthread_mutex_lock(&mu)
@@ -180,7 +181,8 @@ static int parse_faults(const char *spec) {
     else if (len == 14 && strncmp(s, "many_processes", 14) == 0) fault_many = 1;
     else if (len == 11 && strncmp(s, "no_graphics", 11) == 0) fault_no_graphics = 1;
     else if (len == 10 && strncmp(s, "list_fails", 10) == 0) fault_list_fails = 1;
-    else return bad("MAPPED_REG_DOUBLE_NVML_FAULTS", spec, "init_fails, no_throughput, many_processes, no_graphics, list_fails");
+    else if (len == 17 && strncmp(s, "paired_throughput", 17) == 0) fault_paired_throughput = 1;
+    else return bad("MAPPED_REG_DOUBLE_NVML_FAULTS", spec, "init_fails, no_throughput, many_processes, no_graphics, list_fails, paired_throughput");
     if (!end) break;
     s = end + 1;
   }
@@ -203,7 +205,7 @@ static const char *env(const char *name) {
 
 /* The configuration from the environment; 0, or -1 after one line on stderr. */
 static int configure(void) {
-  fault_no_throughput = fault_many = fault_no_graphics = fault_list_fails = 0;
+  fault_no_throughput = fault_many = fault_no_graphics = fault_list_fails = fault_paired_throughput = 0;
   const char *faults = env("MAPPED_REG_DOUBLE_NVML_FAULTS");
   if (faults && parse_faults(faults) != 0) return -1;
   long count = 1;
@@ -352,7 +354,35 @@ API nvmlReturn_t nvmlSystemGetProcessName(unsigned pid, char *name, unsigned len
   RETURN(NVML_SUCCESS);
 }
 
+/*
+ * paired_throughput: each nvmlDeviceGetPcieThroughput waits (up to 2 s, outside the library's lock) for another to
+ * be in flight at the same time, as the real one samples for 20 ms; a call that met another is counted
+ * (double_calls("paired_throughput")): two calls made one after the other meet none.
+ */
+static pthread_mutex_t pair_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pair_cv = PTHREAD_COND_INITIALIZER;
+static int pair_in_flight, pair_generation, calls_paired;
+
+static void wait_for_pair(void) {
+  pthread_mutex_lock(&pair_mu);
+  int seen = pair_generation;
+  if (++pair_in_flight >= 2) {
+    pair_generation++;
+    pthread_cond_broadcast(&pair_cv);
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 2;
+  while (pair_generation == seen) {
+    if (pthread_cond_timedwait(&pair_cv, &pair_mu, &until) != 0) break;
+  }
+  if (pair_generation != seen) calls_paired++;
+  pair_in_flight--;
+  pthread_mutex_unlock(&pair_mu);
+}
+
 API nvmlReturn_t nvmlDeviceGetPcieThroughput(void *device, int counter, unsigned *value) {
+  if (fault_paired_throughput) wait_for_pair();
   LOCK();
   if (refcount == 0) RETURN(NVML_ERROR_UNINITIALIZED);
   device_t *d = device_of(device);
@@ -376,10 +406,16 @@ API const char *nvmlErrorString(nvmlReturn_t result) {
   }
 }
 
-/* Test export: how many times nvmlInit_v2 / nvmlShutdown were called in this process; -1 for another name. */
+/* Test export: how many times nvmlInit_v2 / nvmlShutdown were called in this process, how many throughput calls met
+   another in flight (paired_throughput); -1 for another name. */
 API int double_calls(const char *name) {
   LOCK();
   int n = !name ? -1 : strcmp(name, "nvmlInit_v2") == 0 ? calls_init : strcmp(name, "nvmlShutdown") == 0 ? calls_shutdown : -1;
   pthread_mutex_unlock(&mu);
+  if (name && strcmp(name, "paired_throughput") == 0) {
+    pthread_mutex_lock(&pair_mu);
+    n = calls_paired;
+    pthread_mutex_unlock(&pair_mu);
+  }
   return n;
 }
