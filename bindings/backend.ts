@@ -137,6 +137,12 @@ export type BackendModule = BackendFacts &
          * Undefined when a process must load it to tell.
          */
         readonly notFound?: (env?: NodeJS.ProcessEnv, root?: string) => BackendReport | undefined;
+        /**
+         * How many devices its discovery will likely find, from the device nodes under `root`'s /dev (and the
+         * driver's variable that hides devices), read before any driver is loaded: an estimate, for starting the
+         * other GPUs' runners while the discovery runs (cli/spare-runner.ts). Undefined where it cannot be told.
+         */
+        readonly expectedDevices?: (env?: NodeJS.ProcessEnv, root?: string) => number | undefined;
       }
   );
 

@@ -11,7 +11,7 @@ import { discoverOnThread } from './discovery-thread.js';
 import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
-import { OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
+import { DEVICE_OPTIONS_ON_STDIN, OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
 import { pickDevice } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 
@@ -141,14 +141,21 @@ if (parent > 0 && getppid() !== parent) process.exit(3);
 // reads the plan while it waits for its options
 const planned = readPlan();
 planned.catch(() => {}); // awaited below, unless the process ends first
+// a device spare (cli/spare-runner.ts startDeviceSpares): a GPU's runner, whose options come once its driver's
+// discovery has found the GPU; Vitest is made ready meanwhile (loading it keeps this thread busy, which delays
+// nothing here: there is nothing to do before the options)
+const deviceSpare = raw === DEVICE_OPTIONS_ON_STDIN;
+const early = deviceSpare ? readyRun(planned) : undefined;
+early?.catch(() => {}); // awaited below, unless the process ends first
 // a spare runner (cli/spare-runner.ts): its options come on stdin, once the command knows them (none: it is not used)
-const options = raw === OPTIONS_ON_STDIN ? await commandSays() : raw;
+const options = raw === OPTIONS_ON_STDIN || deviceSpare ? await commandSays() : raw;
 if (!options) exit(0);
+if (deviceSpare) process.stdin.destroy();
 const spec = decodeRunnerOptions(options);
 let devices = spec.devices;
 // a runner that can only get devices that never register (the OpenCL, Vulkan and CPU group's) never loads Vitest
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
-const ready = mayRegister ? readyRun(planned) : undefined;
+const ready = mayRegister ? (early ?? readyRun(planned)) : undefined;
 ready?.catch(() => {}); // awaited below, unless the process ends first
 /** What this runner's own discovery found (a discovering runner): the driver libraries it loaded. */
 let found: PlainDiscovery | undefined;

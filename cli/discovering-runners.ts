@@ -14,7 +14,7 @@ import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol
 import { type DeviceRun, type OrchestrateOptions, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
-import { releaseSpareRunner } from './spare-runner.js';
+import { releaseDeviceSpares, releaseSpareRunner, startDeviceSpares } from './spare-runner.js';
 
 /** The discovery of a run could not be made (its process died): one line, status 2, nothing written. */
 export class DiscoveryError extends Error {}
@@ -74,6 +74,9 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
   const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, o));
   // the spare runner, if no group took it (none needed a process), is not kept waiting (cli/spare-runner.ts)
   releaseSpareRunner();
+  // the runners of the other GPUs each driver's discovery will likely find start now, while it runs; not for a run
+  // whose runners take an environment of their own (o.env: a runtime's), which a spare started here would not have
+  if (!o.env) startDeviceSpares(groups.filter((g) => g.inProcess).reduce((n, g) => n + g.backends.reduce((k, b) => k + choice.expectedOthers(b), 0), 0));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported; so do the other GPUs chosen of each group that has reported, each
   // in a process of its own (eight GPUs of one driver need not wait for PoCL's start).
@@ -97,6 +100,8 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
       }),
     ),
   );
+  // every GPU found has its runner by now: the device spares none took are not kept waiting
+  releaseDeviceSpares();
   const failed = groups.find((g) => g.event === undefined);
   if (failed || o.stop.aborted) {
     await stopGroups(groups, choice.base.scratchDir); // a GPU that started early is stopped too: the run cannot go on

@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import { onText } from './stream-text.js';
-import { takeSpareRunner } from './spare-runner.js';
+import { takeDeviceSpare, takeSpareRunner } from './spare-runner.js';
 import type { CheckStatus } from '../results/status.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import {
@@ -141,13 +141,16 @@ type OnDiscovery = (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => 
 
 /**
  * Starts a runner process with `spec`, in a session of its own, counted among the live ones. A discovering one is
- * the spare runner the command started before it loaded its modules, when it is there (cli/spare-runner.ts): its
- * options go on its stdin.
+ * the spare runner the command started before it loaded its modules, when it is there, and a device's one a device
+ * spare started while its driver's discovery ran, when one is left (cli/spare-runner.ts): their options go on their
+ * stdin.
  */
 function spawnRunner(spec: RunnerOptions, o: OrchestrateOptions): ChildProcess {
-  const spare = spec.discover && !o.env ? takeSpareRunner() : undefined;
+  const spare = o.env ? undefined : spec.discover ? takeSpareRunner() : takeDeviceSpare();
   if (spare) {
-    spare.stdin!.write(`${encodeRunnerOptions(spec)}\n`);
+    // a discovering runner's stdin stays open for the command's answer; a device's runner has nothing more to hear
+    if (spec.discover) spare.stdin!.write(`${encodeRunnerOptions(spec)}\n`);
+    else spare.stdin!.end(`${encodeRunnerOptions(spec)}\n`);
     live.add(spare);
     if (interrupted) spare.kill('SIGKILL');
     return spare;

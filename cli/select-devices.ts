@@ -180,6 +180,20 @@ export class DeviceChoice {
     return selectDevices(found, this.selection);
   }
 
+  /**
+   * How many GPUs of `backend` beyond the one its discovering process keeps the run will likely check, before its
+   * discovery: the devices asked for by id (`--device`), else the count its device nodes give (expectedDevices); 0
+   * where that cannot be told. An estimate, for starting their runners early (cli/spare-runner.ts).
+   */
+  expectedOthers(backend: Backend): number {
+    if (!this.selection.backends.includes(backend)) return 0;
+    const m = backendModules().find((x) => x.id === backend);
+    if (!m?.registers) return 0;
+    const asked = this.selection.devices.filter((id) => id.startsWith(`${backend}:`)).length;
+    const count = this.selection.devices.length > 0 ? asked : (m.expectedDevices?.(this.env) ?? 0);
+    return Math.max(0, count - 1);
+  }
+
   /** The options of a device's runner, decided the first time they are asked for. */
   optionsOf(d: PlainDevice): SuiteOptions {
     let o = this.#options.get(d.id);

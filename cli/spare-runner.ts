@@ -3,11 +3,13 @@
 // command's (yargs, the options, the reporters: some 0.1 s), instead of coming after them. Its options, which the
 // command knows only once it has parsed its own, come as the first line on its stdin (suites/protocol.ts
 // OPTIONS_ON_STDIN; cli/orchestrate.ts writes them). A command that does not run (bad usage, --help) or a run that
-// needs no discovering process kills it: it has loaded no driver and done nothing.
+// needs no discovering process kills it: it has loaded no driver and done nothing. The device spares
+// (startDeviceSpares) are the same for the other GPUs of a driver: started while its discovery runs, one for each
+// GPU it will likely find beyond the one its discovering process keeps, each taking a GPU's options once it is found.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPTIONS_ON_STDIN, RUNNER_OPTIONS_ENV } from '../suites/protocol.js';
+import { DEVICE_OPTIONS_ON_STDIN, OPTIONS_ON_STDIN, RUNNER_OPTIONS_ENV } from '../suites/protocol.js';
 
 const runner = join(dirname(fileURLToPath(import.meta.url)), 'device-runner.js');
 
@@ -20,21 +22,58 @@ export function runsChecks(args: readonly string[]): boolean {
   return first === undefined || first === 'run' || first.startsWith('-');
 }
 
-/** Starts the spare runner when `args` are a run; killed at the command's exit unless taken. */
-export function startSpareRunner(args: readonly string[]): void {
-  if (spare || !runsChecks(args)) return;
+/** A runner started with its options to come on stdin (`how`), holding nothing of the command's until taken. */
+function startWaiting(how: string): ChildProcess {
   const child = spawn(process.execPath, [runner], {
     // as a discovering runner's (cli/orchestrate.ts spawnRunner): stdin for its options and the command's answer
     stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     detached: true,
-    env: { ...process.env, [RUNNER_OPTIONS_ENV]: OPTIONS_ON_STDIN, MAPPED_REG_PARENT_PID: String(process.pid) },
+    env: { ...process.env, [RUNNER_OPTIONS_ENV]: how, MAPPED_REG_PARENT_PID: String(process.pid) },
   });
   child.on('error', () => {}); // a spare that could not start is not taken (takeSpareRunner)
   child.stdin!.on('error', () => {});
   // until it is taken, it never keeps the command alive (a command that ends without a run ends as before)
   holds(child, false);
-  spare = child;
+  return child;
+}
+
+/** Starts the spare runner when `args` are a run; killed at the command's exit unless taken. */
+export function startSpareRunner(args: readonly string[]): void {
+  if (spare || !runsChecks(args)) return;
+  spare = startWaiting(OPTIONS_ON_STDIN);
   process.on('exit', releaseSpareRunner);
+}
+
+/** The runners started for the other GPUs of a driver while its discovery runs (startDeviceSpares), not yet taken. */
+const deviceSpares: ChildProcess[] = [];
+
+/**
+ * Starts `count` device spares: runners for the other GPUs a driver's discovery is expected to find (their count
+ * from the device nodes, before any driver is loaded: bindings/backends/registering.ts expectedDevices), each
+ * making Vitest ready while the discovery runs, then taking a GPU's options once it is found (a GPU's own runner
+ * otherwise starts only then: Node.js, Vitest and the driver's start, some 0.7 s before its first check, on the
+ * double's 8 devices). Those not taken are killed once the discovery is in (releaseDeviceSpares), and at the
+ * command's exit: they have loaded no driver and done nothing.
+ */
+export function startDeviceSpares(count: number): void {
+  if (deviceSpares.length === 0 && count > 0) process.on('exit', releaseDeviceSpares);
+  for (let i = 0; i < count; i++) deviceSpares.push(startWaiting(DEVICE_OPTIONS_ON_STDIN));
+}
+
+/** A device spare, alive, for one GPU's runner; undefined when none is left. */
+export function takeDeviceSpare(): ChildProcess | undefined {
+  while (deviceSpares.length > 0) {
+    const child = deviceSpares.shift()!;
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) continue;
+    holds(child, true);
+    return child;
+  }
+  return undefined;
+}
+
+/** Kills the device spares no GPU took. */
+export function releaseDeviceSpares(): void {
+  for (const child of deviceSpares.splice(0)) child.kill('SIGKILL');
 }
 
 /** Whether the process and its pipes keep the command's event loop alive (Node's ref / unref). */

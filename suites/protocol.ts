@@ -80,6 +80,13 @@ export interface RunnerOptions {
  */
 export const OPTIONS_ON_STDIN = '-';
 
+/**
+ * RUNNER_OPTIONS_ENV of a runner started for another GPU of a driver while that driver's discovery runs (a device
+ * spare, cli/spare-runner.ts startDeviceSpares): its options, a registering device's, come as the first line on its
+ * stdin once the discovery has found the GPU; it makes Vitest ready meanwhile.
+ */
+export const DEVICE_OPTIONS_ON_STDIN = '-device';
+
 /** A runner's options as RUNNER_OPTIONS_ENV carries them (or a spare's first line on its stdin). */
 export function encodeRunnerOptions(spec: RunnerOptions): string {
   return JSON.stringify(spec);

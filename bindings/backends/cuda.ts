@@ -124,6 +124,8 @@ function listCuda(driver: CudaDriver): { devices: DiscoveredDevice[]; note?: str
 
 export const cuda = registeringBackend({
   id: 'cuda', framework: 'CUDA', libraryEnv: CUDA_LIBRARY_ENV, libraries: [CUDA_LIBRARY],
+  // one /dev/nvidia<N> per GPU the kernel module drives (nvidiactl and nvidia-uvm are not GPUs)
+  gpuNodes: { pattern: /^nvidia\d+$/, visibleEnv: 'CUDA_VISIBLE_DEVICES' },
   codes: { notRegistered: [CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 'CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED'], invalidValue: [CUDA_ERROR_INVALID_VALUE, 'CUDA_ERROR_INVALID_VALUE'] },
   // a failed query says nothing about the device
   failedQuery: 'unknown',

@@ -17,11 +17,17 @@ import {
   replay,
 } from '../backend.js';
 import type { DeviceOps, WithOpsOptions } from '../device-ops.js';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LibraryNotFoundError } from '../errors.js';
 import { mayBeFound } from '../library-search.js';
 import { libraryCandidates } from '../driver-kit.js';
+
+/**
+ * The root under which /dev is read for the count of a driver's GPUs (expectedDevices); default /. The tests and the
+ * bench set it to a folder whose dev/ holds as many nvidia<N> files as the driver double has devices.
+ */
+export const DEV_ROOT_ENV = 'MAPPED_REG_DEV_ROOT';
 
 /** What a registering backend's devices carry of its module. */
 export interface RegisteringBackend {
@@ -122,6 +128,11 @@ export interface RegisteringBackendSpec<I extends Backend, D extends { readonly 
    * H200, which had a ROCm package's libamdhip64.so.5 and no AMD GPU).
    */
   readonly deviceNodes?: readonly string[];
+  /**
+   * A device node each of its GPUs has in /dev (CUDA: nvidia0, nvidia1, ...), and the variable that hides devices
+   * from its driver (CUDA_VISIBLE_DEVICES): expectedDevices counts them. Absent: the count is not told.
+   */
+  readonly gpuNodes?: { readonly pattern: RegExp; readonly visibleEnv?: string };
   /** [code, name] of "host memory not registered" and of "invalid value". */
   readonly codes: { readonly notRegistered: readonly [number, string]; readonly invalidValue: readonly [number, string] };
   readonly failedQuery: RegistrationPolicy['failedQuery'];
@@ -144,6 +155,18 @@ export function registeringBackend<I extends Backend, D extends { readonly path:
     registers: true,
     driver: { api: s.framework, notRegistered: code(s.codes.notRegistered), invalidValue: code(s.codes.invalidValue), policy: { failedQuery: s.failedQuery } },
     discover: () => discoverRegistering(s.id, s.load, s.list),
+    expectedDevices: (env = process.env, root = env[DEV_ROOT_ENV] || '/') => {
+      if (!s.gpuNodes) return undefined;
+      let nodes: number;
+      try {
+        nodes = readdirSync(join(root, 'dev')).filter((name) => s.gpuNodes!.pattern.test(name)).length;
+      } catch {
+        return undefined;
+      }
+      // the variable's entries bound the count (an entry it cannot use ends the list for the driver: fewer still)
+      const visible = s.gpuNodes.visibleEnv ? env[s.gpuNodes.visibleEnv] : undefined;
+      return visible === undefined ? nodes : Math.min(nodes, visible.trim() === '' ? 0 : visible.split(',').length);
+    },
     notFound: (env = process.env, root = '/') => {
       // the candidates of its loader: the variable's path, else the names
       const candidates = libraryCandidates({ env: s.libraryEnv, defaults: s.libraries }, undefined, env);
