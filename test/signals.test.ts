@@ -294,15 +294,17 @@ describe("a driver's GPUs start as soon as its own discovery is in", () => {
       { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_DEVICES: '2', MAPPED_REG_FORCE_HANG: '@discovery:cpu' },
       work,
     );
-    // the CPU group's discovering process hangs (as a slow OpenCL ICD starts); the CUDA group's reported both GPUs
-    await waitUntil(() => runnerSpecs(c).some((r) => !r.discover && r.devices.includes('cuda:1')), 60_000, "cuda:1's own process");
-    const specs = runnerSpecs(c);
-    expect(specs.some((r) => r.discover?.includes('cpu'))).toBe(true); // still discovering
-    expect(specs.filter((r) => r.devices.includes('cuda:1'))).toHaveLength(1);
+    // the CPU group's discovering process hangs (as a slow OpenCL ICD starts); the CUDA group's reported both GPUs,
+    // and each GPU's process made its scratch folder: cuda:1's is a device spare, started while CUDA's discovery ran
+    // (its options on its stdin: cli/spare-runner.ts), cuda:0's the discovering process itself
+    await waitUntil(() => readdirSync(scratch).length === 2, 60_000, "both GPUs' scratch folders: cuda:1 checked in a process of its own");
+    expect(runnerSpecs(c).some((r) => r.discover?.includes('cpu'))).toBe(true); // still discovering
+    const all = runners(c);
+    expect(all).toHaveLength(3); // CPU's discovering process, CUDA's (cuda:0), cuda:1's
     c.child.kill('SIGTERM');
     const { code } = await c.exit;
     expect(code).toBe(143);
-    await waitUntil(() => specs.every((r) => !running(r.pid)), 10_000, 'every runner to end');
+    await waitUntil(() => all.every((pid) => !running(pid)), 10_000, 'every runner to end');
     await waitUntil(() => readdirSync(scratch).length === 0, 10_000, 'the scratch folder to be empty');
   });
 });
