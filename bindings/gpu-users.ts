@@ -16,7 +16,7 @@ import { cString } from './driver-kit.js';
 import { ownChildPids } from './own-children.js';
 import { declarePrototypes } from './errors.js';
 import { fileKind } from '../results/read.js';
-import { readSmallFile } from './small-file.js';
+import { processName } from './small-file.js';
 
 export const NVML_LIBRARY = 'libnvidia-ml.so.1';
 export const NVML_LIBRARY_ENV = 'MAPPED_REG_NVML_LIBRARY';
@@ -199,10 +199,7 @@ function decodeProcesses(buf: Buffer, count: number): RawProcess[] {
 }
 
 /** <proc>/<pid>/comm (proc: env MAPPED_REG_PROC_ROOT, else /proc), read without blocking; else ''. */
-function commOf(pid: number): string {
-  const read = readSmallFile(`${process.env.MAPPED_REG_PROC_ROOT || '/proc'}/${pid}/comm`, 4096);
-  return 'text' in read ? read.text.trim() : '';
-}
+const commOf = (pid: number): string => processName(pid, process.env.MAPPED_REG_PROC_ROOT || '/proc');
 
 /** NVML initialized and the device at `pciBusId` found, or why not (NVML then shut down again). */
 function nvmlDevice(c: NvmlFunctions, pciBusId: string): { device: Handle } | { note: string } {

@@ -38,3 +38,9 @@ export function readSmallFile(path: string, maxBytes = SMALL_FILE_BYTES): { text
     closeSync(fd);
   }
 }
+
+/** A process's command name (`<procRoot>/<pid>/comm`), read without blocking; '' when it cannot be read. */
+export function processName(pid: number, procRoot = '/proc'): string {
+  const read = readSmallFile(`${procRoot}/${pid}/comm`, 4096);
+  return 'text' in read ? read.text.trim() : '';
+}

@@ -35,6 +35,7 @@ import {
   pwrite,
 } from './libc.js';
 import { once } from './once.js';
+import { processName } from './small-file.js';
 
 /** Between two tries for a held lock. */
 export const TIMING_LOCK_POLL_MS = 5;
@@ -208,14 +209,8 @@ function kernelHolders(fd: number): KernelHolder[] | undefined {
   }
 }
 
-/** The command of a process (its comm), for a holder that wrote no line. */
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim().slice(0, 64);
-  } catch {
-    return 'gone since';
-  }
-}
+/** The command of a process (its comm, from the kernel's own /proc: its pids are the kernel's), for a holder that wrote no line. */
+const commandOf = (pid: number): string => (processName(pid) || 'gone since').slice(0, 64);
 
 /**
  * Who holds the lock, for the message of a waiter that gives up. The kernel's list of locks (/proc/locks) is the

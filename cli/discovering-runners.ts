@@ -76,7 +76,7 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
   releaseSpareRunner();
   // the runners of the other GPUs each driver's discovery will likely find start now, while it runs; not for a run
   // whose runners take an environment of their own (o.env: a runtime's), which a spare started here would not have
-  if (!o.env) startDeviceSpares(groups.filter((g) => g.inProcess).reduce((n, g) => n + g.backends.reduce((k, b) => k + choice.expectedOthers(b), 0), 0));
+  if (!o.env) startDeviceSpares(groups.filter((g) => g.inProcess).flatMap((g) => g.backends).reduce((n, b) => n + choice.expectedOthers(b), 0));
   // A GPU offered by its process starts as soon as the selection is known to be valid, which may be before a
   // slower group (an OpenCL ICD) has reported; so do the other GPUs chosen of each group that has reported, each
   // in a process of its own (eight GPUs of one driver need not wait for PoCL's start).

@@ -1,7 +1,7 @@
 // Which devices a run checks, decided from a discovery as data: by the command, and by the runner process that
 // made the discovery (the device it offers to check: pickDevice). No Vitest and no driver here.
 import { type Backend, type PlainDevice, type PlainDiscovery, isGpuDriver } from '../bindings/discovery.js';
-import { backendGroups, backendModules, backendRank } from '../bindings/registry.js';
+import { backendGroups, backendModule, backendModules, backendRank } from '../bindings/registry.js';
 
 export { isGpuDriver };
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
@@ -187,7 +187,7 @@ export class DeviceChoice {
    */
   expectedOthers(backend: Backend): number {
     if (!this.selection.backends.includes(backend)) return 0;
-    const m = backendModules().find((x) => x.id === backend);
+    const m = backendModule(backend);
     if (!m?.registers) return 0;
     const asked = this.selection.devices.filter((id) => id.startsWith(`${backend}:`)).length;
     const count = this.selection.devices.length > 0 ? asked : (m.expectedDevices?.(this.env) ?? 0);

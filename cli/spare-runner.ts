@@ -63,10 +63,8 @@ export function startDeviceSpares(count: number): void {
 /** A device spare, alive, for one GPU's runner; undefined when none is left. */
 export function takeDeviceSpare(): ChildProcess | undefined {
   while (deviceSpares.length > 0) {
-    const child = deviceSpares.shift()!;
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) continue;
-    holds(child, true);
-    return child;
+    const child = taken(deviceSpares.shift());
+    if (child) return child;
   }
   return undefined;
 }
@@ -90,6 +88,11 @@ function holds(child: ChildProcess, hold: boolean): void {
 export function takeSpareRunner(): ChildProcess | undefined {
   const child = spare;
   spare = undefined;
+  return taken(child);
+}
+
+/** `child`, held by the command from now on, when it started and has not exited; else undefined. */
+function taken(child: ChildProcess | undefined): ChildProcess | undefined {
   // not exited yet, so its 'exit' and 'close' are still to come for whoever takes it
   if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return undefined;
   holds(child, true);

@@ -48,11 +48,17 @@ interface Cycles {
 
 /** CYCLES cycles of register, copy and release of `m`, or the driver's answer when it would not say its free memory. */
 function runCycles(held: Held, ops: DeviceOps, kit: ReferenceKit, m: Host, flags: number): Cycles | { memFailed: Code } {
-  let memBefore: { free: number; total: number } | undefined;
-  const memCall = driverCall(() => {
-    memBefore = kit.memInfo(ops);
-  });
-  if (!memBefore) return { memFailed: memCall };
+  // the device's free memory now, or the driver's answer when it would not say
+  const memNow = (): { mem: { free: number; total: number } } | { failed: Code } => {
+    let mem: { free: number; total: number } | undefined;
+    const call = driverCall(() => {
+      mem = kit.memInfo(ops);
+    });
+    return mem ? { mem } : { failed: call };
+  };
+  const before = memNow();
+  if ('failed' in before) return { memFailed: before.failed };
+  const memBefore = before.mem;
   const c: Cycles = { done: 0, elapsedMs: 0, memBefore, halves: [], falls: [], leaked: false, once: false };
   for (const upTo of [Math.ceil(CYCLES / 2), CYCLES]) {
     const started = performance.now();
@@ -70,19 +76,17 @@ function runCycles(held: Held, ops: DeviceOps, kit: ReferenceKit, m: Host, flags
       }
     }
     c.elapsedMs += performance.now() - started;
-    let mem: { free: number; total: number } | undefined;
-    const call = driverCall(() => {
-      mem = kit.memInfo(ops);
-    });
-    c.memAfter = mem;
-    if (!mem) {
-      c.memFailed = call;
+    const after = memNow();
+    if ('failed' in after) {
+      c.memAfter = undefined;
+      c.memFailed = after.failed;
       break;
     }
-    c.halves.push(mem.free);
+    c.memAfter = after.mem;
+    c.halves.push(after.mem.free);
     if (c.broke) break;
   }
-  c.falls = c.halves.map((free, i) => (i === 0 ? memBefore!.free : c.halves[i - 1]!) - free);
+  c.falls = c.halves.map((free, i) => (i === 0 ? memBefore.free : c.halves[i - 1]!) - free);
   c.leaked = c.falls.length === 2 && c.falls.every((f) => f >= HALF_SLACK_BYTES);
   c.once = !c.leaked && c.falls.some((f) => f >= HALF_SLACK_BYTES);
   return c;
