@@ -176,7 +176,8 @@ if (spec.discover) {
   // finds nothing to offer exits at once, its load cut short. A runner that loads no Vitest discovers on this
   // thread: a thread of its own would only add its start (a Node.js environment, the bindings loaded again).
   const t0 = performance.now();
-  found = mayRegister ? await discoverOnThread(selection.backends) : plainDiscovery(discover(selection.backends));
+  // the thread also keeps the offered GPU's context, while this thread finishes loading Vitest
+  found = mayRegister ? (await discoverOnThread(selection.backends, selection)).found : plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
   if (!offer) process.exit(0);
