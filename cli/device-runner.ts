@@ -12,7 +12,7 @@ import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '.
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
 import { DEVICE_OPTIONS_ON_STDIN, OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
-import { pickDevice } from './select-devices.js';
+import { pickDevice, spareLikelyRegisters } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 
 /** The suites run in this order: the probe's report is then ready for timing, and the context reset is last. */
@@ -143,9 +143,12 @@ const planned = readPlan();
 planned.catch(() => {}); // awaited below, unless the process ends first
 // a device spare (cli/spare-runner.ts startDeviceSpares): a GPU's runner, whose options come once its driver's
 // discovery has found the GPU; Vitest is made ready meanwhile (loading it keeps this thread busy, which delays
-// nothing here: there is nothing to do before the options)
+// nothing here: there is nothing to do before the options). So does the spare runner where it will likely be a GPU
+// driver's discovering process: its discovery (the driver's start, the offered GPU's context) runs on a thread of
+// its own, and Vitest's load, from the options on, was the longer of the two (on the H200, the checks started
+// some 250 ms after the discovery was in).
 const deviceSpare = raw === DEVICE_OPTIONS_ON_STDIN;
-const early = deviceSpare ? readyRun(planned) : undefined;
+const early = deviceSpare || (raw === OPTIONS_ON_STDIN && spareLikelyRegisters()) ? readyRun(planned) : undefined;
 early?.catch(() => {}); // awaited below, unless the process ends first
 // a spare runner (cli/spare-runner.ts): its options come on stdin, once the command knows them (none: it is not used)
 const options = raw === OPTIONS_ON_STDIN || deviceSpare ? await commandSays() : raw;

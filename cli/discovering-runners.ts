@@ -7,12 +7,10 @@
 // too, each in a process of its own, without waiting for a slower group (an OpenCL ICD). A group of GPU drivers none of whose libraries
 // can be found (bindings/library-search.ts) is answered here, without a process: it would find nothing.
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
-import { backendModule } from '../bindings/registry.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
-import type { BackendReport } from '../results/types.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
 import { type DeviceRun, type OrchestrateOptions, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
-import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries } from './select-devices.js';
+import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries, reportsWithoutProcess } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 import { releaseDeviceSpares, releaseSpareRunner, startDeviceSpares } from './spare-runner.js';
 
@@ -136,13 +134,8 @@ interface Started extends Group {
  */
 export function withoutProcess(backends: readonly Backend[], selection: Readonly<Selection>, env: NodeJS.ProcessEnv = process.env): Started | undefined {
   if (discoveryHookFor(selection.forceCrash, backends) || discoveryHookFor(selection.forceHang, backends)) return undefined;
-  const reports: BackendReport[] = [];
-  for (const b of backends) {
-    const m = backendModule(b);
-    const report = m?.registers ? m.notFound?.(env) : undefined;
-    if (!report) return undefined;
-    reports.push(report);
-  }
+  const reports = reportsWithoutProcess(backends, env);
+  if (!reports) return undefined;
   const event: DiscoveryEvent = { type: 'discovery', durationMs: 0, discovery: { devices: [], backends: reports, gpuDriverFound: false }, device: null };
   return { backends: [...backends], inProcess: false, event, answer: () => {}, started: false, runs: Promise.resolve([]), others: new Map(), failure: Promise.resolve(undefined), reported: Promise.resolve() };
 }

@@ -5,6 +5,7 @@ import { backendGroups, backendModule, backendModules, backendRank } from '../bi
 
 export { isGpuDriver };
 import type { Selection, SuiteOptions } from '../suites/protocol.js';
+import type { BackendReport } from '../results/types.js';
 import type { RunQuiet, SuiteBase } from './options.js';
 import type { QuietOptions } from '../suites/measure.js';
 import { hookFor } from '../suites/hooks.js';
@@ -51,6 +52,33 @@ export const DISCOVERY_GROUPS: readonly (readonly Backend[])[] = backendGroups()
 /** The groups a run needs for these backends (empty groups left out), from the registry as it is now. */
 export function discoveryGroups(backends: readonly Backend[]): Backend[][] {
   return backendGroups(backends);
+}
+
+/**
+ * The reports of a group of GPU drivers none of whose libraries can be found (or whose device node is missing),
+ * told without loading anything (BackendModule.notFound): the command answers such a group without a process.
+ * Undefined when a process must discover it (a library that may be found, a backend that is not a GPU driver).
+ */
+export function reportsWithoutProcess(backends: readonly Backend[], env: NodeJS.ProcessEnv = process.env): BackendReport[] | undefined {
+  const reports: BackendReport[] = [];
+  for (const b of backends) {
+    const m = backendModule(b);
+    const report = m?.registers ? m.notFound?.(env) : undefined;
+    if (!report) return undefined;
+    reports.push(report);
+  }
+  return reports;
+}
+
+/**
+ * Whether the first discovering process of a run over every backend, the one that takes the spare runner
+ * (cli/spare-runner.ts), is a GPU driver's: the first group that needs a process has one. Told before the run's
+ * options are known (a run narrowed with --backend may give the spare to another group: it then loaded Vitest for
+ * nothing, and works as before).
+ */
+export function spareLikelyRegisters(env: NodeJS.ProcessEnv = process.env): boolean {
+  const first = backendGroups().find((g) => reportsWithoutProcess(g, env) === undefined);
+  return first !== undefined && first.some((b) => backendModule(b)?.registers === true);
 }
 
 

@@ -9,6 +9,7 @@ import { cuda } from '../bindings/backends/cuda.js';
 import { hip } from '../bindings/backends/hip.js';
 import { mayBeFound } from '../bindings/library-search.js';
 import { withoutProcess } from '../cli/discovering-runners.js';
+import { spareLikelyRegisters } from '../cli/select-devices.js';
 import { buildDoubles } from './double/build.js';
 
 const work = mkdtempSync(join(tmpdir(), 'mapped-reg-library-search-'));
@@ -84,5 +85,16 @@ describe("a GPU driver's group answered without a process", () => {
     expect(withoutProcess(['cuda', 'opencl'], selection, missing)).toBeUndefined();
     expect(withoutProcess(['cuda'], { ...selection, forceCrash: '@discovery' }, missing)).toBeUndefined();
     expect(withoutProcess(['cuda'], { ...selection, forceHang: '@discovery' }, missing)).toBeUndefined();
+  });
+});
+
+describe("the spare runner's guess, before the options, of whether it will be a GPU driver's discovering process", () => {
+  it('yes where the first group that needs a process is a GPU driver\'s (it then makes Vitest ready at once), no where every GPU driver is answered without one', () => {
+    const missing = (name: string): string => join(work, 'missing', name);
+    expect(spareLikelyRegisters({ MAPPED_REG_CUDA_LIBRARY: buildDoubles().cuda, MAPPED_REG_HIP_LIBRARY: missing('libamdhip64.so') })).toBe(true);
+    // CUDA's library missing, HIP's there: HIP's group is the first to need a process
+    expect(spareLikelyRegisters({ MAPPED_REG_CUDA_LIBRARY: missing('libcuda.so.1'), MAPPED_REG_HIP_LIBRARY: buildDoubles().hip })).toBe(true);
+    // neither: the spare goes to the OpenCL, Vulkan and CPU group, which loads no Vitest
+    expect(spareLikelyRegisters({ MAPPED_REG_CUDA_LIBRARY: missing('libcuda.so.1'), MAPPED_REG_HIP_LIBRARY: missing('libamdhip64.so') })).toBe(false);
   });
 });
