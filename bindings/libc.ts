@@ -84,6 +84,7 @@ interface Libc {
   posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
   mincore(addr: bigint, length: number, vec: Uint8Array): number;
   memcpy(dst: bigint, src: bigint, n: number): bigint;
+  dup(fd: number): number;
   /** Variadic: each argument goes as a pair (koffi type, value). */
   syscall(number: number, ...typedArgs: unknown[]): number;
 }
@@ -122,6 +123,7 @@ function load(): Libc {
     posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
     mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
     memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
+    dup: lib.func('int dup(int oldfd)'),
     syscall: lib.func('long syscall(long number, ...)'),
   };
 }
@@ -212,6 +214,57 @@ export function preadFully(fd: number, into: Uint8Array, offset: number): number
     done += n;
   }
   return done;
+}
+
+/** dup(2): a second descriptor of the same open file (its own number). */
+export function dup(fd: number): number {
+  return check('dup', libc().dup(fd));
+}
+
+/**
+ * glibc's POSIX AIO (aio(7)), by the address of a struct aiocb: the request runs on a thread of glibc's own, one
+ * per file descriptor, while the caller goes on (bindings/read-ahead.ts lays the struct out).
+ */
+export interface Aio {
+  /** aio_read(3): 0 when queued, else -1 (errno). */
+  read(cb: bigint): number;
+  /** aio_error(3): EINPROGRESS while it runs, 0 once done, else its error number. */
+  error(cb: bigint): number;
+  /** aio_return(3), once it is done: the bytes read, or -1. Once per request. */
+  result(cb: bigint): number;
+  /** aio_suspend(3) on `n` addresses of struct aiocb at `list`, with no timeout: 0, or -1 (EINTR, EAGAIN). */
+  suspend(list: bigint, n: number): number;
+}
+
+/** aio_error's "still running". */
+export const EINPROGRESS = 115;
+
+let aioLoaded: Aio | string | undefined;
+
+/** glibc's AIO calls: libc.so.6's (glibc 2.34 and later), else librt.so.1's; or why there are none. */
+export function aio(): Aio | string {
+  if (aioLoaded !== undefined) return aioLoaded;
+  libc(); // the platform's check
+  const whys: string[] = [];
+  for (const name of ['libc.so.6', 'librt.so.1']) {
+    try {
+      const lib = koffi.load(name);
+      const read = lib.func('int aio_read(void *cb)');
+      const error = lib.func('int aio_error(void *cb)');
+      const result = lib.func('intptr_t aio_return(void *cb)');
+      const suspend = lib.func('int aio_suspend(void *list, int nent, void *timeout)');
+      aioLoaded = {
+        read: (cb) => read(cb) as number,
+        error: (cb) => error(cb) as number,
+        result: (cb) => Number(result(cb)),
+        suspend: (list, n) => suspend(list, n, null) as number,
+      };
+      return aioLoaded;
+    } catch (e) {
+      whys.push(`${name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return (aioLoaded = `no POSIX AIO (${whys.join('; ')})`);
 }
 
 /** One pwrite(2) of `from`; may write less. Returns bytes written. */

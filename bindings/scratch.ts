@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { registrations, type RegistrationTable } from '../src/ops.js';
-import type { ReferenceReader } from '../src/probe.js';
+import { REFERENCE_CHUNK, type ReferenceReader } from '../src/probe.js';
+import { type ReadAhead, readAhead } from './read-ahead.js';
 import { HostFault, asHostFault } from './host-fault.js';
 import { type FsInfo, MAP, PROT, type Mapping, mmap, munmap, preadFully, statfs } from './libc.js';
 import { type LockedFolder, makeLockedFolder, removeStale } from './scratch-lock.js';
@@ -234,15 +235,31 @@ export function makeScratchRegion(dir: string, bytes: number, pending?: PendingS
     const openFd = fd;
     let closed = false;
     let unmapped = false;
+    const read = (offset: number, into: Uint8Array): void => {
+      if (closed) throw new Error(`scratch file ${path} is closed: its reference cannot be read`);
+      if (!Number.isSafeInteger(offset) || offset < 0 || offset + into.length > bytes) {
+        throw new RangeError(`reference read of ${into.length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
+      }
+      const done = preadFully(openFd, into, offset);
+      if (done < into.length) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
+    };
+    // the comparisons' chunks read ahead by glibc's threads (bindings/read-ahead.ts): made on the first view, let go
+    // when the probe says its comparisons are over (rest) and at close
+    let ahead: ReadAhead | undefined;
     const reference: ReferenceReader = {
       length: bytes,
-      read(offset: number, into: Uint8Array): void {
+      read,
+      view(offset: number, length: number): Uint8Array {
         if (closed) throw new Error(`scratch file ${path} is closed: its reference cannot be read`);
-        if (!Number.isSafeInteger(offset) || offset < 0 || offset + into.length > bytes) {
-          throw new RangeError(`reference read of ${into.length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
+        if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > bytes) {
+          throw new RangeError(`reference read of ${length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
         }
-        const done = preadFully(openFd, into, offset);
-        if (done < into.length) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
+        ahead ??= readAhead(openFd, bytes, Math.min(REFERENCE_CHUNK, bytes), read);
+        return ahead.view(offset, length);
+      },
+      rest(): void {
+        ahead?.close();
+        ahead = undefined;
       },
     };
     return {
@@ -257,7 +274,11 @@ export function makeScratchRegion(dir: string, bytes: number, pending?: PendingS
       close(table: RegistrationTable = registrations): boolean {
         if (!closed) {
           closed = true;
-          closeSync(openFd);
+          try {
+            ahead?.close();
+          } finally {
+            closeSync(openFd);
+          }
           folder.remove();
         }
         if (!unmapped && !table.isPinned(m)) {

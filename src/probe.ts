@@ -43,6 +43,17 @@ export const RELEASE_TRIES = {
 export interface ReferenceReader {
   readonly length: number;
   read(offset: number, into: Uint8Array): void;
+  /**
+   * Optional: the same bytes as `read` would give, `length` of them at `offset` (at most REFERENCE_CHUNK), as a view
+   * that holds until the next call of `view`: a reader that reads ahead (bindings/read-ahead.ts) hands out what it
+   * has read, without a copy. The comparisons use it where it is there.
+   */
+  view?(offset: number, length: number): Uint8Array;
+  /**
+   * Optional: the round trips' comparisons are over (the timing reads no reference): what the reader holds to read
+   * ahead may go, before the timing's page-locked buffer comes. A later view or read works as before.
+   */
+  rest?(): void;
 }
 
 /** The bytes of the same file region, read independently of the map: held in memory, or read on demand. */
@@ -235,11 +246,10 @@ class ReferenceWindows {
   diff(bytes: Uint8Array, offset: number): number {
     const ref = this.ref;
     if (ref instanceof Uint8Array) return firstDifference(bytes, ref.subarray(offset, offset + bytes.length));
-    const chunk = (this.chunk ??= new Uint8Array(Math.min(REFERENCE_CHUNK, bytes.length)));
-    for (let at = 0; at < bytes.length; at += chunk.length) {
-      const n = Math.min(chunk.length, bytes.length - at);
-      ref.read(offset + at, chunk.subarray(0, n));
-      const d = firstDifference(bytes.subarray(at, at + n), chunk.subarray(0, n));
+    const step = this.chunk?.length ?? Math.min(REFERENCE_CHUNK, bytes.length);
+    for (let at = 0; at < bytes.length; at += step) {
+      const n = Math.min(step, bytes.length - at);
+      const d = firstDifference(bytes.subarray(at, at + n), this.chunkAt(ref, offset + at, n));
       if (d >= 0) return at + d;
     }
     return -1;
@@ -249,7 +259,22 @@ class ReferenceWindows {
   copy(into: Uint8Array, offset: number): void {
     const ref = this.ref;
     if (ref instanceof Uint8Array) into.set(ref.subarray(offset, offset + into.length));
-    else ref.read(offset, into);
+    else if (!ref.view) ref.read(offset, into);
+    else for (let at = 0; at < into.length; at += REFERENCE_CHUNK) into.set(ref.view(offset + at, Math.min(REFERENCE_CHUNK, into.length - at)), at);
+  }
+
+  /** The comparisons are over for now: the reader's read-ahead memory and the one buffer go. */
+  rest(): void {
+    this.chunk = undefined;
+    if (!(this.ref instanceof Uint8Array)) this.ref.rest?.();
+  }
+
+  /** `n` bytes of a reader at `offset`: its view, or read into the one buffer. */
+  private chunkAt(ref: ReferenceReader, offset: number, n: number): Uint8Array {
+    if (ref.view) return ref.view(offset, n);
+    const chunk = (this.chunk ??= new Uint8Array(n));
+    ref.read(offset, chunk.subarray(0, n));
+    return chunk.subarray(0, n);
   }
 }
 
@@ -778,6 +803,8 @@ function selfTest(
 ): Verdict {
   const wrong = roundTripVerdict(t, windows, refs, pinned, result, o.log);
   if (wrong !== undefined) return wrong;
+  // the reference is not read again: what its reader holds goes before the timing's buffer comes
+  refs.rest();
 
   releaseSecondWindow(t, windows, result, run, plog, o.dropReleased);
   // the timing's page-locked buffer, a window (the control copy and the staged copy are one copy of a window each)

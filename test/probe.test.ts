@@ -685,6 +685,44 @@ describe('a reference read on demand (ReferenceReader) instead of held in memory
     expectAllReleased(s.ops, s.table);
   });
 
+  it("a reader that reads ahead (its view): the same report; every comparison and every round trip's fill through its views, none longer than a chunk", () => {
+    const s = setup(LENGTH);
+    const inMemory = probeWithReport(new MemoryOps(windowSize(LENGTH)), s.map, s.reference, { table: new RegistrationTable(), now: () => 0 });
+    const { r, reads } = reader(s.reference);
+    const views: [number, number][] = [];
+    const rests: number[] = [];
+    const ahead: ReferenceReader = {
+      ...r,
+      view: (offset, length) => (views.push([offset, length]), s.reference.subarray(offset, offset + length)),
+      rest: () => rests.push(views.length),
+    };
+    const report = probeWithReport(s.ops, s.map, ahead, s.options);
+    // told once, after the last comparison (before the timing)
+    expect(rests).toEqual([views.length]);
+    expect(report.verdict).toEqual({ kind: 'Usable' });
+    expect(report.windows).toEqual(inMemory.windows);
+    expect(reads).toHaveLength(0);
+    expect(Math.max(...views.map(([, n]) => n))).toBeLessThanOrEqual(REFERENCE_CHUNK);
+    // the map checked against both windows, then each round trip's fill (the other window) and its comparison
+    const w = windowSize(LENGTH);
+    const covered = views.reduce((a, [, n]) => a + n, 0);
+    expect(covered).toBe(2 * w + 2 * 2 * w);
+    expectAllReleased(s.ops, s.table);
+  });
+
+  it('a view with wrong bytes past the first chunk is caught as a read would be: Refused Wrong_bytes, at the same offset', () => {
+    const s = setup(LENGTH);
+    const w = windowSize(LENGTH);
+    s.ops.faults.corruptWindows = [s.map.address + BigInt(w)];
+    const ahead: ReferenceReader = { ...reader(s.reference).r, view: (offset, length) => s.reference.subarray(offset, offset + length) };
+    const viewed = probeWithReport(s.ops, s.map, ahead, s.options);
+    const s2 = setup(LENGTH);
+    s2.ops.faults.corruptWindows = [s2.map.address + BigInt(w)];
+    const read = probeWithReport(s2.ops, s2.map, reader(s2.reference).r, s2.options);
+    expect(viewed.verdict).toEqual({ kind: 'Refused', refusal: { kind: 'Wrong_bytes' } });
+    expect(viewed.windows.map((x) => [x.equal, x.firstDifference])).toEqual(read.windows.map((x) => [x.equal, x.firstDifference]));
+  });
+
   it('wrong bytes past the first chunk of the second window: Refused Wrong_bytes, at the exact offset', () => {
     const s = setup(LENGTH);
     const w = windowSize(LENGTH);

@@ -239,6 +239,28 @@ describe('makeScratchRegion: the reference and close()', () => {
     expect(() => r.reference.read(0, new Uint8Array(1))).toThrow(`scratch file ${r.path} is closed: its reference cannot be read`);
   });
 
+  it("the reference's views (read ahead): the file's bytes, refused outside the file; their descriptors let go at rest, at close, and made again by a later view", () => {
+    const dir = folderIn();
+    const bytes = 12 * 1024 * 1024;
+    const r = makeScratchRegion(dir, bytes);
+    // the open descriptors of the region's file: its own, and those the read-ahead reads through
+    const fds = (): number => fdsUnder(r.path).length;
+    expect(fds()).toBe(1);
+    try {
+      const chunk = 4 * 1024 * 1024;
+      for (let at = 0; at < bytes; at += chunk) expect(Buffer.compare(r.reference.view!(at, chunk), r.map.bytes.subarray(at, at + chunk)), `chunk at ${at}`).toBe(0);
+      expect(fds()).toBeGreaterThan(1); // glibc's threads read through descriptors of their own
+      expect(() => r.reference.view!(bytes - 15, 16)).toThrow(`reference read of 16 bytes at ${bytes - 15}: outside the ${bytes} bytes of ${r.path}`);
+      r.reference.rest!();
+      expect(fds()).toBe(1);
+      expect(Buffer.compare(r.reference.view!(chunk, 16), r.map.bytes.subarray(chunk, chunk + 16))).toBe(0);
+    } finally {
+      r.close(new RegistrationTable());
+    }
+    expect(fds()).toBe(0); // the file's own descriptor too
+    expect(() => r.reference.view!(0, 1)).toThrow(`scratch file ${r.path} is closed: its reference cannot be read`);
+  });
+
   it('close() keeps the mapping while any part of it is registered, and unmaps it once none is; later calls change nothing', () => {
     const dir = folderIn();
     const r = makeScratchRegion(dir, 256 * 1024);
