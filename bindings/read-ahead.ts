@@ -123,7 +123,10 @@ export function readAhead(fd: number, fileLength: number, chunk: number, readHer
     const want = wanted(run);
     for (const [offset, length] of want) {
       if (slots.some((s) => s.offset === offset && s.length === length)) continue;
-      const free = slots.findIndex((s, i) => i !== current && !s.running && !want.some(([w]) => w === s.offset));
+      // a slot holding nothing first, else one holding a chunk no run wants next
+      const idle = (s: Slot, i: number): boolean => i !== current && !s.running;
+      let free = slots.findIndex((s, i) => idle(s, i) && s.offset < 0);
+      if (free < 0) free = slots.findIndex((s, i) => idle(s, i) && !want.some(([w]) => w === s.offset));
       if (free < 0) return;
       ask(free, offset, length);
     }
