@@ -75,6 +75,18 @@ describe('the truncation child started early, through the command', () => {
     expect(t.data).toMatchObject({ childStartedEarly: true, child: { status: null, signal: 'SIGBUS', timedOut: false }, large: { code: 1, name: 'CUDA_ERROR_INVALID_VALUE' } });
     // its start as it measured it (whether it was ready when the check came depends on the machine's load: not judged)
     expect(t.data?.early).toMatchObject({ startMs: expect.any(Number), readyAtCheck: expect.any(Boolean) });
+    // its file and arguments were handed over at the start of hazard.context_reset, the check before it
+    expect(t.data?.early).toMatchObject({ handedOverBeforeCheck: true });
+    expect(tagged(tag)).toEqual([]);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it('without hazard.context_reset, the check hands its file over itself, and passes as before', async () => {
+    const { c, scratch, json, tag } = run(['--skip', 'hazard.context_reset']);
+    expect((await c.exit).code).toBe(0);
+    const t = truncate(json);
+    expect(t.status).toBe('pass');
+    expect(t.data).toMatchObject({ childStartedEarly: true, early: { handedOverBeforeCheck: false }, child: { signal: 'SIGBUS' } });
     expect(tagged(tag)).toEqual([]);
     expect(readdirSync(scratch)).toEqual([]);
   });

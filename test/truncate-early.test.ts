@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CheckContext, Observation } from '../suites/check.js';
 import type { HostWait } from '../suites/measure.js';
-import { truncateContainedCheck } from '../suites/hazards/file-changes.js';
+import { handOverTruncateEarly, truncateContainedCheck } from '../suites/hazards/file-changes.js';
 import { runEarlyTruncateChild, startTruncateChildEarly, startTruncateChildFor, stopTruncateChildEarly } from '../suites/hazards/truncate-early.js';
 import { ownChildPids } from '../bindings/own-children.js';
 import { doubleEnv, loadDouble } from './support/drivers.js';
@@ -97,6 +97,30 @@ describe('the same outcomes as a child started at the check', () => {
     const o = truncateContainedCheck.run(d.ctx);
     expect(data(o)).toMatchObject({ childStartedEarly: true, child: { status: null, signal: 'SIGBUS', timedOut: false }, large: { code: 1, name: 'CUDA_ERROR_INVALID_VALUE' } });
     expect(o.observed).toMatch(/16 MiB copy from the cut tail: 1 CUDA_ERROR_INVALID_VALUE; .*SIGBUS.*the run went on/);
+  }, 120_000);
+});
+
+describe('handed over before the check (at the start of hazard.context_reset)', () => {
+  it("the child runs with the file made and handed over before the check: the same outcome, the check takes its end and removes the file", () => {
+    const d = device('cuda', 'cuda');
+    const at = truncateContainedCheck.run(d.ctx);
+    start(d);
+    handOverTruncateEarly(d.ctx);
+    handOverTruncateEarly(d.ctx); // once
+    expect(readdirSync(d.scratch)).toHaveLength(1); // the file's folder, until the check
+    const before = truncateContainedCheck.run(d.ctx);
+    expect(data(before)).toMatchObject({ childStartedEarly: true, early: { handedOverBeforeCheck: true } });
+    expect(comparable(before)).toEqual(comparable(at));
+    expect(readdirSync(d.scratch)).toEqual([]);
+  }, 120_000);
+
+  it('no child started early: nothing is made or handed over, and the check runs its own as before', () => {
+    const d = device('cuda', 'cuda');
+    handOverTruncateEarly(d.ctx);
+    expect(readdirSync(d.scratch)).toEqual([]);
+    const o = truncateContainedCheck.run(d.ctx);
+    expect(data(o)).toMatchObject({ childStartedEarly: false, child: { signal: 'SIGBUS' } });
+    expect(readdirSync(d.scratch)).toEqual([]);
   }, 120_000);
 });
 

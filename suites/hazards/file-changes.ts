@@ -6,7 +6,8 @@ import { pwrite } from '../../bindings/libc.js';
 import type { CheckContext, Observation } from '../check.js';
 import { MiB, hazard, hex, nothingTo, succeeded, registerOrNothingTo, serveCopy, servedText, withHeld, sizeText, codeText, withFile, withMappedFile } from './harness.js';
 import { TRUNCATE_CHILD_TIMEOUT_MS, type TruncateArgs, type TruncateLine, copyOutcome, runTruncateChild, truncateChildScript } from './truncate.js';
-import { runEarlyTruncateChild } from './truncate-early.js';
+import { hasEarlyTruncateChild, postEarlyTruncateArgs, runEarlyTruncateChild } from './truncate-early.js';
+import { scratchFile } from '../context.js';
 import { writeEvent } from '../protocol.js';
 
 /** hazard.truncate_contained: the mapping, the length it is cut to, and the two copies from the cut tail. */
@@ -38,6 +39,36 @@ export const coherentAfterWrite = hazard('hazard.coherent_after_write', 'a pwrit
   ),
 );
 
+/** The file and arguments handed to a device's truncation child before its check (handOverTruncateEarly), by device id. */
+const handedOver = new Map<string, { file: ReturnType<typeof scratchFile>; args: TruncateArgs }>();
+
+/** The check's arguments for `file`. */
+const truncateArgs = (ctx: CheckContext, path: string): TruncateArgs => ({
+  device: ctx.device.id,
+  file: path,
+  size: TRUNCATE_FILE_BYTES,
+  cut: TRUNCATE_CUT_BYTES,
+  large: TRUNCATE_FILE_BYTES - TRUNCATE_CUT_BYTES,
+  small: TRUNCATE_SMALL_BYTES,
+});
+
+/**
+ * hazard.truncate_contained's file made, and handed with its arguments to the device's child started early, now:
+ * for the check just before it (hazard.context_reset, ./reset.ts), so that the child's run (its registration, the
+ * cut and the copies, some 0.1 s on the H200, in a process and a context of its own, which a reset of this
+ * process's context does not touch) goes on beside that check instead of after it. The check then takes the
+ * child's end, and removes the file, as before. Nothing where no child was started early in this process (the
+ * check deselected, or not to run here): the check makes its file and hands it over itself.
+ */
+export function handOverTruncateEarly(ctx: CheckContext): void {
+  const id = ctx.device.id;
+  if (handedOver.has(id) || !hasEarlyTruncateChild(id)) return;
+  const file = scratchFile(ctx.options.scratchDir, TRUNCATE_FILE_BYTES);
+  const args = truncateArgs(ctx, file.path);
+  if (postEarlyTruncateArgs(id, args)) handedOver.set(id, { file, args });
+  else file.remove();
+}
+
 function truncateContained(ctx: CheckContext): Observation {
   const native = ctx.device.native!;
   const expected = 'the run survives a file cut under its registration, and what the copies from the cut tail did is recorded';
@@ -47,9 +78,20 @@ function truncateContained(ctx: CheckContext): Observation {
   }
   const size = TRUNCATE_FILE_BYTES;
   const cut = TRUNCATE_CUT_BYTES;
-  // The parent makes and removes the file: a child killed by a signal leaves nothing behind.
-  return withFile(ctx.options.scratchDir, size, (file) => {
-    const args: TruncateArgs = { device: ctx.device.id, file: file.path, size, cut, large: size - cut, small: TRUNCATE_SMALL_BYTES };
+  // The parent makes and removes the file: a child killed by a signal leaves nothing behind. A file handed over
+  // before the check (handOverTruncateEarly) is this check's to remove.
+  const before = handedOver.get(ctx.device.id);
+  handedOver.delete(ctx.device.id);
+  const withOwnFile = <T>(f: (file: { path: string }) => T): T => {
+    if (!before) return withFile(ctx.options.scratchDir, size, f);
+    try {
+      return f(before.file);
+    } finally {
+      before.file.remove();
+    }
+  };
+  return withOwnFile((file) => {
+    const args = truncateArgs(ctx, file.path);
     // the child started while the probe ran (./truncate-early.ts), else one started now, as it always was
     const early = runEarlyTruncateChild(ctx.device.id, args, (w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }));
     const r = 'run' in early ? early.run : runTruncateChild(script, native, args);

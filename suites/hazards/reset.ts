@@ -5,9 +5,13 @@ import { MAP, PROT } from '../../bindings/libc.js';
 import { registrations } from '../../src/index.js';
 import type { CheckContext, Observation } from '../check.js';
 import { withTrackedOps } from '../context.js';
+import { handOverTruncateEarly } from './file-changes.js';
 import { type Code, FILE_BYTES, addressText, driverCall, hazard, notRegistered, succeeded, codeText, withFile, withMapping } from './harness.js';
 
 function contextReset(ctx: CheckContext): Observation {
+  // the truncation check, next and last, has its child (a process and a context of its own, started early) run
+  // beside this one: its file and arguments are handed over now (./file-changes.ts)
+  handOverTruncateEarly(ctx);
   const native = ctx.device.native!;
   const how = native.kit.contextReset.call;
   const notRegisteredCode = notRegistered(ctx).code;

@@ -33,8 +33,13 @@ export interface EarlyData {
   startMs?: number;
   /** How long the child waited for the timing lock before its driver init. */
   lockWaitMs?: number;
-  /** Whether the child had started (waiting for its arguments) when the check came. */
+  /** Whether the child had started (waiting for its arguments) when it was handed them. */
   readyAtCheck: boolean;
+  /**
+   * The arguments were handed over before the check, at the start of the check before it (postEarlyTruncateArgs):
+   * the child's run went on beside that check.
+   */
+  handedOverBeforeCheck: boolean;
   /** ms the check waited for the child to get the timing lock (not counted against --timeout). */
   lockWaitAtCheckMs: number;
 }
@@ -48,6 +53,8 @@ interface Early {
   forget: () => void;
   /** The thread's messages read so far (receiveMessageOnPort). */
   received: FromThread[];
+  /** When its arguments were posted, before the check, and the child's phase then. */
+  posted?: { at: number; phase: Phase; args: TruncateArgs };
 }
 
 /** The children started early, by device id. */
@@ -132,6 +139,27 @@ function drain(e: Early): void {
   for (let m = receiveMessageOnPort(e.port); m; m = receiveMessageOnPort(e.port)) e.received.push(m.message as FromThread);
 }
 
+/** Whether a child was started early for `device` in this process and not yet taken by its check. */
+export function hasEarlyTruncateChild(device: string): boolean {
+  return started.has(device);
+}
+
+/**
+ * Hands `args` to the child started early for `device` now, without waiting: its run (the registration, the cut, the
+ * copies, in a process and a context of its own) then goes on while this process runs the check before
+ * hazard.truncate_contained, whose runEarlyTruncateChild takes its end. False when there is no such child here, it
+ * failed to start, or it was handed its arguments already.
+ */
+export function postEarlyTruncateArgs(device: string, args: TruncateArgs): boolean {
+  const e = started.get(device);
+  if (!e || e.posted) return false;
+  const phase = Atomics.load(e.state, PHASE_AT) as Phase;
+  if (phase === PHASE.failed) return false;
+  e.thread.postMessage({ args });
+  e.posted = { at: performance.now(), phase, args };
+  return true;
+}
+
 /** What the early child did with `args`, or why there is none to use (the check then starts one as before). */
 export type EarlyOutcome = { run: ChildRun; early: EarlyData } | { unavailable: string };
 
@@ -153,10 +181,12 @@ export function runEarlyTruncateChild(device: string, args: TruncateArgs, onWait
 }
 
 function handOver(e: Early, args: TruncateArgs, onWait?: (w: HostWait) => void): EarlyOutcome {
-  const t0 = performance.now();
-  const atCheck = Atomics.load(e.state, PHASE_AT) as Phase;
+  // handed over before the check (postEarlyTruncateArgs): its run is bounded from then
+  const t0 = e.posted?.at ?? performance.now();
+  const atCheck = e.posted?.phase ?? (Atomics.load(e.state, PHASE_AT) as Phase);
+  if (e.posted && e.posted.args.file !== args.file) throw new Error(`the truncation child was handed ${e.posted.args.file}, not ${args.file}`);
   if (atCheck === PHASE.failed) return failed(e);
-  e.thread.postMessage({ args });
+  if (!e.posted) e.thread.postMessage({ args });
   let waiting = false;
   let lockWaitMs = 0;
   let lockSince = 0;
@@ -213,6 +243,7 @@ function handOver(e: Early, args: TruncateArgs, onWait?: (w: HostWait) => void):
     early: {
       ...(start ? { startMs: start.ms, ...(start.lockWaitMs !== undefined ? { lockWaitMs: start.lockWaitMs } : {}) } : {}),
       readyAtCheck: atCheck === PHASE.started,
+      handedOverBeforeCheck: e.posted !== undefined,
       lockWaitAtCheckMs: Math.round(lockWaitMs),
     },
   };
