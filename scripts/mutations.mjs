@@ -41,6 +41,7 @@ const benchRepeats = 'bench/repeats.ts';
 const benchOptions = 'bench/bench-options.ts';
 const benchProc = 'bench/proc.ts';
 const discoveryThread = 'cli/discovery-thread.ts';
+const readAheadFile = 'bindings/read-ahead.ts';
 const truncateEarly = 'suites/hazards/truncate-early.ts';
 const truncateEarlyThread = 'suites/hazards/truncate-early-thread.ts';
 const truncateChild = 'suites/hazards/truncate-child.ts';
@@ -48,6 +49,8 @@ const truncateChild = 'suites/hazards/truncate-child.ts';
 /** The test files that hold each part. */
 const LIBRARY_SEARCH = ['test/library-search.test.ts'];
 const BENCH = ['test/bench.test.ts'];
+/** The reference read ahead: its own tests, and the scratch region's reader over it. */
+const READ_AHEAD = ['test/read-ahead.test.ts', 'test/scratch.test.ts'];
 /** The bench's sampler alone (its tests need no bench run). */
 const BENCH_PROC = ['test/bench.test.ts', '-t', 'TreeSampler'];
 const MODEL = ['test/probe.test.ts', 'test/static.test.ts', 'test/verdict.test.ts', 'test/ops.test.ts'];
@@ -384,7 +387,7 @@ const mutations = [
   // ---- the run's critical path (issue 32)
   ['speed: a host whose loader cache cannot be read told the library is not there', 'speed: a missing driver answered without a process', librarySearch, edits(['  return bytes === null || bytes.includes(', '  return bytes !== null && bytes.includes(']), LIBRARY_SEARCH],
   ['speed: LD_LIBRARY_PATH not searched', 'speed: a missing driver answered without a process', librarySearch, edits(["...(env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== ''), ", '']), LIBRARY_SEARCH],
-  ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', discoveringRunners, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
+  ['speed: a group with a backend that is not missing answered without a process', 'speed: a missing driver answered without a process', selectDevices, edits(['    if (!report) return undefined;', '    if (!report) continue;']), LIBRARY_SEARCH],
   ["speed: the discovering process's crash hook answered without a process", 'speed: a missing driver answered without a process', discoveringRunners, edits(["  if (discoveryHookFor(selection.forceCrash, backends) || discoveryHookFor(selection.forceHang, backends)) return undefined;\n", '']), LIBRARY_SEARCH],
   ['speed h32b: HIP found with no AMD device node loaded anyway', 'speed: a missing driver answered without a process', registering, edits(['if (env[s.libraryEnv] || nodes.length === 0 || nodes.some(', 'if (env[s.libraryEnv] || nodes.length >= 0 || nodes.some(']), LIBRARY_SEARCH],
   ['speed h32b: a library the variable names not loaded for want of a device node', 'speed: a missing driver answered without a process', registering, edits(['if (env[s.libraryEnv] || nodes.length === 0 ||', 'if (nodes.length === 0 ||']), LIBRARY_SEARCH],
@@ -395,10 +398,23 @@ const mutations = [
   ['speed: the most GPUs over one turned over', 'speed: the bench of the GPU count', benchScaling, edits(['{ mostOverOne: most.wallMs / one.wallMs }', '{ mostOverOne: one.wallMs / most.wallMs }']), BENCH],
   ['speed: --scale counts that fall taken', 'speed: the bench of the GPU count', benchOptions, edits(['  if (n.some((x, i) => i > 0 && x <= n[i - 1]!)) throw', '  if (n.some((x, i) => i > 0 && x < 0)) throw']), BENCH],
   ["speed: --against runs this build again", 'speed: the bench against another build', benchRepeats, edits(["  const other = against !== undefined ? { ...from, main: against,", "  const other = against !== undefined ? { ...from,"]), BENCH],
-  ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['plainDiscovery(discover(workerData as Backend[]))', 'plainDiscovery(discover())']), ['test/discovery-thread.test.ts']],
-  ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['      for (const b of found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
+  ["speed: the discovery thread discovers every backend, not the runner's", 'speed: discovery on its own thread', discoveryThread, edits(['  const found = discover(backends);', '  const found = discover();']), ['test/discovery-thread.test.ts']],
+  ["speed: the libraries the discovery thread loaded not held when it ends", 'speed: discovery on its own thread', discoveryThread, edits(['        for (const b of m.found.backends) if (b.library !== null) holdLibrary(b.library);\n', '']), ['test/discovery-thread.test.ts']],
+  ["speed: the discovery thread keeps no context for the offered device", 'speed: the offered GPU\'s context made on the discovery thread', discoveryThread, edits(['  if (offering) port.postMessage({ context: keepOffered(found, offering) } satisfies FromThread);', "  if (offering) port.postMessage({ context: { none: 'mutated' } } satisfies FromThread);"]), ['test/discovery-thread.test.ts']],
+  ["speed: the discovery thread keeps the context of the first device found, not the one offered", 'speed: the offered GPU\'s context made on the discovery thread', discoveryThread, edits(['  const offer = pickDevice(plainDiscovery(found), offering);', '  const offer = plainDiscovery(found).devices[0];']), ['test/discovery-thread.test.ts']],
+  ["speed: the spare runner guesses a GPU driver's process wherever a group needs one", 'speed: Vitest ready in the spare runner', selectDevices, edits(['  return first !== undefined && first.some((b) => backendModule(b)?.registers === true);', '  return first !== undefined;']), LIBRARY_SEARCH],
+  ['speed: read ahead: a chunk served again from its slot, not read again', 'speed: the reference read ahead', readAheadFile, edits(['      if (current >= 0 && current !== i) slots[current]!.offset = -1;\n', '']), READ_AHEAD],
+  ['speed: read ahead: chunks asked before a failed layout check still trusted', 'speed: the reference read ahead', readAheadFile, edits(['      if (!ahead) ready = false;\n', '']), READ_AHEAD],
+  ['speed: read ahead: no layout check', 'speed: the reference read ahead', readAheadFile, edits(['      if (ready && !layoutChecked) {', '      if (ready && !layoutChecked && false) {']), READ_AHEAD],
+  ['speed: read ahead: a short read taken whole', 'speed: the reference read ahead', readAheadFile, edits(['    if (failed || got !== s.length) {', '    if (failed) {']), READ_AHEAD],
+  ['speed: read ahead: nothing asked ahead', 'speed: the reference read ahead', readAheadFile, edits(['    for (const [offset, length] of want) {', '    for (const [offset, length] of want.slice(0, 0)) {']), READ_AHEAD],
+  ['speed: read ahead: close lets go of no descriptor', 'speed: the reference read ahead', readAheadFile, edits(['      for (const d of descriptors) closeFd(d);\n', '']), READ_AHEAD],
+  ["speed: read ahead: the probe never tells its reader the comparisons are over", 'speed: the reference read ahead', probe, edits(['  // the reference is not read again: what its reader holds goes before the timing\'s buffer comes\n  refs.rest();\n', '']), MODEL],
+  ["speed: read ahead: the probe's comparisons never use the reader's views", 'speed: the reference read ahead', probe, edits(['    if (ref.view) return ref.view(offset, n);\n', '']), MODEL],
   // ---- the truncation child started early (issue 32)
   ['speed: truncate early: the child waits for no probe (started beside it, its memory added to the run\'s fullest moment)', 'memory: the truncation child after the probe', 'suites/context.ts', edits(['  if (!probeRuns || probed.has(id) || probeFaults.has(id)) return f();', '  return f();']), ['test/probe-memory.test.ts']],
+  ["speed: truncate early: the check before it hands nothing over", 'speed: the truncation child started early', hazardReset, edits(['  handOverTruncateEarly(ctx);\n  const native', '  const native']), TRUNCATE_EARLY_COMMAND],
+  ["speed: truncate early: a file handed over before the check never removed", 'speed: the truncation child started early', hazardFileChanges, edits(['      before.file.remove();\n', '']), TRUNCATE_EARLY],
   ['speed: truncate early: the runner starts no early child', 'speed: the truncation child started early', deviceRunner, edits(['  if (isGpuDriver({ backend })) whenProbeDone(d.device, probeHere, () => startTruncateChildFor(', '  if (false) whenProbeDone(d.device, probeHere, () => startTruncateChildFor(']), TRUNCATE_EARLY_COMMAND],
   ['speed: truncate early: started where the check is deselected', 'speed: the truncation child started early', truncateEarly, edits(['|| options.deselected?.[TRUNCATE_CHECK] !== undefined)', ')']), [...TRUNCATE_EARLY, ...TRUNCATE_EARLY_COMMAND]],
   ['speed: truncate early: the check never uses the early child', 'speed: the truncation child started early', hazardFileChanges, edits(["const early = runEarlyTruncateChild(ctx.device.id, args, (w) => writeEvent({ type: 'wait', device: ctx.device.id, ...w }));", "const early = { unavailable: writeEvent.name } as ReturnType<typeof runEarlyTruncateChild>;"]), TRUNCATE_EARLY],
