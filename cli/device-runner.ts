@@ -160,6 +160,10 @@ let devices = spec.devices;
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
 const ready = mayRegister ? (early ?? readyRun(planned)) : undefined;
 ready?.catch(() => {}); // awaited below, unless the process ends first
+// a GPU driver's discovering runner: the probe's scratch file is written from now on, while the discovery runs
+const scratchAhead = spec.discover && mayRegister ? spec.scratchAhead : undefined;
+// (not awaited: the discovery starts meanwhile; a file that cannot be started here is made by the probe as before)
+if (scratchAhead) void import('../suites/context.js').then((c) => c.startScratchAhead(scratchAhead.dir, scratchAhead.bytes)).catch(() => {});
 /** What this runner's own discovery found (a discovering runner): the driver libraries it loaded. */
 let found: PlainDiscovery | undefined;
 if (spec.discover) {
@@ -216,13 +220,14 @@ const { PROBE_VERDICT } = await import('../suites/checks/data.js');
 const { loadGpuUsersLibrary } = await import('../bindings/gpu-users.js');
 for (const d of devices) {
   const backend = d.device.split(':')[0] as Backend;
-  if (isGpuDriver({ backend }) && !d.skip.includes(PROBE_VERDICT)) {
+  // the probe runs here: neither reported by an earlier process (skip) nor left out by --check / --skip (deselected)
+  const probeHere = !d.skip.includes(PROBE_VERDICT) && d.deselected?.[PROBE_VERDICT] === undefined;
+  if (isGpuDriver({ backend }) && probeHere) {
     startProbeScratch(d);
     loadGpuUsersLibrary(backend);
   }
   // once the probe is over: beside the probe's region and page-locked window it would add its own memory to the run's fullest moment
   const library = found?.backends.find((b) => b.backend === backend)?.library;
-  const probeHere = !d.skip.includes(PROBE_VERDICT) && d.deselected?.[PROBE_VERDICT] === undefined;
   if (isGpuDriver({ backend })) whenProbeDone(d.device, probeHere, () => startTruncateChildFor(d, library));
 }
 
