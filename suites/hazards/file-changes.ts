@@ -58,12 +58,18 @@ const truncateArgs = (ctx: CheckContext, path: string): TruncateArgs => ({
  * cut and the copies, some 0.1 s on the H200, in a process and a context of its own, which a reset of this
  * process's context does not touch) goes on beside that check instead of after it. The check then takes the
  * child's end, and removes the file, as before. Nothing where no child was started early in this process (the
- * check deselected, or not to run here): the check makes its file and hands it over itself.
+ * check deselected, or not to run here), or where the file cannot be made now: the check makes its file and hands
+ * it over itself, and a host's fault in making it is that check's, never the one before it.
  */
 export function handOverTruncateEarly(ctx: CheckContext): void {
   const id = ctx.device.id;
   if (handedOver.has(id) || !hasEarlyTruncateChild(id)) return;
-  const file = scratchFile(ctx.options.scratchDir, TRUNCATE_FILE_BYTES);
+  let file: ReturnType<typeof scratchFile>;
+  try {
+    file = scratchFile(ctx.options.scratchDir, TRUNCATE_FILE_BYTES);
+  } catch {
+    return; // no room for it now (the host's): the check makes it itself, and says so, as its own
+  }
   const args = truncateArgs(ctx, file.path);
   if (postEarlyTruncateArgs(id, args)) handedOver.set(id, { file, args });
   else file.remove();
