@@ -160,10 +160,6 @@ let devices = spec.devices;
 const mayRegister = spec.discover ? spec.discover.backends.some((b) => isGpuDriver({ backend: b })) : devices.some((d) => registers(d.device));
 const ready = mayRegister ? (early ?? readyRun(planned)) : undefined;
 ready?.catch(() => {}); // awaited below, unless the process ends first
-// a GPU driver's discovering runner: the probe's scratch file is written from now on, while the discovery runs
-const scratchAhead = spec.discover && mayRegister ? spec.scratchAhead : undefined;
-// (not awaited: the discovery starts meanwhile; a file that cannot be started here is made by the probe as before)
-if (scratchAhead) void import('../suites/context.js').then((c) => c.startScratchAhead(scratchAhead.dir, scratchAhead.bytes)).catch(() => {});
 /** What this runner's own discovery found (a discovering runner): the driver libraries it loaded. */
 let found: PlainDiscovery | undefined;
 if (spec.discover) {

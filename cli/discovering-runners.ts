@@ -8,8 +8,7 @@
 // can be found (bindings/library-search.ts) is answered here, without a process: it would find nothing.
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
-import type { DiscoveryEvent, RunnerOptions, Selection, SuiteOptions } from '../suites/protocol.js';
-import { PROBE_VERDICT } from '../suites/checks/data.js';
+import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
 import { type DeviceRun, type OrchestrateOptions, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries, reportsWithoutProcess } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
@@ -70,9 +69,7 @@ export function removeScratchOfTheDead(scratchDir: string): { dir: string; names
  * be bad (DeviceChoice.problem) is the caller's to refuse, after stopGroups.
  */
 export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptions & { stop: AbortSignal }): Promise<Discovered> {
-  // the probe's scratch file, where the run probes: a GPU's discovering process writes it while it discovers
-  const scratchAhead = choice.base.deselected?.[PROBE_VERDICT] === undefined ? { dir: choice.base.scratchDir, bytes: choice.base.sizeMiB * 1024 * 1024 } : undefined;
-  const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, { ...o, ...(scratchAhead ? { scratchAhead } : {}) }));
+  const groups = choice.groups().map((backends) => withoutProcess(backends, choice.selection) ?? startGroup(backends, choice.selection, o));
   // the spare runner, if no group took it (none needed a process), is not kept waiting (cli/spare-runner.ts)
   releaseSpareRunner();
   // the runners of the other GPUs each driver's discovery will likely find start now, while it runs; not for a run
@@ -143,7 +140,7 @@ export function withoutProcess(backends: readonly Backend[], selection: Readonly
   return { backends: [...backends], inProcess: false, event, answer: () => {}, started: false, runs: Promise.resolve([]), others: new Map(), failure: Promise.resolve(undefined), reported: Promise.resolve() };
 }
 
-function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions & { scratchAhead?: RunnerOptions['scratchAhead'] }): Started {
+function startGroup(backends: Backend[], selection: Readonly<Selection>, o: OrchestrateOptions): Started {
   let arrived: () => void = () => {};
   let tell: (devices: SuiteOptions[]) => void = () => {};
   const g: Started = {

@@ -453,9 +453,9 @@ export interface DiscoveringRun {
  * answers: the devices it checks, with their options, or none), then checks the devices answered as runTogether
  * does, its process counting as their first.
  */
-export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: OnDiscovery; scratchAhead?: RunnerOptions['scratchAhead'] }): Promise<DiscoveringRun> {
+export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: OnDiscovery }): Promise<DiscoveringRun> {
   let states: DeviceState[] = [];
-  const a = await attempt({ devices: [], discover: selection, ...(o.scratchAhead ? { scratchAhead: o.scratchAhead } : {}) }, o, (e, answer) =>
+  const a = await attempt({ devices: [], discover: selection }, o, (e, answer) =>
     o.onDiscovery(e, (devices) => {
       states = devices.map((d) => new DeviceState(d, o));
       answer(states.map((s) => s.next()));

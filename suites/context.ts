@@ -17,7 +17,6 @@ import type { CheckContext } from './check.js';
 import { type SuiteOptions, writeEvent } from './protocol.js';
 import { adaptiveRounds, measureSection } from './measure.js';
 import { type Placement, placeOnGpuNode } from '../bindings/numa.js';
-import { onlineNodes } from '../bindings/pci.js';
 import type { DeviceLoad } from '../results/types.js';
 
 /** The context of each device this process checks, by device id. */
@@ -82,27 +81,8 @@ export function startProbeScratch(options: SuiteOptions): void {
   // is the thread's, and the thread that writes the file is started below, from this one, so it inherits it
   const bus = options.discovered?.pciBusId;
   if (bus && !placements.has(options.device)) placements.set(options.device, placeOnGpuNode(bus));
-  const bytes = options.sizeMiB * 1024 * 1024;
-  // the file started with the run's options, before the device was known (startScratchAhead), when it is this one's
-  const early = ahead;
-  ahead = undefined;
-  const pending = early && early.dir === options.scratchDir && early.bytes === bytes ? early : startScratchFile(options.scratchDir, bytes);
+  const pending = startScratchFile(options.scratchDir, options.sizeMiB * 1024 * 1024);
   if (pending) pendingScratch.set(options.device, pending);
-}
-
-/** The probe's scratch file started before its device was known (startScratchAhead), for the first startProbeScratch. */
-let ahead: PendingScratch | undefined;
-
-/**
- * Starts writing the probe's scratch file with the run's options, before the device is known: a GPU driver's
- * discovering runner, as soon as its options come, so that the file (256 MiB written and synced: some 0.1 s of the
- * probe's wait on the H200 when started with the device) is written while the discovery runs. Only on a host of
- * one NUMA node: elsewhere the file's pages go to the GPU's node, which the discovery tells (startProbeScratch).
- * A process whose device never comes removes the file at its exit.
- */
-export function startScratchAhead(dir: string, bytes: number): void {
-  if (ahead || onlineNodes().length > 1) return;
-  ahead = startScratchFile(dir, bytes);
 }
 
 /** What waits for a device's probe to be over (whenProbeDone), by device id. */

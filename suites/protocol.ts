@@ -72,11 +72,6 @@ export interface RunnerOptions {
    * command answers (none: it exits).
    */
   discover?: Selection;
-  /**
-   * A discovering runner's probe scratch file (the run's --scratch-dir and --size), where the run's checks include
-   * the probe: written from the options on, while the discovery runs (suites/context.ts startScratchAhead).
-   */
-  scratchAhead?: { dir: string; bytes: number };
 }
 
 /**
