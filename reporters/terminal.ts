@@ -202,7 +202,9 @@ export function discoveryLines(d: {
   for (const s of d.selected) {
     const attrs = s.attributes ? ` ${Object.entries(s.attributes).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
     const mem = s.totalMemBytes ? `, ${(s.totalMemBytes / 2 ** 30).toFixed(1)} GiB` : '';
-    out.push(`  ${s.id}: ${s.name} [${s.driver.name} ${s.driver.version}${s.pciBusId ? `, ${s.pciBusId}` : ''}${mem}] integrated=${s.integrated ?? `unknown${s.integratedError ? ` (${s.integratedError})` : ''}`}${attrs}`);
+    // whether a GPU is integrated means nothing for a CPU device (the host CPU, PoCL, llvmpipe): not "unknown"
+    const kind = s.type === 'cpu' && s.integrated === null && !s.integratedError ? 'a CPU' : `integrated=${s.integrated ?? `unknown${s.integratedError ? ` (${s.integratedError})` : ''}`}`;
+    out.push(`  ${s.id}: ${s.name} [${s.driver.name} ${s.driver.version}${s.pciBusId ? `, ${s.pciBusId}` : ''}${mem}] ${kind}${attrs}`);
   }
   if (!d.found.gpuDriverFound && !d.interrupted) out.push(`  no GPU driver was found (neither CUDA nor HIP): ${d.selected.length ? 'only the devices above are checked' : 'no device to check'}`);
   return out;

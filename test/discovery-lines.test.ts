@@ -16,3 +16,20 @@ describe('the discovery lines: no GPU driver', () => {
     expect(lines.at(-1)).toBe('  no GPU driver was found (neither CUDA nor HIP): only the devices above are checked');
   });
 });
+
+describe('the discovery lines: each device', () => {
+  const found: PlainDiscovery = { devices: [], backends: [], gpuDriverFound: true };
+  const gpu: PlainDevice = { ...cpu, id: 'cuda:0', backend: 'cuda', name: 'GPU', type: 'gpu', integrated: false, framework: 'CUDA' };
+  const line = (d: PlainDevice): string => discoveryLines({ ms: 5, inProcesses: [], found, selected: [d], interrupted: false }).find((l) => l.startsWith(`  ${d.id}: `))!;
+  it('a CPU device is said to be one, not an integrated GPU of unknown kind', () => {
+    expect(line(cpu)).toBe('  cpu: Host CPU [Native 1] a CPU');
+    expect(line({ ...cpu, id: 'opencl:0', backend: 'opencl' })).toMatch(/\] a CPU$/);
+  });
+  it('a GPU says whether it is integrated, unknown where the driver would not say, and why', () => {
+    expect(line(gpu)).toMatch(/\] integrated=false$/);
+    expect(line({ ...gpu, integrated: null })).toMatch(/\] integrated=unknown$/);
+    expect(line({ ...gpu, integrated: null, integratedError: 'CUDA_ERROR_UNKNOWN' })).toMatch(/\] integrated=unknown \(CUDA_ERROR_UNKNOWN\)$/);
+    // a CPU whose query failed says so too
+    expect(line({ ...cpu, integratedError: 'boom' })).toMatch(/\] integrated=unknown \(boom\)$/);
+  });
+});
