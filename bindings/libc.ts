@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { constants as bufferConstants } from 'node:buffer';
 import koffi from 'koffi';
 import type { Host } from '../src/ops.js';
+import { errorText } from '../src/fatal.js';
 
 /** mmap(2)'s protection bits (PROT_*). */
 export const PROT = { NONE: 0x0, READ: 0x1, WRITE: 0x2 } as const;
@@ -261,7 +262,7 @@ export function aio(): Aio | string {
       };
       return aioLoaded;
     } catch (e) {
-      whys.push(`${name}: ${e instanceof Error ? e.message : String(e)}`);
+      whys.push(`${name}: ${errorText(e)}`);
     }
   }
   return (aioLoaded = `no POSIX AIO (${whys.join('; ')})`);

@@ -94,10 +94,12 @@ export function readAhead(fd: number, fileLength: number, chunk: number, readHer
     const s = slots[i]!;
     if (!s.running) return s.offset >= 0;
     const a = calls as Aio;
-    fields.setBigUint64(listAt, cbOf(i), true);
-    while (a.error(cbOf(i)) === EINPROGRESS) a.suspend(control.address + BigInt(listAt), 1);
-    const failed = a.error(cbOf(i)) !== 0;
-    const got = a.result(cbOf(i));
+    const cb = cbOf(i);
+    fields.setBigUint64(listAt, cb, true);
+    let error: number;
+    while ((error = a.error(cb)) === EINPROGRESS) a.suspend(control.address + BigInt(listAt), 1);
+    const failed = error !== 0;
+    const got = a.result(cb);
     s.running = false;
     if (failed || got !== s.length) {
       s.offset = -1;
@@ -119,12 +121,14 @@ export function readAhead(fd: number, fileLength: number, chunk: number, readHer
     return out;
   };
 
+  /** A slot that may take a new request: not the caller's view, no request running into it. */
+  const idle = (s: Slot, i: number): boolean => i !== current && !s.running;
+
   const readAheadOf = (run: Run): void => {
     const want = wanted(run);
     for (const [offset, length] of want) {
       if (slots.some((s) => s.offset === offset && s.length === length)) continue;
       // a slot holding nothing first, else one holding a chunk no run wants next
-      const idle = (s: Slot, i: number): boolean => i !== current && !s.running;
       let free = slots.findIndex((s, i) => idle(s, i) && s.offset < 0);
       if (free < 0) free = slots.findIndex((s, i) => idle(s, i) && !want.some(([w]) => w === s.offset));
       if (free < 0) return;
@@ -152,7 +156,7 @@ export function readAhead(fd: number, fileLength: number, chunk: number, readHer
       // once the layout was found wrong, no chunk read ahead is trusted, those asked for before the check too
       if (!ahead) ready = false;
       if (!ready) {
-        if (i < 0) i = slots.findIndex((s, k) => k !== current && !s.running);
+        if (i < 0) i = slots.findIndex(idle);
         if (i < 0) {
           i = slots.findIndex((_, k) => k !== current);
           settle(i);

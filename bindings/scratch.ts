@@ -235,11 +235,15 @@ export function makeScratchRegion(dir: string, bytes: number, pending?: PendingS
     const openFd = fd;
     let closed = false;
     let unmapped = false;
-    const read = (offset: number, into: Uint8Array): void => {
+    /** Throws where the reference cannot give `length` bytes at `offset`: closed, or outside the file. */
+    const readable = (offset: number, length: number): void => {
       if (closed) throw new Error(`scratch file ${path} is closed: its reference cannot be read`);
-      if (!Number.isSafeInteger(offset) || offset < 0 || offset + into.length > bytes) {
-        throw new RangeError(`reference read of ${into.length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
+      if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > bytes) {
+        throw new RangeError(`reference read of ${length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
       }
+    };
+    const read = (offset: number, into: Uint8Array): void => {
+      readable(offset, into.length);
       const done = preadFully(openFd, into, offset);
       if (done < into.length) throw new Error(`scratch file ${path} ended at ${offset + done} of ${bytes} bytes`);
     };
@@ -250,10 +254,7 @@ export function makeScratchRegion(dir: string, bytes: number, pending?: PendingS
       length: bytes,
       read,
       view(offset: number, length: number): Uint8Array {
-        if (closed) throw new Error(`scratch file ${path} is closed: its reference cannot be read`);
-        if (!Number.isSafeInteger(offset) || offset < 0 || offset + length > bytes) {
-          throw new RangeError(`reference read of ${length} bytes at ${offset}: outside the ${bytes} bytes of ${path}`);
-        }
+        readable(offset, length);
         ahead ??= readAhead(openFd, bytes, Math.min(REFERENCE_CHUNK, bytes), read);
         return ahead.view(offset, length);
       },

@@ -35,19 +35,27 @@ function file(length: number) {
 /** The open descriptors of the file at `path`: the test's own, and those the read-ahead reads through. */
 const openFds = (path: string): number => fdsUnder(path).length;
 
+/** Reads `offsets` of file `f` through a read-ahead (with `o`), each view held to the file's bytes; then closes both. */
+function viewsAgree(f: ReturnType<typeof file>, offsets: number[], o?: Parameters<typeof readAhead>[4]): void {
+  const r = readAhead(f.fd, f.bytes.length, CHUNK, f.readHere, o);
+  try {
+    for (const at of offsets) {
+      const n = Math.min(CHUNK, f.bytes.length - at);
+      expect(Buffer.compare(r.view(at, n), f.bytes.subarray(at, at + n)), `chunk at ${at}`).toBe(0);
+    }
+  } finally {
+    r.close();
+    closeSync(f.fd);
+  }
+}
+
+/** The chunks' offsets of a file of `length` bytes, in order. */
+const inOrder = (length: number): number[] => Array.from({ length: Math.ceil(length / CHUNK) }, (_, i) => i * CHUNK);
+
 describe('the reference read ahead', () => {
   it("a run of chunks in order: each view the file's bytes, every chunk after the first read by glibc's threads", () => {
     const f = file(10 * CHUNK + 123);
-    const r = readAhead(f.fd, f.bytes.length, CHUNK, f.readHere);
-    try {
-      for (let at = 0; at < f.bytes.length; at += CHUNK) {
-        const n = Math.min(CHUNK, f.bytes.length - at);
-        expect(Buffer.compare(r.view(at, n), f.bytes.subarray(at, at + n)), `chunk at ${at}`).toBe(0);
-      }
-    } finally {
-      r.close();
-      closeSync(f.fd);
-    }
+    viewsAgree(f, inOrder(f.bytes.length));
     // the first chunk, and the first 4 KiB of the first chunk read ahead (the struct's layout held to the file)
     expect(f.reads).toEqual([
       [0, CHUNK],
@@ -58,15 +66,7 @@ describe('the reference read ahead', () => {
   it("two runs interleaved, as the probe's round trips ask (the other window's chunk, then this one's): the right bytes, read ahead", () => {
     const w = 6 * CHUNK;
     const f = file(2 * w);
-    const r = readAhead(f.fd, f.bytes.length, CHUNK, f.readHere);
-    try {
-      for (let at = 0; at < w; at += CHUNK) {
-        for (const offset of [w + at, at]) expect(Buffer.compare(r.view(offset, CHUNK), f.bytes.subarray(offset, offset + CHUNK)), `chunk at ${offset}`).toBe(0);
-      }
-    } finally {
-      r.close();
-      closeSync(f.fd);
-    }
+    viewsAgree(f, inOrder(w).flatMap((at) => [w + at, at]));
     // each run's first chunk read here, and the layout check; the other ten chunks came from glibc's threads
     expect(f.reads.filter(([, n]) => n === CHUNK)).toHaveLength(2);
   });
@@ -108,13 +108,7 @@ describe('the reference read ahead', () => {
     // requests that succeed and bring nothing: the slots keep what they held
     let asked = 0;
     const liar = { read: () => (asked++, 0), error: () => 0, result: () => CHUNK, suspend: () => 0 };
-    const r = readAhead(f.fd, f.bytes.length, CHUNK, f.readHere, { aio: liar });
-    try {
-      for (let at = 0; at < f.bytes.length; at += CHUNK) expect(Buffer.compare(r.view(at, CHUNK), f.bytes.subarray(at, at + CHUNK)), `chunk at ${at}`).toBe(0);
-    } finally {
-      r.close();
-      closeSync(f.fd);
-    }
+    viewsAgree(f, inOrder(f.bytes.length), { aio: liar });
     expect(asked).toBeGreaterThan(0);
     expect(f.reads.filter(([, n]) => n === CHUNK)).toHaveLength(6);
   });
@@ -126,13 +120,7 @@ describe('the reference read ahead', () => {
     if (typeof real === 'string') throw new Error(real);
     // glibc's reads, each said to have read half of what it did
     const short = { ...real, result: (cb: bigint) => Math.floor(real.result(cb) / 2) };
-    const r = readAhead(f.fd, f.bytes.length, CHUNK, f.readHere, { aio: short });
-    try {
-      for (let at = 0; at < f.bytes.length; at += CHUNK) expect(Buffer.compare(r.view(at, CHUNK), f.bytes.subarray(at, at + CHUNK)), `chunk at ${at}`).toBe(0);
-    } finally {
-      r.close();
-      closeSync(f.fd);
-    }
+    viewsAgree(f, inOrder(f.bytes.length), { aio: short });
     expect(f.reads.filter(([, n]) => n === CHUNK)).toHaveLength(6);
   });
 

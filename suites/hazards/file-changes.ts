@@ -39,8 +39,8 @@ export const coherentAfterWrite = hazard('hazard.coherent_after_write', 'a pwrit
   ),
 );
 
-/** The file and arguments handed to a device's truncation child before its check (handOverTruncateEarly), by device id. */
-const handedOver = new Map<string, { file: ReturnType<typeof scratchFile>; args: TruncateArgs }>();
+/** The file handed with its arguments to a device's truncation child before its check (handOverTruncateEarly), by device id. */
+const handedOver = new Map<string, ReturnType<typeof scratchFile>>();
 
 /** The check's arguments for `file`. */
 const truncateArgs = (ctx: CheckContext, path: string): TruncateArgs => ({
@@ -70,8 +70,7 @@ export function handOverTruncateEarly(ctx: CheckContext): void {
   } catch {
     return; // no room for it now (the host's): the check makes it itself, and says so, as its own
   }
-  const args = truncateArgs(ctx, file.path);
-  if (postEarlyTruncateArgs(id, args)) handedOver.set(id, { file, args });
+  if (postEarlyTruncateArgs(id, truncateArgs(ctx, file.path))) handedOver.set(id, file);
   else file.remove();
 }
 
@@ -91,9 +90,9 @@ function truncateContained(ctx: CheckContext): Observation {
   const withOwnFile = <T>(f: (file: { path: string }) => T): T => {
     if (!before) return withFile(ctx.options.scratchDir, size, f);
     try {
-      return f(before.file);
+      return f(before);
     } finally {
-      before.file.remove();
+      before.remove();
     }
   };
   return withOwnFile((file) => {

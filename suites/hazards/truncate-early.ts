@@ -152,7 +152,11 @@ export function hasEarlyTruncateChild(device: string): boolean {
  */
 export function postEarlyTruncateArgs(device: string, args: TruncateArgs): boolean {
   const e = started.get(device);
-  if (!e || e.posted) return false;
+  return e !== undefined && !e.posted && post(e, args);
+}
+
+/** Posts `args` to `e`'s thread, noting when and the child's phase then; false (nothing posted) when it failed to start. */
+function post(e: Early, args: TruncateArgs): boolean {
   const phase = Atomics.load(e.state, PHASE_AT) as Phase;
   if (phase === PHASE.failed) return false;
   e.thread.postMessage({ args });
@@ -181,12 +185,11 @@ export function runEarlyTruncateChild(device: string, args: TruncateArgs, onWait
 }
 
 function handOver(e: Early, args: TruncateArgs, onWait?: (w: HostWait) => void): EarlyOutcome {
-  // handed over before the check (postEarlyTruncateArgs): its run is bounded from then
-  const t0 = e.posted?.at ?? performance.now();
-  const atCheck = e.posted?.phase ?? (Atomics.load(e.state, PHASE_AT) as Phase);
+  // handed over before the check (postEarlyTruncateArgs), else now: its run is bounded from then
+  const before = e.posted !== undefined;
   if (e.posted && e.posted.args.file !== args.file) throw new Error(`the truncation child was handed ${e.posted.args.file}, not ${args.file}`);
-  if (atCheck === PHASE.failed) return failed(e);
-  if (!e.posted) e.thread.postMessage({ args });
+  if (!e.posted && !post(e, args)) return failed(e);
+  const { at: t0, phase: atCheck } = e.posted!;
   let waiting = false;
   let lockWaitMs = 0;
   let lockSince = 0;
@@ -243,7 +246,7 @@ function handOver(e: Early, args: TruncateArgs, onWait?: (w: HostWait) => void):
     early: {
       ...(start ? { startMs: start.ms, ...(start.lockWaitMs !== undefined ? { lockWaitMs: start.lockWaitMs } : {}) } : {}),
       readyAtCheck: atCheck === PHASE.started,
-      handedOverBeforeCheck: e.posted !== undefined,
+      handedOverBeforeCheck: before,
       lockWaitAtCheckMs: Math.round(lockWaitMs),
     },
   };
