@@ -79,6 +79,8 @@ interface Libc {
   sysconf(name: number): number;
   strerror(errnum: number): string;
   flock(fd: number, operation: number): number;
+  /** Variadic: the struct flock goes as the pair ('void *', its bytes). */
+  fcntl(fd: number, cmd: number, argType: 'void *', arg: Uint8Array): number;
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   getppid(): number;
   pause(): number;
@@ -117,6 +119,7 @@ function load(): Libc {
     sysconf: lib.func('long sysconf(int name)'),
     strerror: lib.func('const char *strerror(int errnum)'),
     flock: lib.func('int flock(int fd, int operation)'),
+    fcntl: lib.func('int fcntl(int fd, int cmd, ...)'),
     // variadic in glibc; the kernel reads five register-sized arguments, which is what this declares
     prctl: lib.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)'),
     getppid: lib.func('int getppid(void)'),
@@ -387,6 +390,44 @@ export function flock(fd: number, operation: number): boolean {
   const errno = koffi.errno();
   if ((operation & LOCK_NB) !== 0 && errno === koffi.os.errno.EWOULDBLOCK) return false;
   throw new LibcError('flock', errno);
+}
+
+// Open file description record locks (fcntl F_OFD_*, Linux 3.15): like flock(2), owned by the open file and let go
+// when it is closed (or its process dies), but on a byte range, and independent of flock(2) locks on the same file.
+const F_OFD_GETLK = 36;
+const F_OFD_SETLK = 37;
+export const F_RDLCK = 0;
+export const F_WRLCK = 1;
+export const F_UNLCK = 2;
+/** struct flock on 64-bit Linux: l_type (short) at 0, l_whence (short) at 2, l_start at 8, l_len at 16, l_pid at 24. */
+const FLOCK_STRUCT_BYTES = 32;
+
+function recordLock(type: number, start: number, length: number): Uint8Array {
+  const bytes = new Uint8Array(FLOCK_STRUCT_BYTES);
+  const view = new DataView(bytes.buffer);
+  view.setInt16(0, type, true);
+  view.setInt16(2, 0, true); // SEEK_SET
+  view.setBigInt64(8, BigInt(start), true);
+  view.setBigInt64(16, BigInt(length), true);
+  return bytes; // l_pid 0, as OFD locks require
+}
+
+/**
+ * Takes (F_RDLCK, F_WRLCK) or lets go of (F_UNLCK) an open file description's lock on `length` bytes at `start`,
+ * without waiting: a range another open file locks in the way gives false; any other failure throws.
+ */
+export function ofdLock(fd: number, type: number, start: number, length: number): boolean {
+  if (libc().fcntl(fd, F_OFD_SETLK, 'void *', recordLock(type, start, length)) === 0) return true;
+  const errno = koffi.errno();
+  if (errno === koffi.os.errno.EAGAIN || errno === koffi.os.errno.EACCES) return false;
+  throw new LibcError('fcntl(F_OFD_SETLK)', errno);
+}
+
+/** Whether another open file holds a lock on the range that a lock of `type` would be refused by (F_OFD_GETLK). */
+export function ofdLockedAgainst(fd: number, type: number, start: number, length: number): boolean {
+  const bytes = recordLock(type, start, length);
+  check('fcntl(F_OFD_GETLK)', libc().fcntl(fd, F_OFD_GETLK, 'void *', bytes));
+  return new DataView(bytes.buffer).getInt16(0, true) !== F_UNLCK;
 }
 
 const PR_SET_PDEATHSIG = 1;

@@ -5,9 +5,14 @@
 // LOCK_EX|LOCK_NB polled every few ms, asleep in Atomics.wait between tries. The holder writes its pid and a label
 // into the file, for the message of a run that gives up waiting.
 //
-// A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts) keeps timed copies
-// out while it holds the lock, but not other shared holders: several devices' children start their drivers side by
-// side, never inside anyone's timed copies. It writes no holder's line (it is not alone): a waiter that gives up
+// A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts, and the reference
+// checks' copies) keeps timed copies out while it holds the lock, but not other shared holders: several devices'
+// children start their drivers side by side, never inside anyone's timed copies. Timed copies go first: an exclusive
+// taker closes a gate while it waits (a record lock, fcntl F_OFD_SETLK, on one byte of the same file: let go with the
+// file, or its process), and a shared taker waits while the gate is closed. Without it, shared holders coming and
+// going on a host of several GPUs overlap each other and keep every device's timed copies waiting, the run's longest
+// path, for as long as any of them holds it. The gate decides only who goes first, never who is let in together:
+// a system that has no such locks (an old kernel) waits without it. It writes no holder's line (it is not alone): a waiter that gives up
 // names it from the kernel's list of locks (whoHolds). It removes the file it made only when it is the last holder
 // (its lock converted to LOCK_EX without waiting).
 //
@@ -20,6 +25,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HostFault, asHostFault, isHostFault } from './host-fault.js';
 import {
+  F_RDLCK,
+  F_UNLCK,
+  F_WRLCK,
   LOCK_EX,
   LOCK_NB,
   LOCK_SH,
@@ -30,6 +38,8 @@ import {
   closeFd,
   flock,
   ftruncate,
+  ofdLock,
+  ofdLockedAgainst,
   openFile,
   preadFully,
   pwrite,
@@ -43,6 +53,35 @@ export const TIMING_LOCK_POLL_MS = 5;
 export const DEFAULT_LABEL = 'mapped-reg-conformance';
 /** The most bytes a lock file holds: a holder's line ("<pid> <label>\n", the label cut to 200 characters). */
 export const HOLDER_MAX_BYTES = 512;
+
+/** Where the gate is: one byte of the lock file, past any holder's line (a record lock locks bytes, not content). */
+export const GATE_OFFSET = 1 << 20;
+
+/** Closes the gate for shared takers while this exclusive taker waits; false where another closed it, or it cannot be. */
+function closeGate(fd: number): boolean {
+  try {
+    return ofdLock(fd, F_WRLCK, GATE_OFFSET, 1);
+  } catch {
+    return false; // no record locks here (or a file opened read-only): the wait goes on without a gate
+  }
+}
+
+function openGate(fd: number): void {
+  try {
+    ofdLock(fd, F_UNLCK, GATE_OFFSET, 1);
+  } catch {
+    // closing the file lets it go in any case
+  }
+}
+
+/** An exclusive taker waits, and has closed the gate: a shared taker lets it go first. */
+function gateClosed(fd: number): boolean {
+  try {
+    return ofdLockedAgainst(fd, F_RDLCK, GATE_OFFSET, 1);
+  } catch {
+    return false;
+  }
+}
 
 /** This process's user id (0 where the platform has none). */
 const uid = (): number => process.getuid?.() ?? 0;
@@ -60,19 +99,27 @@ export interface TimingLock {
   release(): void;
 }
 
-/** Waited timeoutMs and the lock is still held; `holder` when the holder wrote who it is. */
+/**
+ * Waited timeoutMs and the lock is still held; `holder` when the holder wrote who it is, or the kernel named it;
+ * `behindTimedCopies`: a shared taker that waited while another process's timed copies waited to go first.
+ */
 export class TimingLockTimeout extends Error {
   readonly path: string;
   readonly timeoutMs: number;
   readonly holder?: { pid: number; label: string };
+  readonly behindTimedCopies: boolean;
+  /** Who kept it, for a message: "by pid <pid> (<label>)", and the timed copies let go first where they were. */
+  readonly by: string;
 
-  constructor(path: string, timeoutMs: number, holder?: { pid: number; label: string }) {
-    const by = holder ? `by pid ${holder.pid} (${holder.label})` : 'by a process that did not say which';
+  constructor(path: string, timeoutMs: number, holder?: { pid: number; label: string }, behindTimedCopies = false) {
+    const by = `${holder ? `by pid ${holder.pid} (${holder.label})` : 'by a process that did not say which'}${behindTimedCopies ? ', with timed copies waiting to go first' : ''}`;
     super(`the timing lock ${path} is still held after ${timeoutMs} ms, ${by}`);
     this.name = 'TimingLockTimeout';
     this.path = path;
     this.timeoutMs = timeoutMs;
     if (holder) this.holder = holder;
+    this.behindTimedCopies = behindTimedCopies;
+    this.by = by;
   }
 }
 
@@ -283,16 +330,25 @@ export function acquireTimingLock(options: { path?: string; timeoutMs?: number; 
       closeFd(fd);
       throw new Error(`the timing lock ${path} is already held by this process`);
     }
+    // an exclusive taker holds the gate from its first try until it has the lock (then the next one waiting takes it)
+    let gate = false;
+    const taken = (): boolean => {
+      if (options.shared) return !gateClosed(fd) && flock(fd, mode | LOCK_NB);
+      gate ||= closeGate(fd);
+      return flock(fd, mode | LOCK_NB);
+    };
     try {
-      while (!flock(fd, mode | LOCK_NB)) {
+      while (!taken()) {
         const waited = performance.now() - t0;
-        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, whoHolds(fd));
+        if (timeoutMs !== undefined && waited >= timeoutMs) throw new TimingLockTimeout(path, timeoutMs, whoHolds(fd), options.shared === true && gateClosed(fd));
         // nobody notifies: this is a sleep of at most the poll (less when the time left is shorter)
         Atomics.wait(sleeper, 0, 0, timeoutMs === undefined ? TIMING_LOCK_POLL_MS : Math.min(TIMING_LOCK_POLL_MS, timeoutMs - waited));
       }
     } catch (e) {
       closeFd(fd);
       throw e instanceof TimingLockTimeout ? e : fault(e, path, 'locking it');
+    } finally {
+      if (gate) openGate(fd);
     }
     if (stillAt(path, key)) break;
     closeFd(fd);

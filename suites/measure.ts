@@ -154,8 +154,7 @@ function takeLock(deviceId: string, limitMs: number, shared = false): ReturnType
     return acquireTimingLock({ timeoutMs: limitMs, label: `${deviceId} of pid ${process.pid}`, shared });
   } catch (e) {
     if (!(e instanceof TimingLockTimeout)) throw e;
-    const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
-    throw new HostFault(`the timing lock ${e.path} was still held after ${fixed(limitMs / 1000, 0)} s of waiting, ${by}: the copies were not timed`);
+    throw new HostFault(`the timing lock ${e.path} was still held after ${fixed(limitMs / 1000, 0)} s of waiting, ${e.by}: the copies were not timed`);
   }
 }
 

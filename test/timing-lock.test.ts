@@ -334,6 +334,66 @@ setInterval(() => {}, 1 << 30);`,
     }
   });
 
+  it('timed copies go first: while an exclusive taker waits for shared holders, a new shared taker waits too; it gets in once the timed copies are done', async () => {
+    const path = lockPath();
+    const a = sharedHolder(path);
+    await held(a);
+    // before any exclusive taker: a second shared taker gets in beside the first
+    acquireTimingLock({ path, shared: true, timeoutMs: 0 }).release();
+    const timed = child(
+      `const lock = acquireTimingLock({ path: process.argv[1], label: 'timed copies' });
+console.log('held');
+setInterval(() => {}, 1 << 30);`,
+      [path],
+    );
+    try {
+      /** A shared try without waiting: true when it was kept out (it lets go at once what it got). */
+      const keptOut = (): boolean => {
+        const e = thrown(() => acquireTimingLock({ path, shared: true, timeoutMs: 0 }).release());
+        return e instanceof TimingLockTimeout;
+      };
+      // the exclusive taker waits for the shared holder, and has closed the gate: no shared taker joins the holder
+      await waitUntil(keptOut, 30_000, 'the exclusive taker to wait, keeping shared takers out');
+      const e = thrown(() => acquireTimingLock({ path, shared: true, timeoutMs: 20 }));
+      expect(e).toBeInstanceOf(TimingLockTimeout);
+      expect((e as TimingLockTimeout).behindTimedCopies).toBe(true);
+      expect((e as Error).message).toMatch(/\(node, holding it shared\), with timed copies waiting to go first$/);
+      expect(timed.out()).toBe('');
+      a.child.kill('SIGKILL');
+      await a.exit;
+      await held(timed);
+      // it holds the lock, and waits no more: a shared taker is kept out by its copies, not by a gate
+      const during = thrown(() => acquireTimingLock({ path, shared: true, timeoutMs: 20 }));
+      expect(during).toBeInstanceOf(TimingLockTimeout);
+      expect((during as TimingLockTimeout).behindTimedCopies).toBe(false);
+      expect((during as TimingLockTimeout).holder).toEqual({ pid: timed.pid, label: 'timed copies' });
+    } finally {
+      timed.child.kill('SIGKILL');
+      await timed.exit;
+    }
+    acquireTimingLock({ path, shared: true, timeoutMs: 60_000 }).release();
+  });
+
+  it('an exclusive taker that gave up keeps no shared taker out (its gate goes with it)', async () => {
+    const path = lockPath();
+    const a = sharedHolder(path);
+    await held(a);
+    try {
+      expect(thrown(() => acquireTimingLock({ path, timeoutMs: 50 }))).toBeInstanceOf(TimingLockTimeout);
+      // this process lives on: a gate it left closed would keep the child out
+      const c = execFileSync(
+        process.execPath,
+        ['--input-type=module', '-e', `import { acquireTimingLock } from ${JSON.stringify(MODULE)};
+try { acquireTimingLock({ path: process.argv[1], timeoutMs: 0, shared: true }).release(); console.log('held'); } catch (e) { console.log(e.name); }`, path],
+        { env: cleanEnv(), encoding: 'utf8' },
+      );
+      expect(c.trim()).toBe('held');
+    } finally {
+      a.child.kill('SIGKILL');
+      await a.exit;
+    }
+  });
+
   it('a shared taker waits while an exclusive holder times its copies', () => {
     const path = lockPath();
     const mine = acquireTimingLock({ path, label: 'timed copies' });

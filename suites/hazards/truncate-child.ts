@@ -120,8 +120,7 @@ function startEarly(o: EarlyStart): { args: TruncateArgs; native: NonNullable<Di
     lock = acquireTimingLock({ timeoutMs: o.lockLimitMs, label: `${o.device} truncation child of pid ${process.ppid}`, shared: true });
   } catch (e) {
     if (!(e instanceof TimingLockTimeout)) throw e;
-    const by = e.holder ? `by pid ${e.holder.pid} (${e.holder.label})` : 'by a process that did not say which';
-    say({ early: 'fault', message: `the timing lock ${e.path} was still held after ${Math.round(o.lockLimitMs / 100) / 10} s of waiting, ${by}: the truncation child did not start` });
+    say({ early: 'fault', message: `the timing lock ${e.path} was still held after ${Math.round(o.lockLimitMs / 100) / 10} s of waiting, ${e.by}: the truncation child did not start` });
     process.exit(3);
   }
   let native: NonNullable<DiscoveredDevice['native']>;
