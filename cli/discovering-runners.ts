@@ -9,7 +9,8 @@
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
 import { removeStaleScratch } from '../bindings/scratch.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
-import { type DeviceRun, type OrchestrateOptions, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
+import { type DeviceRun, type OrchestrateOptions, STALL_GRACE_S, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
+import { processStart } from '../bindings/process-gone.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries, reportsWithoutProcess } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 import { releaseDeviceSpares, releaseSpareRunner, startDeviceSpares } from './spare-runner.js';
@@ -38,6 +39,9 @@ export interface Group {
   readonly others: Map<string, Promise<DeviceRun>>;
   /** Why it ended before it reported (its errors, and the last line it printed). */
   failure: Promise<string | undefined>;
+  /** Its process's pid, once started (none for a group answered without a process), and whether it has exited. */
+  pid?: number;
+  exited?: boolean;
 }
 
 export interface Discovered {
@@ -84,9 +88,9 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
     // a group that ended without its report fails the run: nothing more is started
     if (o.stop.aborted || [...over].some((g) => g.event === undefined) || !choice.validSoFar(so)) return;
     for (const g of groups) {
-      if (g.offer && isGpuDriver(g.offer)) g.answer([choice.optionsOf(g.offer)]);
+      if (g.offer && isGpuDriver(g.offer)) g.answer([besideDiscovery(choice.optionsOf(g.offer), groups, o.timeoutS)]);
       for (const d of g.event ? earlyOthers(choice.chosen(g.event.discovery), g.offer) : []) {
-        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(choice.optionsOf(d), o));
+        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(besideDiscovery(choice.optionsOf(d), groups, o.timeoutS), o));
       }
     }
   };
@@ -107,6 +111,20 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
     throw new DiscoveryError(`discovery failed: ${await failed!.failure}`);
   }
   return { groups, found: mergeDiscoveries(groups.flatMap((g) => (g.event ? [g.event.discovery] : []))) };
+}
+
+/**
+ * A GPU's options with the discovering processes its probe waits for before it maps its region (SuiteOptions.waitFor):
+ * those of the groups of devices that never register that have not exited (with a GPU in the run they check nothing:
+ * cli/select-devices.ts keeps), as the kernel has them now. A group of GPU drivers is never waited for: its process
+ * checks a GPU of its own. The wait's limit is the one past which the command ends a discovering process that
+ * reports nothing (--timeout and the grace).
+ */
+export function besideDiscovery(options: SuiteOptions, groups: readonly Group[], timeoutS: number): SuiteOptions {
+  const processes = groups
+    .filter((g) => g.pid !== undefined && !g.exited && !g.backends.some((backend) => isGpuDriver({ backend })))
+    .flatMap((g) => processStart(g.pid!) ?? []);
+  return processes.length > 0 ? { ...options, waitFor: { processes, limitMs: (timeoutS + STALL_GRACE_S) * 1000 } } : options;
 }
 
 /**
@@ -167,6 +185,10 @@ function startGroup(backends: Backend[], selection: Readonly<Selection>, o: Orch
         if (offer) g.offer = offer;
         tell = answer;
         arrived();
+      },
+      onProcess: (pid, exited) => {
+        g.pid = pid;
+        void exited.then(() => (g.exited = true));
       },
     },
   );

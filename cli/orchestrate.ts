@@ -138,6 +138,8 @@ interface Attempt {
 
 /** Hears a discovering runner's discovery, with the function that answers it (the devices it checks; none: it exits). */
 type OnDiscovery = (event: DiscoveryEvent, answer: (devices: SuiteOptions[]) => void) => void;
+/** A discovering runner's process started: its pid, and when it exits. */
+type OnProcess = (pid: number, exited: Promise<void>) => void;
 
 /**
  * Starts a runner process with `spec`, in a session of its own, counted among the live ones. A discovering one is
@@ -260,9 +262,10 @@ function watchdog(child: ChildProcess, a: Attempt, timeoutS: number, lastEvent: 
  * Starts a runner with `spec` and follows it to its end. A discovering runner's discovery goes to `onDiscovery`
  * with the function that answers it (the devices it checks, with their options; none: it exits).
  */
-function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: OnDiscovery): Promise<Attempt> {
+function attempt(spec: RunnerOptions, o: OrchestrateOptions, onDiscovery?: OnDiscovery, onProcess?: OnProcess): Promise<Attempt> {
   return new Promise((resolve) => {
     const child = spawnRunner(spec, o);
+    if (onProcess && child.pid !== undefined) onProcess(child.pid, new Promise((exited) => child.once('exit', () => exited())));
     const a: Attempt = { devices: spec.devices, results: [], errors: [], output: '', timedOut: false, stalled: false, code: null, signal: null, ended: false };
     keepOutput(child, a);
     let lastEvent = performance.now();
@@ -453,13 +456,17 @@ export interface DiscoveringRun {
  * answers: the devices it checks, with their options, or none), then checks the devices answered as runTogether
  * does, its process counting as their first.
  */
-export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: OnDiscovery }): Promise<DiscoveringRun> {
+export async function runDiscovering(selection: Selection, o: OrchestrateOptions & { onDiscovery: OnDiscovery; onProcess?: OnProcess }): Promise<DiscoveringRun> {
   let states: DeviceState[] = [];
-  const a = await attempt({ devices: [], discover: selection }, o, (e, answer) =>
-    o.onDiscovery(e, (devices) => {
-      states = devices.map((d) => new DeviceState(d, o));
-      answer(states.map((s) => s.next()));
-    }),
+  const a = await attempt(
+    { devices: [], discover: selection },
+    o,
+    (e, answer) =>
+      o.onDiscovery(e, (devices) => {
+        states = devices.map((d) => new DeviceState(d, o));
+        answer(states.map((s) => s.next()));
+      }),
+    o.onProcess,
   );
   if (!a.discovery) {
     const who = `the discovering process (${selection.backends.join(', ')})`;

@@ -165,7 +165,7 @@ export interface DeviceResult {
   load?: DeviceLoad;
   link?: DeviceLink;
   numa?: DeviceNuma;
-  scratch: { dir: string; fsType: string; sizeBytes?: number; writtenAhead?: boolean };
+  scratch: { dir: string; fsType: string; sizeBytes?: number; writtenAhead?: boolean; discoveryWaitMs?: number };
   /** Errors outside any check, and how many processes the device's run needed. */
   errors?: string[];
   processes?: number;

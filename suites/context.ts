@@ -12,6 +12,7 @@ import { type Mapping, MAP, PROT, dropPages, mmap, munmap } from '../bindings/li
 import { hostCall, isHostFault } from '../bindings/host-fault.js';
 import { type PendingScratch, makeScratchRegion, startScratchFile } from '../bindings/scratch.js';
 import { makeLockedFolder } from '../bindings/scratch-lock.js';
+import { processGone, waitUntilGone } from '../bindings/process-gone.js';
 import { type Host, type ProbeReport, probeReport, registrations } from '../src/index.js';
 import type { CheckContext } from './check.js';
 import { type SuiteOptions, writeEvent } from './protocol.js';
@@ -53,8 +54,11 @@ export interface Probed {
   load?: DeviceLoad;
   /** The GPU's NUMA node and whether the probe's memory was placed on it. */
   numa?: Placement;
-  /** writtenAhead: the file was written by its own thread while the runner started (startProbeScratch). */
-  scratch: { dir: string; fsType: string; sizeBytes: number; writtenAhead: boolean };
+  /**
+   * writtenAhead: the file was written by its own thread while the runner started (startProbeScratch);
+   * discoveryWaitMs: how long the probe waited for the discovering processes beside it to end (waitForDiscovery).
+   */
+  scratch: { dir: string; fsType: string; sizeBytes: number; writtenAhead: boolean; discoveryWaitMs?: number };
   /** Where the time went: making and mapping the scratch file; the self-test, of which the windows' registration. */
   phasesMs: { scratchFile: number; registration: number; probe: number };
 }
@@ -104,6 +108,24 @@ function probeDone(id: string): void {
   for (const f of waiting) f();
 }
 
+/**
+ * Before the probe maps its region, the run's fullest moment: waits for the discovering processes the command
+ * named (SuiteOptions.waitFor: an OpenCL ICD still starting on a cold page cache, some 90 MiB beside the region),
+ * told to the command as a wait for the host (not the check's --timeout). The ms it waited; undefined when none
+ * was named, 0 when they were gone already.
+ */
+function waitForDiscovery(o: SuiteOptions): number | undefined {
+  if (!o.waitFor) return undefined;
+  const there = o.waitFor.processes.filter((p) => !processGone(p));
+  if (there.length === 0) return 0;
+  writeEvent({ type: 'wait', device: o.device, waiting: true, what: `the discovery of processes ${there.map((p) => p.pid).join(', ')} to end`, limitMs: o.waitFor.limitMs });
+  try {
+    return Math.round(waitUntilGone(there, o.waitFor.limitMs).waitedMs);
+  } finally {
+    writeEvent({ type: 'wait', device: o.device, waiting: false });
+  }
+}
+
 /** The self-test on a scratch region of `--size` MiB, run once per device; later callers get its report. */
 export function probeOnce(ctx: CheckContext): Probed {
   const id = ctx.device.id;
@@ -112,6 +134,7 @@ export function probeOnce(ctx: CheckContext): Probed {
   const known = probed.get(id);
   if (known) return known;
   const t0 = performance.now();
+  const discoveryWaitMs = waitForDiscovery(ctx.options);
   let region: ReturnType<typeof makeScratchRegion>;
   try {
     const pending = pendingScratch.get(id);
@@ -153,7 +176,7 @@ export function probeOnce(ctx: CheckContext): Probed {
     }
     const load = measured.load();
     const numa = placements.get(id);
-    const done: Probed = { report, ...(load ? { load } : {}), ...(numa ? { numa } : {}), scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
+    const done: Probed = { report, ...(load ? { load } : {}), ...(numa ? { numa } : {}), scratch: { dir: region.dir, fsType: region.fsType, sizeBytes: region.size, writtenAhead: region.writtenAhead, ...(discoveryWaitMs !== undefined ? { discoveryWaitMs } : {}) }, phasesMs: { scratchFile: t1 - t0, registration: report.registrationMs, probe: performance.now() - t1 } };
     probed.set(id, done);
     return done;
   } finally {

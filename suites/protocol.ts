@@ -6,6 +6,7 @@
 // command imports it.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery.js';
+import type { ProcessStart } from '../bindings/process-gone.js';
 import type { CheckResult, SuiteName } from '../results/types.js';
 import type { HostWait, QuietOptions } from './measure.js';
 
@@ -40,6 +41,13 @@ export interface SuiteOptions {
   deselected?: Record<string, string>;
   /** Which process of the device's run this is (1: the first; more after a crash, a timeout or a kill). */
   attempt?: number;
+  /**
+   * The run's discovering processes of devices that never register (the OpenCL, Vulkan and CPU group's: an ICD
+   * may take a second on a cold page cache) still there when this GPU was told to go: its probe maps its region
+   * once they are gone, or after `limitMs` (past it, the command ends such a discovery as stalled), so that no
+   * other process of the run lives beside the run's fullest moment.
+   */
+  waitFor?: { processes: ProcessStart[]; limitMs: number };
   /** Test hook: the id of a check that must kill its process (a real SIGSEGV), to prove containment. */
   forceCrash?: string;
   /** Test hook: the id of a check that must hang (blocked for good in a native call, as a driver call that never returns); `@runner`: the runner itself, before any check. */

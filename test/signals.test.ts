@@ -286,6 +286,26 @@ function runnerSpecs(c: Started): { pid: number; discover?: string[]; devices: s
 }
 
 describe("a driver's GPUs start as soon as its own discovery is in", () => {
+  it("a GPU's probe maps no region while the CPU group still discovers (hung there, as an OpenCL ICD starting on a cold page cache): no discovering process lives beside the run's fullest moment", async () => {
+    const scratch = mkdtempSync(join(work, 'scratch-'));
+    const c = startCli(
+      ['--backend', 'cuda', '--backend', 'cpu', '--device', 'cuda:0', '--size', '8', '--timeout', '60', '--scratch-dir', scratch, '--json', join(work, 'beside.json')],
+      { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_FORCE_HANG: '@discovery:cpu' },
+      work,
+    );
+    await waitUntil(() => readdirSync(scratch).length === 1, 60_000, "cuda:0's scratch folder (its runner told to go)");
+    const cpu = runnerSpecs(c).find((r) => r.discover?.includes('cpu'));
+    expect(cpu).toBeDefined();
+    // for 3 s (without the wait, the probe maps its region within about one here): never mapped while the CPU group discovers
+    for (const until = performance.now() + 3000; performance.now() < until; await new Promise((r) => setTimeout(r, 50))) {
+      expect(regionOwners(scratch)).toEqual([]);
+      expect(running(cpu!.pid)).toBe(true);
+    }
+    c.child.kill('SIGTERM');
+    expect((await c.exit).code).toBe(143);
+    await waitUntil(() => readdirSync(scratch).length === 0, 10_000, 'the scratch folder to be empty');
+  });
+
   it('two CUDA GPUs while the CPU group still discovers (hung there): the second GPU gets its own process at once; SIGTERM then stops every process, exit 143, no scratch left', async () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const json = join(work, 'early.json');
