@@ -114,7 +114,7 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
 }
 
 /**
- * A GPU's options with the discovering processes its probe waits for before it maps its region (SuiteOptions.waitFor):
+ * A GPU's options with the discovering processes its probe waits for before it reads its region (SuiteOptions.waitFor):
  * those of the groups of devices that never register that have not exited (with a GPU in the run they check nothing:
  * cli/select-devices.ts keeps), as the kernel has them now. A group of GPU drivers is never waited for: its process
  * checks a GPU of its own. The wait's limit is the one past which the command ends a discovering process that

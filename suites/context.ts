@@ -109,7 +109,7 @@ function probeDone(id: string): void {
 }
 
 /**
- * Before the probe maps its region, the run's fullest moment: waits for the discovering processes the command
+ * Before the probe reads its region, the run's fullest moment: waits for the discovering processes the command
  * named (SuiteOptions.waitFor: an OpenCL ICD still starting on a cold page cache, some 90 MiB beside the region),
  * told to the command as a wait for the host (not the check's --timeout). The ms it waited; undefined when none
  * was named, 0 when they were gone already.
@@ -134,7 +134,6 @@ export function probeOnce(ctx: CheckContext): Probed {
   const known = probed.get(id);
   if (known) return known;
   const t0 = performance.now();
-  const discoveryWaitMs = waitForDiscovery(ctx.options);
   let region: ReturnType<typeof makeScratchRegion>;
   try {
     const pending = pendingScratch.get(id);
@@ -147,6 +146,9 @@ export function probeOnce(ctx: CheckContext): Probed {
   }
   const t1 = performance.now();
   try {
+    // mapped, not yet read: its pages join the process as the comparisons read them. The region's own wait for the
+    // file's writer threads (above) came first, so the two waits overlap
+    const discoveryWaitMs = waitForDiscovery(ctx.options);
     const measured = measureSection({
       deviceId: id,
       runs: ctx.options.runs,

@@ -43,7 +43,7 @@ export interface SuiteOptions {
   attempt?: number;
   /**
    * The run's discovering processes of devices that never register (the OpenCL, Vulkan and CPU group's: an ICD
-   * may take a second on a cold page cache) still there when this GPU was told to go: its probe maps its region
+   * may take a second on a cold page cache) still there when this GPU was told to go: its probe reads its region
    * once they are gone, or after `limitMs` (past it, the command ends such a discovery as stalled), so that no
    * other process of the run lives beside the run's fullest moment.
    */
