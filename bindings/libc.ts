@@ -84,6 +84,7 @@ interface Libc {
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   getppid(): number;
   pause(): number;
+  _exit(status: number): void;
   posix_fadvise(fd: number, offset: number, len: number, advice: number): number;
   mincore(addr: bigint, length: number, vec: Uint8Array): number;
   memcpy(dst: bigint, src: bigint, n: number): bigint;
@@ -124,6 +125,7 @@ function load(): Libc {
     prctl: lib.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)'),
     getppid: lib.func('int getppid(void)'),
     pause: lib.func('int pause(void)'),
+    _exit: lib.func('void _exit(int status)'),
     posix_fadvise: lib.func('int posix_fadvise(int fd, int64_t offset, int64_t len, int advice)'),
     mincore: lib.func('int mincore(void *addr, size_t length, uint8_t *vec)'),
     memcpy: lib.func('void *memcpy(void *dst, const void *src, size_t n)'),
@@ -202,6 +204,16 @@ export function pread(fd: number, into: Uint8Array, offset: number): number {
  */
 export function blockForever(): never {
   for (;;) libc().pause(); // returns only when a handled signal interrupts it (EINTR)
+}
+
+/**
+ * _exit(2): ends the process at once with `status`, without the C library's exit handlers and the loaded libraries'
+ * destructors (a driver's or an ICD's own teardown): the kernel frees what the process held, as for a process
+ * killed. Its memory leaves with it, not after that teardown.
+ */
+export function exitNow(status: number): never {
+  libc()._exit(status);
+  throw new Error('_exit returned'); // never reached
 }
 
 /** Reads a page mapped PROT_NONE: a real SIGSEGV, as a driver bug would give (the test hooks' crash). */

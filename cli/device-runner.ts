@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestSpecification, Vitest } from 'vitest/node';
 import { type Backend, type PlainDiscovery, discover, isGpuDriver, plainDiscovery } from '../bindings/discovery.js';
 import { discoverOnThread } from './discovery-thread.js';
-import { blockForever, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
+import { blockForever, exitNow, getppid, readProtNonePage, setParentDeathSignal } from '../bindings/libc.js';
 import { EventsReporter } from '../reporters/events.js';
 import { inProcessPool } from './in-process-pool.js';
 import { DEVICE_OPTIONS_ON_STDIN, OPTIONS_ON_STDIN, type PlannedCheck, RUNNER_OPTIONS_ENV, decodeRunnerOptions, readAnswer, writeEvent } from '../suites/protocol.js';
@@ -68,6 +68,17 @@ const commandSays: () => Promise<string> = (() => {
 // ("process.exit unexpectedly called"), and does not put it back: the runner's own end keeps the real one, else its
 // last exit is an uncaught error that takes Node some 75 ms to print, and an exit status of 1.
 const exit: (code: number) => never = process.exit.bind(process);
+
+/**
+ * A discovering process that checks nothing ends without its drivers' teardown: its 'exit' handlers run, then
+ * _exit. The ICDs it loaded (NVIDIA's OpenCL ICD starts the CUDA driver) would otherwise tear down in its C
+ * library's exit, with its memory still there while a GPU's probe waits for it to be gone (SuiteOptions.waitFor).
+ * It registered nothing and wrote its events synchronously: nothing is lost.
+ */
+function endUnused(): never {
+  process.on('exit', () => exitNow(0)); // the last of the handlers: the others ran before it
+  return exit(0);
+}
 
 const here = dirname(fileURLToPath(import.meta.url)); // dist/cli
 const dist = resolve(here, '..');
@@ -183,10 +194,10 @@ if (spec.discover) {
   found = mayRegister ? (await discoverOnThread(selection.backends, selection)).found : plainDiscovery(discover(selection.backends));
   const offer = pickDevice(found, selection);
   writeEvent({ type: 'discovery', durationMs: performance.now() - t0, discovery: found, device: offer?.id ?? null });
-  if (!offer) process.exit(0);
+  if (!offer) endUnused();
   devices = readAnswer(await commandSays());
   process.stdin.destroy();
-  if (devices.length === 0) process.exit(0);
+  if (devices.length === 0) endUnused();
 }
 // the checks of each device, for the command, before the first one starts
 const plan = await planned;

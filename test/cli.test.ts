@@ -172,6 +172,21 @@ describe('through the CUDA double', () => {
     expect(Math.min(...others)).toBeGreaterThan(probe);
   });
 
+  it("a discovering process that checks nothing ends without its driver's teardown (_exit: its memory goes with it); a runner that checked its GPU runs it", () => {
+    const atExit = join(work, 'at-exit-unused');
+    // CUDA's discovering process finds cuda:0, which --device leaves out: it offers nothing and ends
+    const unused = cli(['--backend', 'cuda', '--backend', 'cpu', '--device', 'cpu', '--json', join(work, 'at-exit-unused.json')], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_AT_EXIT: atExit });
+    expect(unused.code).toBe(0);
+    const found = JSON.parse(readFileSync(join(work, 'at-exit-unused.json'), 'utf8'));
+    expect(found.backends.find((b: { backend: string }) => b.backend === 'cuda')).toMatchObject({ devices: 1 }); // it loaded the double
+    expect(existsSync(atExit)).toBe(false);
+    // the control: the runner that checked cuda:0 ended through the C library's exit, which ran the destructor
+    const used = join(work, 'at-exit-used');
+    const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', mkdtempSync(join(work, 'scratch-')), ...NO_HAZARDS], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_AT_EXIT: used });
+    expect(r.code).toBe(0);
+    expect(readFileSync(used, 'utf8')).toMatch(/^\d+\n$/);
+  });
+
   it('wrong bytes make the run fail: exit 1, Refused Wrong_bytes', () => {
     const scratch = mkdtempSync(join(work, 'scratch-'));
     const r = cli(['--device', 'cuda:0', '--size', '4', '--scratch-dir', scratch, ...NO_HAZARDS], { MAPPED_REG_CUDA_LIBRARY: doubles.cuda, MAPPED_REG_DOUBLE_FAULTS: 'wrong_bytes' });
