@@ -30,7 +30,7 @@ it('refuses a step it does not have with exit 2, before it makes or runs anythin
   const tmp = mkdtempSync(join(work, 'tmp-'));
   const r = acceptance(join(work, 'refused'), ['default', 'bench'], tmp);
   expect(r.status).toBe(2);
-  expect(r.stderr.trim()).toBe("acceptance.sh: no step 'bench' (steps: default bench-ab signals reference reference-checks busy quiet-pairs scale scale-h200-rates profile profile-summary)");
+  expect(r.stderr.trim()).toBe("acceptance.sh: no step 'bench' (steps: default bench-ab signals reference reference-checks busy quiet-pairs scale scale-h200-rates profile profile-summary exit-time lock-contention)");
   expect(existsSync(join(work, 'refused'))).toBe(false);
   expect(readdirSync(tmp)).toEqual([]);
 });
@@ -55,5 +55,26 @@ it('runs the steps named and no other; the profile step writes a CPU profile of 
   expect(summary).toMatch(/^ +\d+\.\d +probeOnce dist\/suites\/context\.js:\d+$/m);
   const run = JSON.parse(readFileSync(join(x, 'profile.json'), 'utf8')) as { devices: { id: string; verdict: { kind: string } }[] };
   expect(run.devices.find((d) => d.id === 'cuda:0')?.verdict.kind).toBe('Usable');
+  expect(readdirSync(tmp)).toEqual([]);
+}, 180_000);
+
+it("the exit-time and lock-contention steps: each mode of a CUDA process's end timed, and eight devices played under the timing lock", () => {
+  const tmp = mkdtempSync(join(work, 'tmp-'));
+  const out = join(work, 'out-exit-lock');
+  const r = acceptance(out, ['exit-time', 'lock-contention'], tmp);
+  expect(r.status, r.stderr).toBe(0);
+  const steps = readFileSync(join(out, 'steps.txt'), 'utf8').trimEnd().split('\n');
+  expect(steps.map((l) => l.replace(/ in \d+ s$/, ''))).toEqual(['exit-time: exit 0', 'lock-contention: exit 0']);
+  const x = join(work, 'x-exit-lock');
+  spawnSync('mkdir', ['-p', x]);
+  expect(spawnSync('tar', ['-C', x, '-xzf', join(out, 'all.tgz')]).status).toBe(0);
+  const exits = readFileSync(join(x, 'exit-time.txt'), 'utf8').trimEnd().split('\n');
+  expect(exits).toHaveLength(4 * 5);
+  for (const mode of ['live', 'released', 'reset', 'quick']) expect(exits.filter((l) => l.startsWith(`${mode} `) && l.endsWith('(status 0)'))).toHaveLength(5);
+  const lock = readFileSync(join(x, 'lock-contention.txt'), 'utf8').trimEnd().split('\n');
+  expect(lock[0]).toBe('8 devices, timed copies 95 ms each (least for the last one: 760 ms)');
+  // the figures are this machine's: each round names when the last timed copies were done, and 8 waits
+  expect(lock.slice(1)).toHaveLength(5);
+  for (const l of lock.slice(1)) expect(l).toMatch(/^the last timed copies done at \d+ ms, every device done at \d+ ms; the timed copies' waits, ms:( \d+){8}$/);
   expect(readdirSync(tmp)).toEqual([]);
 }, 180_000);

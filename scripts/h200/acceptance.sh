@@ -13,6 +13,10 @@
 #   scale-h200-rates   the same at the H200's GB/s (registered 50): the orchestration's cost alone (32)
 #   profile            a default run with every Node.js process's CPU profile (scripts/h200/cpu-profile.mjs), and
 #                      what profile-summary.mjs reads in them: where the main threads spend their time (32)
+#   exit-time          scripts/h200/exit-time.mjs: how long a process holding a CUDA context takes to end, its
+#                      context alive, released, reset, or by _exit (32)
+#   lock-contention    scripts/lock-contention.mjs: eight devices' use of the timing lock, played with sleeps, on
+#                      a host of 16 cores (32)
 # On the GPU machine, from the project's root, with .device/ packed (dist, .old and test/double/build):
 #   bash .device/run.sh bash scripts/h200/acceptance.sh "$OUT" [STEP...]
 # With no STEP, every step in the order above (some 11 minutes: more than one call of the device tool may take);
@@ -23,7 +27,7 @@
 set -u
 out=${1:?usage: acceptance.sh OUT-FOLDER [STEP...]}
 shift
-all=(default bench-ab signals reference reference-checks busy quiet-pairs scale scale-h200-rates profile profile-summary)
+all=(default bench-ab signals reference reference-checks busy quiet-pairs scale scale-h200-rates profile profile-summary exit-time lock-contention)
 for s in "$@"; do
   [[ " ${all[*]} " == *" $s "* ]] || { echo "acceptance.sh: no step '$s' (steps: ${all[*]})" >&2; exit 2; }
 done
@@ -60,4 +64,6 @@ mkdir -p "$work/profile"
 step profile 60 env MAPPED_REG_CPU_PROFILE_DIR="$work/profile" NODE_OPTIONS="--import=$PWD/scripts/h200/cpu-profile.mjs" \
   node dist/cli/main.js --json "$work/profile.json"
 step profile-summary 20 node scripts/h200/profile-summary.mjs "$work/profile" 30
+step exit-time 60 node scripts/h200/exit-time.mjs 5
+step lock-contention 60 node scripts/lock-contention.mjs 8 5
 rm -rf "$work"
