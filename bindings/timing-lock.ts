@@ -5,16 +5,17 @@
 // LOCK_EX|LOCK_NB polled every few ms, asleep in Atomics.wait between tries. The holder writes its pid and a label
 // into the file, for the message of a run that gives up waiting.
 //
-// A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts, and the reference
-// checks' copies) keeps timed copies out while it holds the lock, but not other shared holders: several devices'
-// children start their drivers side by side, never inside anyone's timed copies. Timed copies go first: an exclusive
-// taker closes a gate while it waits (a record lock, fcntl F_OFD_SETLK, on one byte of the same file: let go with the
-// file, or its process), and a shared taker waits while the gate is closed. Without it, shared holders coming and
-// going on a host of several GPUs overlap each other and keep every device's timed copies waiting, the run's longest
-// path, for as long as any of them holds it. The gate decides only who goes first, never who is let in together:
-// a system that has no such locks (an old kernel) waits without it. It writes no holder's line (it is not alone): a waiter that gives up
-// names it from the kernel's list of locks (whoHolds). It removes the file it made only when it is the last holder
-// (its lock converted to LOCK_EX without waiting).
+// A shared holder (LOCK_SH: the truncation child's driver init, suites/hazards/truncate-early.ts, and the portable
+// check's copies) keeps timed copies out while it holds the lock, but not other shared holders: several devices'
+// children start their drivers side by side, never inside anyone's timed copies. It writes no holder's line (it is
+// not alone): a waiter that gives up names it from the kernel's list of locks (whoHolds). It removes the file it made
+// only when it is the last holder (its lock converted to LOCK_EX without waiting).
+//
+// Timed copies go first: an exclusive taker closes a gate while it waits (a record lock, fcntl F_OFD_SETLK, on one
+// byte of the same file: let go with the file, or its process), and a shared taker waits while the gate is closed.
+// Without it, shared holders coming and going on a host of several GPUs overlap each other and keep every device's
+// timed copies waiting, the run's longest path, for as long as any of them holds it. The gate decides only who goes
+// first, never who is let in together: a system that has no such locks (an old kernel) waits without it.
 //
 // The file cannot be turned against the run or its user: it is opened without following a link and without
 // waiting (a FIFO), and used only when it is a regular file of this user with no other name (a hard link), empty
