@@ -14,21 +14,25 @@ export interface ProcessStart {
 /** Between two looks at a process that is still there. */
 export const GONE_POLL_MS = 5;
 
-/** What /proc/<pid>/stat says of the process: its state letter and its start, or undefined when it cannot be read. */
-function stat(pid: number, procRoot: string): { state: string; startTicks: number } | undefined {
+/** What /proc/<pid>/stat says of the process: its state letter, its parent and its start, or undefined when it cannot be read. */
+function stat(pid: number, procRoot: string): { state: string; ppid: number; startTicks: number } | undefined {
   const read = readSmallFile(`${procRoot}/${pid}/stat`, 4096);
   if (!('text' in read)) return undefined;
   // "<pid> (<comm>) <state> <ppid> ...": the command may hold spaces and parentheses, so the fields are counted
-  // from the last ')': the state is field 3, the start field 22
+  // from the last ')': the state is field 3, the parent field 4, the start field 22
   const fields = read.text.slice(read.text.lastIndexOf(')') + 2).split(' ');
+  const ppid = Number(fields[1]);
   const startTicks = Number(fields[19]);
-  return fields[0] && Number.isSafeInteger(startTicks) ? { state: fields[0], startTicks } : undefined;
+  return fields[0] && Number.isSafeInteger(ppid) && Number.isSafeInteger(startTicks) ? { state: fields[0], ppid, startTicks } : undefined;
 }
 
-/** The process `pid` as it is now, or undefined when it is gone or cannot be read. */
-export function processStart(pid: number, procRoot = '/proc'): ProcessStart | undefined {
+/**
+ * The process `pid`, a child of `parent`, as it is now; undefined when it is gone, cannot be read, or is not that
+ * process's child (a /proc of another PID namespace than the pid's: never a stranger waited for).
+ */
+export function childStart(pid: number, parent: number, procRoot = '/proc'): ProcessStart | undefined {
   const s = stat(pid, procRoot);
-  return s && !dead(s.state) ? { pid, startTicks: s.startTicks } : undefined;
+  return s && !dead(s.state) && s.ppid === parent ? { pid, startTicks: s.startTicks } : undefined;
 }
 
 /** Z: a zombie, its memory given back, waiting to be reaped; X: dead. */

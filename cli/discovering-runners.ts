@@ -10,7 +10,7 @@ import type { Backend, PlainDevice, PlainDiscovery } from '../bindings/discovery
 import { removeStaleScratch } from '../bindings/scratch.js';
 import type { DiscoveryEvent, Selection, SuiteOptions } from '../suites/protocol.js';
 import { type DeviceRun, type OrchestrateOptions, STALL_GRACE_S, endedRunners, interruptAll, runDevice, runDiscovering } from './orchestrate.js';
-import { processStart } from '../bindings/process-gone.js';
+import { childStart } from '../bindings/process-gone.js';
 import { type DeviceChoice, earlyOthers, isGpuDriver, mergeDiscoveries, reportsWithoutProcess } from './select-devices.js';
 import { discoveryHookFor } from '../suites/hooks.js';
 import { releaseDeviceSpares, releaseSpareRunner, startDeviceSpares } from './spare-runner.js';
@@ -123,7 +123,7 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
 export function besideDiscovery(options: SuiteOptions, groups: readonly Group[], timeoutS: number): SuiteOptions {
   const processes = groups
     .filter((g) => g.pid !== undefined && !g.exited && !g.backends.some((backend) => isGpuDriver({ backend })))
-    .flatMap((g) => processStart(g.pid!) ?? []);
+    .flatMap((g) => childStart(g.pid!, process.pid) ?? []);
   return processes.length > 0 ? { ...options, waitFor: { processes, limitMs: (timeoutS + STALL_GRACE_S) * 1000 } } : options;
 }
 
