@@ -87,6 +87,7 @@ function deviceFigures(dev: DeviceResult): ConformanceDevice {
   if (phases?.scratchFile !== undefined) out.scratchFileMs = phases.scratchFile;
   if (phases?.probe !== undefined) out.probeMs = phases.probe;
   if (phases?.registration !== undefined) out.registrationMs = phases.registration;
+  if (dev.scratch?.discoveryWaitMs !== undefined) out.discoveryWaitMs = dev.scratch.discoveryWaitMs;
   if (dev.timing?.registeredGBps !== undefined) out.registeredGBps = dev.timing.registeredGBps;
   if (dev.timing?.stagedGBps !== undefined) out.stagedGBps = dev.timing.stagedGBps;
   const margin = ms(TIMING_MARGIN);

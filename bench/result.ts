@@ -66,6 +66,8 @@ export interface ConformanceDevice {
   probeMs?: number;
   /** Of probeMs: the register calls of the two windows. */
   registrationMs?: number;
+  /** Of probeMs: the wait for the discovering processes beside it to end, before reading its region (the device's scratch.discoveryWaitMs). */
+  discoveryWaitMs?: number;
   /** The registered and staged GB/s the suite reported (the probe's window, best of --runs). */
   registeredGBps?: number;
   stagedGBps?: number;

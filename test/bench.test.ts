@@ -100,6 +100,12 @@ function expectConformanceRun(res: BenchJson, r: Ran): void {
     for (const f of ['scratchFileMs', 'probeMs', 'registrationMs', 'probeCheckMs', 'hazardsMs', 'checksMs']) expectPositive(d[f], `${id} ${f}`);
     expect(d.hazardChecks).toBeGreaterThan(0);
     expect(d.registrationMs).toBeLessThan(d.probeMs); // a part of the self-test
+    // the wait for the OpenCL, Vulkan and CPU group's process, where it was still there when the GPU was told to go
+    if (d.discoveryWaitMs !== undefined) {
+      expect(d.discoveryWaitMs).toBeGreaterThanOrEqual(0);
+      expect(d.discoveryWaitMs).toBeLessThanOrEqual(d.probeMs); // a part of the self-test
+      expect(r.stdout).toMatch(/^ +of which the wait for the discovery beside it +\d+$/m);
+    }
     expectPositive(d.registeredGBps, `${id} the suite's registered GB/s`);
     expectPositive(d.stagedGBps, `${id} the suite's staged GB/s`);
     expect(d.nativeRatio).toBeCloseTo(d.registeredGBps / res.devices.find((x: { id: string }) => x.id === id).native.registeredGBps, 9);

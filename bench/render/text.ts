@@ -80,6 +80,7 @@ function phaseTable(k: ConformanceFigures): string[] {
         [`  ${d.id}: scratch file`, f0(d.scratchFileMs)],
         [`  ${d.id}: probe`, f0(d.probeMs)],
         [`    of which registration (both windows)`, f1(d.registrationMs)],
+        ...(d.discoveryWaitMs !== undefined ? [[`    of which the wait for the discovery beside it`, f0(d.discoveryWaitMs)] as [string, string]] : []),
         [`  ${d.id}: hazards (${d.hazardChecks} checks)`, f0(d.hazardsMs)],
       );
       rows.push([`  ${d.id}: timing checks (margin ${f1(d.timingMs.margin)}, link ${f1(d.timingMs.link)})`, f1(d.timingMs.total)]);
