@@ -66,7 +66,7 @@ function memoryAgainstTarget(mem: Spawned['memory'], sizeMiB: number): Conforman
 const totalMs = (checks: readonly CheckResult[]): number => checks.reduce((a, c) => a + (c.durationMs ?? 0), 0);
 
 /** One device's phases and figures, from its result in the command's JSON. */
-function deviceFigures(dev: DeviceResult): ConformanceDevice {
+export function deviceFigures(dev: DeviceResult): ConformanceDevice {
   const checks = dev.checks ?? [];
   const ms = (id: string): number | undefined => checks.find((c) => c.id === id)?.durationMs;
   const hazards = checks.filter((c) => c.id.startsWith('hazard.'));

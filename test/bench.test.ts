@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from './support/command.js';
 import { TreeSampler, pssParts } from '../bench/proc.js';
 import { MEASUREMENTS } from '../bench/measurements/index.js';
+import { deviceFigures } from '../bench/conformance.js';
+import type { DeviceResult } from '../results/types.js';
 import { type Ran, runScript, workspace } from './support/workspace.js';
 
 const root = ROOT;
@@ -398,5 +400,16 @@ describe('TreeSampler (bench/proc.ts)', () => {
     expect(pssParts(rollup)).toEqual({ pssKiB: 597000, pssAnonKiB: 311000, pssFileKiB: 150000, pssShmemKiB: 136000 });
     expect(pssParts('Rss:  620000 kB\nPss:  597000 kB\n')).toEqual({ pssKiB: 597000 });
     expect(pssParts('Rss:  620000 kB\n')).toBeUndefined();
+  });
+});
+
+describe("a device's figures from the command's results (bench/conformance.ts deviceFigures)", () => {
+  const device = (scratch: DeviceResult['scratch'] | undefined): DeviceResult =>
+    ({ id: 'cuda:0', checks: [{ id: 'probe.verdict', durationMs: 90, data: { verdict: { kind: 'Usable' }, phasesMs: { scratchFile: 3, registration: 1.5, probe: 80 } } }], ...(scratch ? { scratch } : {}) }) as unknown as DeviceResult;
+
+  it("the self-test's wait for the discovery beside it, where the results have one; none where they have none", () => {
+    expect(deviceFigures(device({ dir: '/s', fsType: 'ext4', discoveryWaitMs: 42 }))).toMatchObject({ probeMs: 80, registrationMs: 1.5, scratchFileMs: 3, probeCheckMs: 90, discoveryWaitMs: 42 });
+    expect(deviceFigures(device({ dir: '/s', fsType: 'ext4' })).discoveryWaitMs).toBeUndefined();
+    expect(deviceFigures(device(undefined)).discoveryWaitMs).toBeUndefined();
   });
 });
