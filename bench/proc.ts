@@ -5,6 +5,7 @@
 // as under some sandboxes, the largest VmRSS seen instead). A peak reached in the last interval of a process's
 // life can be missed; device runners hold their region for seconds, so the interval is far shorter.
 import { readFileSync, readdirSync } from 'node:fs';
+import { procStat } from '../bindings/process-gone.js';
 import { backendOfDevice } from '../bindings/registry.js';
 import { OPTIONS_ON_STDIN, RUNNER_OPTIONS_ENV, decodeRunnerOptions } from '../suites/protocol.js';
 
@@ -42,15 +43,6 @@ function readText(path: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** ppid from /proc/<pid>/stat (the fields after the command name, which is in parentheses and may hold spaces). */
-function parentOf(pid: number): number | undefined {
-  const stat = readText(`/proc/${pid}/stat`);
-  if (stat === undefined) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ppid = Number(fields[1]);
-  return Number.isInteger(ppid) ? ppid : undefined;
 }
 
 interface Memory {
@@ -189,7 +181,7 @@ export class TreeSampler {
     for (const name of names) {
       if (!/^\d+$/.test(name)) continue;
       const pid = Number(name);
-      const ppid = parentOf(pid);
+      const ppid = procStat(pid)?.ppid;
       if (ppid !== undefined) parents.set(pid, ppid);
     }
     const inTree = (pid: number): boolean => {

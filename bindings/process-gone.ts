@@ -15,7 +15,7 @@ export interface ProcessStart {
 export const GONE_POLL_MS = 5;
 
 /** What /proc/<pid>/stat says of the process: its state letter, its parent and its start, or undefined when it cannot be read. */
-function stat(pid: number, procRoot: string): { state: string; ppid: number; startTicks: number } | undefined {
+export function procStat(pid: number, procRoot = '/proc'): { state: string; ppid: number; startTicks: number } | undefined {
   const read = readSmallFile(`${procRoot}/${pid}/stat`, 4096);
   if (!('text' in read)) return undefined;
   // "<pid> (<comm>) <state> <ppid> ...": the command may hold spaces and parentheses, so the fields are counted
@@ -31,7 +31,7 @@ function stat(pid: number, procRoot: string): { state: string; ppid: number; sta
  * process's child (a /proc of another PID namespace than the pid's: never a stranger waited for).
  */
 export function childStart(pid: number, parent: number, procRoot = '/proc'): ProcessStart | undefined {
-  const s = stat(pid, procRoot);
+  const s = procStat(pid, procRoot);
   return s && !dead(s.state) && s.ppid === parent ? { pid, startTicks: s.startTicks } : undefined;
 }
 
@@ -40,7 +40,7 @@ const dead = (state: string): boolean => state === 'Z' || state === 'X';
 
 /** The process has ended: no such pid, a pid of a later process, or a zombie. */
 export function processGone(p: ProcessStart, procRoot = '/proc'): boolean {
-  const s = stat(p.pid, procRoot);
+  const s = procStat(p.pid, procRoot);
   return s === undefined || s.startTicks !== p.startTicks || dead(s.state);
 }
 

@@ -87,10 +87,11 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
     const so = groups.map((g) => ({ backends: g.backends, ...(g.event ? { discovery: g.event.discovery } : {}) }));
     // a group that ended without its report fails the run: nothing more is started
     if (o.stop.aborted || [...over].some((g) => g.event === undefined) || !choice.validSoFar(so)) return;
+    const beside = besideDiscovery(groups, o.timeoutS);
     for (const g of groups) {
-      if (g.offer && isGpuDriver(g.offer)) g.answer([besideDiscovery(choice.optionsOf(g.offer), groups, o.timeoutS)]);
+      if (g.offer && isGpuDriver(g.offer)) g.answer([beside(choice.optionsOf(g.offer))]);
       for (const d of g.event ? earlyOthers(choice.chosen(g.event.discovery), g.offer) : []) {
-        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(besideDiscovery(choice.optionsOf(d), groups, o.timeoutS), o));
+        if (!g.others.has(d.id)) g.others.set(d.id, runDevice(beside(choice.optionsOf(d)), o));
       }
     }
   };
@@ -114,17 +115,18 @@ export async function discoverInGroups(choice: DeviceChoice, o: OrchestrateOptio
 }
 
 /**
- * A GPU's options with the discovering processes its probe waits for before it reads its region (SuiteOptions.waitFor):
- * those of the groups of devices that never register that have not exited (with a GPU in the run they check nothing:
- * cli/select-devices.ts keeps), as the kernel has them now. A group of GPU drivers is never waited for: its process
- * checks a GPU of its own. The wait's limit is the one past which the command ends a discovering process that
- * reports nothing (--timeout and the grace).
+ * What gives a GPU's options the discovering processes its probe waits for before it reads its region
+ * (SuiteOptions.waitFor): those of the groups of devices that never register that have not exited (with a GPU in the
+ * run they check nothing: cli/select-devices.ts keeps), as the kernel has them now (read once, for every GPU told to
+ * go with it). A group of GPU drivers is never waited for: its process checks a GPU of its own. The wait's limit is
+ * the one past which the command ends a discovering process that reports nothing (--timeout and the grace).
  */
-export function besideDiscovery(options: SuiteOptions, groups: readonly Group[], timeoutS: number): SuiteOptions {
+export function besideDiscovery(groups: readonly Group[], timeoutS: number): (options: SuiteOptions) => SuiteOptions {
   const processes = groups
     .filter((g) => g.pid !== undefined && !g.exited && !g.backends.some((backend) => isGpuDriver({ backend })))
     .flatMap((g) => childStart(g.pid!, process.pid) ?? []);
-  return processes.length > 0 ? { ...options, waitFor: { processes, limitMs: (timeoutS + STALL_GRACE_S) * 1000 } } : options;
+  const waitFor = { processes, limitMs: (timeoutS + STALL_GRACE_S) * 1000 };
+  return (options) => (processes.length > 0 ? { ...options, waitFor } : options);
 }
 
 /**

@@ -26,6 +26,14 @@ const acceptance = (out: string, steps: string[], tmp: string) =>
     timeout: 170_000,
   });
 
+/** The steps `out` names, each "<step>: exit <status>" (its seconds left out), and the folder its all.tgz is unpacked in. */
+function stepsRun(out: string, unpackIn: string): { steps: string[]; x: string } {
+  const steps = readFileSync(join(out, 'steps.txt'), 'utf8').trimEnd().split('\n').map((l) => l.replace(/ in \d+ s$/, ''));
+  spawnSync('mkdir', ['-p', unpackIn]);
+  expect(spawnSync('tar', ['-C', unpackIn, '-xzf', join(out, 'all.tgz')]).status).toBe(0);
+  return { steps, x: unpackIn };
+}
+
 it('refuses a step it does not have with exit 2, before it makes or runs anything', () => {
   const tmp = mkdtempSync(join(work, 'tmp-'));
   const r = acceptance(join(work, 'refused'), ['default', 'bench'], tmp);
@@ -40,11 +48,8 @@ it('runs the steps named and no other; the profile step writes a CPU profile of 
   const out = join(work, 'out');
   const r = acceptance(out, ['profile'], tmp);
   expect(r.status, r.stderr).toBe(0);
-  const steps = readFileSync(join(out, 'steps.txt'), 'utf8').trimEnd().split('\n');
-  expect(steps.map((l) => l.replace(/ in \d+ s$/, ''))).toEqual(['profile: exit 0', 'profile-summary: exit 0']);
-  const x = join(work, 'x');
-  spawnSync('mkdir', ['-p', x]);
-  expect(spawnSync('tar', ['-C', x, '-xzf', join(out, 'all.tgz')]).status).toBe(0);
+  const { steps, x } = stepsRun(out, join(work, 'x'));
+  expect(steps).toEqual(['profile: exit 0', 'profile-summary: exit 0']);
   const profiles = readdirSync(join(x, 'profile')).filter((f) => f.endsWith('.cpuprofile'));
   // the command, the CUDA device's runner, the OpenCL/Vulkan/CPU group's: each its own main thread
   expect(profiles.length).toBeGreaterThanOrEqual(3);
@@ -63,11 +68,8 @@ it('the exit-time step: each mode of a CUDA process\'s end timed, 5 times (over 
   const out = join(work, 'out-exit');
   const r = acceptance(out, ['exit-time'], tmp);
   expect(r.status, r.stderr).toBe(0);
-  const steps = readFileSync(join(out, 'steps.txt'), 'utf8').trimEnd().split('\n');
-  expect(steps.map((l) => l.replace(/ in \d+ s$/, ''))).toEqual(['exit-time: exit 0']);
-  const x = join(work, 'x-exit');
-  spawnSync('mkdir', ['-p', x]);
-  expect(spawnSync('tar', ['-C', x, '-xzf', join(out, 'all.tgz')]).status).toBe(0);
+  const { steps, x } = stepsRun(out, join(work, 'x-exit'));
+  expect(steps).toEqual(['exit-time: exit 0']);
   const exits = readFileSync(join(x, 'exit-time.txt'), 'utf8').trimEnd().split('\n');
   expect(exits).toHaveLength(4 * 5);
   for (const mode of ['live', 'released', 'reset', 'quick']) expect(exits.filter((l) => l.startsWith(`${mode} `) && l.endsWith('(status 0)'))).toHaveLength(5);

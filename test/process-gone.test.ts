@@ -112,7 +112,7 @@ describe("the discovering processes a GPU's probe waits for (besideDiscovery)", 
 
   it("a group of devices that never register whose process is there: waited for, with its start, within the stall's limit", async () => {
     const c = await child(FOREVER);
-    const o = besideDiscovery(options, [group(['cuda'], process.pid), group(['opencl', 'vulkan', 'cpu'], c.pid)], 120);
+    const o = besideDiscovery([group(['cuda'], process.pid), group(['opencl', 'vulkan', 'cpu'], c.pid)], 120)(options);
     expect(o.waitFor).toEqual({ processes: [childStart(c.pid, process.pid)], limitMs: (120 + STALL_GRACE_S) * 1000 });
     expect(o.device).toBe('cuda:0');
     expect(options.waitFor).toBeUndefined(); // the options asked for are left as they are
@@ -123,7 +123,7 @@ describe("the discovering processes a GPU's probe waits for (besideDiscovery)", 
     const gone = await child('');
     await new Promise((done) => (gone.exitCode !== null ? done(undefined) : gone.once('exit', done)));
     await waitUntil(() => childStart(gone.pid, process.pid) === undefined, 30_000, 'the child to be reaped');
-    const o = besideDiscovery(options, [group(['opencl', 'vulkan', 'cpu'], c.pid, true), group(['hip'], c.pid), group(['cpu'], undefined), group(['vulkan'], gone.pid), group(['opencl'], process.ppid)], 120);
+    const o = besideDiscovery([group(['opencl', 'vulkan', 'cpu'], c.pid, true), group(['hip'], c.pid), group(['cpu'], undefined), group(['vulkan'], gone.pid), group(['opencl'], process.ppid)], 120)(options);
     expect(o).toBe(options);
   });
 });
